@@ -1,0 +1,64 @@
+# Project-wide target conventions, applied per target rather than globally.
+
+set(HYBRIDJOB_BIN_DIR "${CMAKE_BINARY_DIR}/bin")
+
+# Language level, warnings and sanitizers for one of the project's own targets.
+function(hybridjob_target_defaults target)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    target_compile_features(${target} INTERFACE cxx_std_20)
+    return()
+  endif()
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-deprecated-declarations)
+  if(HYBRIDJOB_SANITIZE)
+    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
+                                            -fno-sanitize-recover=undefined)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# hybridjob_library(NAME SOURCES ... DEPS ...): one library per folder of src/.
+function(hybridjob_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  add_library(hybridjob::${name} ALIAS ${name})
+  target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}/include")
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  hybridjob_target_defaults(${name})
+endfunction()
+
+# hybridjob_binary(NAME SOURCES ... DEPS ...): a shipped executable in build/bin/.
+function(hybridjob_binary name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${HYBRIDJOB_BIN_DIR}")
+  hybridjob_target_defaults(${name})
+endfunction()
+
+# hybridjob_test(NAME LABEL unit|integration|e2e SOURCES ... DEPS ...)
+# Each GoogleTest case becomes one ctest test carrying the label. Integration and
+# e2e tests share the local cluster fixture and read its kubeconfig from the
+# environment; each test works in a namespace of its own.
+function(hybridjob_test name)
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
+  hybridjob_target_defaults(${name})
+  set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_LABEL STREQUAL "integration" OR ARG_LABEL STREQUAL "e2e")
+    list(APPEND props FIXTURES_REQUIRED local_cluster
+         ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR};HYBRIDJOB_BIN_DIR=${HYBRIDJOB_BIN_DIR};HYBRIDJOB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endif()
+  # End-to-end tests run whole binaries that act cluster-wide: one at a time.
+  if(ARG_LABEL STREQUAL "e2e")
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
+endfunction()

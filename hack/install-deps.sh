@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages HybridJob builds, tests and runs with, when any is missing.
+# Works as root; otherwise uses sudo.
+set -euo pipefail
+
+BUILD_PACKAGES=(
+  build-essential cmake pkg-config git
+  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format
+)
+# What the local Kubernetes cluster needs: etcd, a Go toolchain to build the
+# control plane from Debian's source package, and the tools its build uses.
+CLUSTER_PACKAGES=(
+  etcd-server golang-go rsync jq openssl curl dpkg-dev procps iproute2 python3
+)
+
+missing=()
+for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,38 @@
+// The contract between hybridjob-controller, gang-scheduler and any other
+// producer of pod groups: label and annotation keys carried by group members.
+#pragma once
+
+#include <string_view>
+
+namespace hybridjob::api {
+
+inline constexpr std::string_view kGroup = "batch.hybridjob.io";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "batch.hybridjob.io/v1alpha1";
+inline constexpr std::string_view kKind = "HybridJob";
+inline constexpr std::string_view kPlural = "hybridjobs";
+
+// Labels on every member pod (and the job's Service, ConfigMap, PVCs).
+// A pod group is identified by namespace + job-name label.
+inline constexpr std::string_view kJobNameLabel = "batch.hybridjob.io/job-name";
+inline constexpr std::string_view kRoleLabel = "batch.hybridjob.io/role";
+inline constexpr std::string_view kIndexLabel = "batch.hybridjob.io/index";
+
+// Annotation on every member pod: the whole group's shape as compact JSON, so
+// the scheduler knows every role's bounds even before all pods exist:
+//   {"roles":[{"name":"ps","min":1,"max":1,"priority":0},
+//             {"name":"worker","min":2,"max":8,"priority":0}],
+//    "queue":"default","scheduleTimeoutSeconds":300}
+inline constexpr std::string_view kGroupSpecAnnotation = "batch.hybridjob.io/group-spec";
+
+// PodScheduled=False reasons the gang scheduler writes on member pods.
+// kSurplusReason: the group was placed and this pod was left out (index beyond
+// what fitted); the controller deletes such pods.
+inline constexpr std::string_view kSurplusReason = "GangSurplus";
+// kWaitingReason: the group cannot reach every role's minimum yet.
+inline constexpr std::string_view kWaitingReason = "Unschedulable";
+
+inline constexpr std::string_view kDefaultSchedulerName = "gang-scheduler";
+inline constexpr std::string_view kDefaultQueue = "default";
+
+}  // namespace hybridjob::api

@@ -1,0 +1,24 @@
+// hybridjob-controller: flags, wiring and signals only; the logic lives in the libraries.
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: hybridjob-controller [flags]
+
+Flags:
+  -h, --help   show this help
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  std::cerr << "hybridjob-controller: not implemented yet\n" << kUsage;
+  return 2;
+}
