@@ -12,7 +12,7 @@ BUILD_PACKAGES=(
 # What the local Kubernetes cluster needs: etcd, a Go toolchain to build the
 # control plane from Debian's source package, and the tools its build uses.
 CLUSTER_PACKAGES=(
-  etcd-server golang-go rsync jq openssl curl dpkg-dev procps iproute2 python3
+  etcd-server golang-go golang-github-modern-go-reflect2-dev rsync jq openssl curl dpkg-dev procps iproute2 python3
 )
 
 missing=()

@@ -12,11 +12,18 @@ CACHE_ROOT="${HYBRIDJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hybridjob}"
 CACHE_DIR="$CACHE_ROOT/k8s-v$K8S_VERSION"
 BIN_DIR="$CACHE_DIR/bin"
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# Identifies how the cache was built; a cache from another recipe is rebuilt.
+# reflect2: v1.20's vendored github.com/modern-go/reflect2 1.0.1 crashes under
+# Go >= 1.18 when encoding maps (every custom resource write); Debian's 1.0.2
+# replaces it.
+BUILD_ID="debian-src+reflect2-1.0.2"
+REFLECT2_SRC="/usr/share/gocode/src/github.com/modern-go/reflect2"
 
 log() { echo "k8s-binaries: $*" >&2; }
 
 cached() {
   local b
+  [ "$(cat "$CACHE_DIR/BUILD_ID" 2>/dev/null)" = "$BUILD_ID" ] || return 1
   for b in "${BINARIES[@]}"; do
     [ -x "$BIN_DIR/$b" ] && [ -s "$BIN_DIR/$b" ] || return 1
   done
@@ -60,6 +67,11 @@ ensure_deb_src() {
   $SUDO apt-get update -qq
 }
 
+if [ ! -f "$REFLECT2_SRC/go_above_118.go" ]; then
+  log "missing golang-github-modern-go-reflect2-dev: run hack/install-deps.sh first"
+  exit 1
+fi
+
 for tool in go rsync jq dpkg-source; do
   if ! command -v "$tool" >/dev/null; then
     log "missing $tool: run hack/install-deps.sh first"
@@ -84,6 +96,11 @@ if ! grep -q "$K8S_VERSION" "$SRC_DIR/debian/changelog"; then
   log "source package in $SRC_DIR is not $K8S_VERSION"
   exit 1
 fi
+
+# Swap in the Go >= 1.18 compatible reflect2 (same API, fixed map iteration).
+rm -rf "$SRC_DIR/vendor/github.com/modern-go/reflect2"
+mkdir -p "$SRC_DIR/vendor/github.com/modern-go/reflect2"
+cp "$REFLECT2_SRC"/*.go "$REFLECT2_SRC"/*.s "$SRC_DIR/vendor/github.com/modern-go/reflect2/"
 
 # A build that ran without rsync leaves a zero-byte generator behind; start clean.
 if find "$SRC_DIR/_output" -type f -size 0 -name "*-gen" 2>/dev/null | grep -q .; then
@@ -114,6 +131,7 @@ for b in "${BINARIES[@]}"; do
   install -m 0755 "$built" "$BIN_DIR/$b"
 done
 echo "$K8S_VERSION" >"$CACHE_DIR/VERSION"
+echo "$BUILD_ID" >"$CACHE_DIR/BUILD_ID"
 # Keep only the binaries; the source tree and Go cache are large.
 rm -rf "$WORK"
 log "cached in $BIN_DIR"

@@ -267,13 +267,17 @@ main() {
   done
   case "$cmd" in
     up) cmd_up "$dir" ;;
-    env) print_env "$(resolve_dir "$dir")" ;;
+    env)
+      dir="$(resolve_dir "$dir")"
+      print_env "$dir"
+      ;;
     down)
       if [ "$all" = 1 ]; then
         local d
         for d in $(running_clusters); do cmd_down "$d"; done
       else
-        cmd_down "$(resolve_dir "$dir")"
+        dir="$(resolve_dir "$dir")"
+        cmd_down "$dir"
       fi
       ;;
     -h|--help|help) usage ;;

@@ -35,4 +35,13 @@ inline constexpr std::string_view kWaitingReason = "Unschedulable";
 inline constexpr std::string_view kDefaultSchedulerName = "gang-scheduler";
 inline constexpr std::string_view kDefaultQueue = "default";
 
+// Annotation on the job's cluster ConfigMap: the membership the gang scheduler
+// committed, as compact JSON of role -> member count ({"ps":1,"worker":2}).
+// Members of a role are always indices 0..count-1.
+inline constexpr std::string_view kMembersAnnotation = "batch.hybridjob.io/members";
+
+// Label on a job's TensorBoard Deployment, its pods and Service (value: the job
+// name). Kept apart from kJobNameLabel so TensorBoard pods never join the group.
+inline constexpr std::string_view kTensorboardLabel = "batch.hybridjob.io/tensorboard";
+
 }  // namespace hybridjob::api

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every test label in the normal tree and the unit tests in the sanitizer
+# tree; fails if any run fails, after running them all.
+set -uo pipefail
+BUILD_DIR="${1:-build}"
+ASAN_DIR="${2:-build-asan}"
+JOBS="${3:-2}"
+
+status=0
+echo "== unit, integration and e2e tests ($BUILD_DIR)"
+ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e' -j "$JOBS" --output-on-failure || status=1
+
+echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($ASAN_DIR)"
+ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+  ctest --test-dir "$ASAN_DIR" -L unit -j "$JOBS" --output-on-failure || status=1
+
+if [ "$status" -ne 0 ]; then
+  echo "make test: FAILED" >&2
+else
+  echo "make test: all suites passed"
+fi
+exit "$status"

@@ -1,0 +1,35 @@
+// Names HybridJob derives from a job, and the DNS rules they must obey.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hybridjob::api {
+
+inline constexpr size_t kMaxDnsLabelLength = 63;
+inline constexpr size_t kMaxDnsSubdomainLength = 253;
+
+// RFC 1035 label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. Service
+// names and the role names that become part of hostnames must be one.
+bool IsDns1035Label(std::string_view value);
+// RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+bool IsDns1123Label(std::string_view value);
+// RFC 1123 subdomain: dot-separated 1123 labels, at most 253 characters.
+bool IsDns1123Subdomain(std::string_view value);
+
+// <job>-<role>-<index>: pod name and hostname of one member.
+std::string MemberPodName(std::string_view job, std::string_view role, int64_t index);
+// <job>: the headless Service every member's subdomain points at.
+std::string HeadlessServiceName(std::string_view job);
+// <job>-cluster: the ConfigMap carrying the committed cluster spec.
+std::string ClusterConfigMapName(std::string_view job);
+// <job>-<volume>: a PVC the job creates.
+std::string VolumeClaimName(std::string_view job, std::string_view volume);
+// <job>-tensorboard: the TensorBoard Deployment and Service.
+std::string TensorboardName(std::string_view job);
+// <job>-<role>-<index>.<job>.<namespace>.svc: a member's stable DNS name.
+std::string MemberHost(std::string_view job, std::string_view ns, std::string_view role,
+                       int64_t index);
+
+}  // namespace hybridjob::api

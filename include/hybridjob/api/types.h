@@ -1,0 +1,243 @@
+// The HybridJob resource (batch.hybridjob.io/v1alpha1) as C++ values.
+//
+// Fields whose default depends on other fields (maxReplicas, port, the success
+// policy) are optional here and filled by ApplyDefaults; the Effective*
+// accessors give the defaulted value whether or not defaults were applied.
+// Pod templates stay opaque JSON: HybridJob only adds to them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hybridjob::api {
+
+enum class Framework { kTensorFlow, kPyTorch, kMXNet, kMPI, kGeneric };
+
+// What happens when a member's pod ends. The controller, not the kubelet,
+// restarts members: pods always run with restartPolicy Never.
+enum class RestartPolicy {
+  kNever,      // a failed member fails the job
+  kOnFailure,  // a failed member is recreated (same name and index)
+  kExitCode,   // exit codes 1-127 fail the job, 128-255 (signals) are retried
+  kAlways,     // recreated after failure and after success too
+};
+
+// Which pods to delete when the job finishes.
+enum class CleanPodPolicy { kRunning, kAll, kNone };
+
+enum class SuccessOperator { kAll, kAny };
+
+enum class JobPhase { kPending, kQueued, kRunning, kRestarting, kSucceeded, kFailed };
+
+std::string_view ToString(Framework value);
+std::string_view ToString(RestartPolicy value);
+std::string_view ToString(CleanPodPolicy value);
+std::string_view ToString(SuccessOperator value);
+std::string_view ToString(JobPhase value);
+
+// Exact, case-sensitive spellings as in the CRD ("tensorflow", "OnFailure", ...).
+std::optional<Framework> ParseFramework(std::string_view text);
+std::optional<RestartPolicy> ParseRestartPolicy(std::string_view text);
+std::optional<CleanPodPolicy> ParseCleanPodPolicy(std::string_view text);
+std::optional<SuccessOperator> ParseSuccessOperator(std::string_view text);
+std::optional<JobPhase> ParseJobPhase(std::string_view text);
+
+// Every accepted spelling, in declaration order (the CRD enums list the same).
+std::vector<std::string_view> AllFrameworks();
+std::vector<std::string_view> AllRestartPolicies();
+std::vector<std::string_view> AllCleanPodPolicies();
+std::vector<std::string_view> AllSuccessOperators();
+std::vector<std::string_view> AllJobPhases();
+
+bool IsTerminal(JobPhase phase);
+
+// The port members listen on when a role names none.
+int32_t DefaultPort(Framework framework);
+
+inline constexpr std::string_view kDefaultCodeMountPath = "/workspace";
+inline constexpr std::string_view kDefaultTensorboardServiceType = "ClusterIP";
+inline constexpr std::string_view kDefaultAccessMode = "ReadWriteOnce";
+inline constexpr int32_t kDefaultBackoffLimit = 3;
+
+// The subset of metav1.ObjectMeta HybridJob reads.
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  std::string creation_timestamp;  // RFC 3339, as the API server wrote it
+  std::optional<std::string> deletion_timestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+
+  friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
+};
+
+// One role of the job (ps, worker, chief, launcher, ...).
+struct ReplicaSpec {
+  std::string name;  // DNS-1035 label; the list is keyed by it
+  int32_t min_replicas = 0;
+  std::optional<int32_t> max_replicas;  // default: min_replicas
+  int32_t priority = 0;                 // higher roles grow toward max first
+  RestartPolicy restart_policy = RestartPolicy::kNever;
+  std::optional<int32_t> port;  // default: DefaultPort(framework)
+  nlohmann::json pod_template = nlohmann::json::object();  // core/v1 PodTemplateSpec
+
+  int32_t EffectiveMaxReplicas() const { return max_replicas.value_or(min_replicas); }
+  int32_t EffectivePort(Framework framework) const {
+    return port.value_or(DefaultPort(framework));
+  }
+
+  friend bool operator==(const ReplicaSpec&, const ReplicaSpec&) = default;
+};
+
+struct RunPolicy {
+  int32_t backoff_limit = kDefaultBackoffLimit;  // member restarts allowed before failing
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  // Passed to the scheduler in the group-spec annotation: how long it waits for
+  // every member pod to exist before planning with those that do.
+  std::optional<int64_t> schedule_timeout_seconds;
+
+  friend bool operator==(const RunPolicy&, const RunPolicy&) = default;
+};
+
+// When the job has succeeded: All = every member of the listed roles
+// succeeded; Any = at least one member of the listed roles did.
+struct SuccessPolicy {
+  std::vector<std::string> roles;
+  SuccessOperator op = SuccessOperator::kAll;
+
+  friend bool operator==(const SuccessPolicy&, const SuccessPolicy&) = default;
+};
+
+// Storage for some or all roles: a PVC the job creates (size set) or an
+// existing claim (existing_claim set), mounted at mount_path.
+struct VolumeSpec {
+  std::string name;
+  std::optional<std::string> storage_class_name;
+  std::optional<std::string> size;  // resource quantity, e.g. "100Gi"
+  std::vector<std::string> access_modes;  // default [ReadWriteOnce] for created claims
+  std::string mount_path;
+  std::vector<std::string> roles;  // empty: every role
+  bool retain = false;             // keep the created PVC after the job is deleted
+  std::optional<std::string> existing_claim;
+
+  friend bool operator==(const VolumeSpec&, const VolumeSpec&) = default;
+};
+
+// A code archive fetched and unpacked by an init container before members start.
+struct CodeSpec {
+  std::string source;  // http://, https:// or s3:// URL of a .tar, .tar.gz, .tgz or .zip
+  std::string mount_path = std::string(kDefaultCodeMountPath);
+  std::optional<std::string> image;  // default: the controller's code-fetcher image
+
+  friend bool operator==(const CodeSpec&, const CodeSpec&) = default;
+};
+
+struct TensorboardSpec {
+  std::string log_dir;
+  std::optional<std::string> image;  // default: the controller's TensorBoard image
+  std::string service_type = std::string(kDefaultTensorboardServiceType);
+
+  friend bool operator==(const TensorboardSpec&, const TensorboardSpec&) = default;
+};
+
+struct HybridJobSpec {
+  Framework framework = Framework::kGeneric;
+  std::vector<ReplicaSpec> replica_specs;
+  RunPolicy run_policy;
+  std::optional<SuccessPolicy> success_policy;  // default: see DefaultSuccessPolicy
+  std::vector<VolumeSpec> volumes;
+  std::optional<CodeSpec> code;
+  std::optional<TensorboardSpec> tensorboard;
+  std::string queue = "default";
+  std::string scheduler_name = "gang-scheduler";
+
+  const ReplicaSpec* FindRole(std::string_view name) const;
+  // Some role has min != max: the membership is only known once the gang is
+  // placed. Otherwise it is known when the pods are created.
+  bool IsElastic() const;
+
+  friend bool operator==(const HybridJobSpec&, const HybridJobSpec&) = default;
+};
+
+// The chief (or master) role if there is one, else all members of worker,
+// else all members of every role.
+SuccessPolicy DefaultSuccessPolicy(const HybridJobSpec& spec);
+SuccessPolicy EffectiveSuccessPolicy(const HybridJobSpec& spec);
+
+// Condition types on the job.
+inline constexpr std::string_view kConditionCreated = "Created";
+inline constexpr std::string_view kConditionScheduled = "Scheduled";
+inline constexpr std::string_view kConditionRunning = "Running";
+inline constexpr std::string_view kConditionRestarting = "Restarting";
+inline constexpr std::string_view kConditionSucceeded = "Succeeded";
+inline constexpr std::string_view kConditionFailed = "Failed";
+inline constexpr std::string_view kConditionInvalid = "Invalid";
+
+// Reasons on conditions and Events beyond the condition types themselves.
+inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";
+inline constexpr std::string_view kReasonDeadlineExceeded = "DeadlineExceeded";
+inline constexpr std::string_view kReasonMemberFailed = "MemberFailed";
+inline constexpr std::string_view kReasonInvalid = "Invalid";
+
+struct Condition {
+  std::string type;
+  std::string status;  // "True", "False" or "Unknown"
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;  // RFC 3339
+  std::string last_update_time;      // RFC 3339
+
+  friend bool operator==(const Condition&, const Condition&) = default;
+};
+
+// Counts for one role. Members are the indices the scheduler committed.
+struct ReplicaStatus {
+  std::string name;
+  int32_t members = 0;    // committed by the gang placement; 0 until placed
+  int32_t scheduled = 0;  // pods bound to a node
+  int32_t active = 0;     // pods pending or running
+  int32_t succeeded = 0;
+  int32_t failed = 0;
+  int32_t restarts = 0;  // members recreated so far
+
+  friend bool operator==(const ReplicaStatus&, const ReplicaStatus&) = default;
+};
+
+struct HybridJobStatus {
+  std::optional<JobPhase> phase;  // absent until the controller first sees the job
+  std::vector<Condition> conditions;
+  std::vector<ReplicaStatus> replica_statuses;
+  std::string ready_members;  // "3/4": members running / members expected
+  std::optional<std::string> start_time;
+  std::optional<std::string> completion_time;
+  std::optional<std::string> last_restart_time;  // when the latest member restart began
+  int32_t restart_count = 0;
+  int64_t observed_generation = 0;
+
+  const Condition* FindCondition(std::string_view type) const;
+  bool HasTrueCondition(std::string_view type) const;
+  const ReplicaStatus* FindReplicaStatus(std::string_view role) const;
+
+  friend bool operator==(const HybridJobStatus&, const HybridJobStatus&) = default;
+};
+
+struct HybridJob {
+  ObjectMeta metadata;
+  HybridJobSpec spec;
+  HybridJobStatus status;
+
+  friend bool operator==(const HybridJob&, const HybridJob&) = default;
+};
+
+}  // namespace hybridjob::api

@@ -1,0 +1,114 @@
+// The API server as the rest of HybridJob sees it. RestClient implements it
+// over HTTPS; tests of pure logic never need it, and integration tests use the
+// real server.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/k8s/resource.h>
+#include <hybridjob/k8s/watch.h>
+
+namespace hybridjob::k8s {
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;  // "" = most recent (quorum read), "0" = any (cache)
+  std::string continue_token;
+  int64_t limit = 0;  // 0 = no paging
+};
+
+struct ObjectList {
+  std::vector<nlohmann::json> items;
+  std::string resource_version;
+  std::string continue_token;  // non-empty when more pages remain
+};
+
+struct WriteOptions {
+  std::string field_manager;
+  bool dry_run = false;
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // Foreground, Background, Orphan; "" = server default
+  std::optional<std::string> precondition_uid;
+  std::optional<std::string> precondition_resource_version;
+  std::optional<int64_t> grace_period_seconds;
+  bool dry_run = false;
+};
+
+enum class PatchType {
+  kMerge,           // application/merge-patch+json
+  kJson,            // application/json-patch+json
+  kStrategicMerge,  // application/strategic-merge-patch+json (built-in types only)
+  kApply,           // application/apply-patch+yaml: server-side apply
+};
+
+struct PatchOptions {
+  std::string field_manager;  // required for kApply
+  bool force = false;         // kApply: take ownership of conflicting fields
+  std::string subresource;    // e.g. "status"
+  bool dry_run = false;
+};
+
+struct WatchOptions {
+  std::string resource_version;
+  std::string label_selector;
+  std::string field_selector;
+  bool allow_bookmarks = true;
+  std::chrono::seconds timeout{300};  // server-side timeoutSeconds
+};
+
+class ApiClient {
+ public:
+  virtual ~ApiClient() = default;
+
+  virtual Result<nlohmann::json> Get(const Resource& resource, std::string_view ns,
+                                     std::string_view name) = 0;
+  // One page; see ListAll for every page.
+  virtual Result<ObjectList> List(const Resource& resource, std::string_view ns,
+                                  const ListOptions& options) = 0;
+  virtual Result<nlohmann::json> Create(const Resource& resource, std::string_view ns,
+                                        const nlohmann::json& object,
+                                        const WriteOptions& options = {}) = 0;
+  // PUT of the whole object; its metadata.resourceVersion makes it conditional
+  // (Conflict when stale). subresource "status" writes only the status.
+  virtual Result<nlohmann::json> Update(const Resource& resource, const nlohmann::json& object,
+                                        std::string_view subresource = {},
+                                        const WriteOptions& options = {}) = 0;
+  virtual Result<nlohmann::json> Patch(const Resource& resource, std::string_view ns,
+                                       std::string_view name, PatchType type,
+                                       std::string_view body, const PatchOptions& options = {}) = 0;
+  virtual Status Delete(const Resource& resource, std::string_view ns, std::string_view name,
+                        const DeleteOptions& options = {}) = 0;
+  // POST to a subresource: pods/binding, pods/eviction, serviceaccounts/token.
+  virtual Result<nlohmann::json> CreateSubresource(const Resource& resource, std::string_view ns,
+                                                   std::string_view name,
+                                                   std::string_view subresource,
+                                                   const nlohmann::json& body) = 0;
+  virtual Result<std::unique_ptr<WatchStream>> Watch(const Resource& resource, std::string_view ns,
+                                                     const WatchOptions& options) = 0;
+
+  // The namespace of the configured context.
+  virtual const std::string& DefaultNamespace() const = 0;
+};
+
+// Binds a pod to a node through pods/{name}/binding, as a scheduler does.
+Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
+               std::string_view pod_uid, std::string_view node_name);
+
+// Every page of a list. Restarts from scratch if the continue token expires
+// (410) mid-way, so the result is always one consistent snapshot.
+Result<ObjectList> ListAll(ApiClient& client, const Resource& resource, std::string_view ns,
+                           ListOptions options, int64_t page_size = 500);
+
+}  // namespace hybridjob::k8s

@@ -1,0 +1,85 @@
+// A rate-limited work queue of object keys, with client-go's guarantees:
+// a key is queued at most once however often it is added (dirty set), is
+// never processed by two workers at once (processing set; an add while it is
+// processed is replayed after Done), and retries back off per key.
+// Delayed adds need no extra thread: waiting workers wake when one is due.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <hybridjob/k8s/rate_limiter.h>
+
+namespace hybridjob::k8s {
+
+// Optional instrumentation (metrics): called with the queue's lock released.
+struct WorkQueueObserver {
+  std::function<void(size_t depth)> on_depth;
+  std::function<void(Duration waited)> on_queue_latency;  // add -> get
+  std::function<void(Duration worked)> on_work_duration;  // get -> done
+  std::function<void()> on_retry;
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(std::unique_ptr<WorkqueueRateLimiter> limiter = nullptr,
+                     WorkQueueObserver observer = {});
+  ~WorkQueue();
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void Add(const std::string& key);
+  // Adds after `delay`; a key already waiting keeps the earlier of the two times.
+  void AddAfter(const std::string& key, Duration delay);
+  // Adds after the rate limiter's delay for this key (backoff grows per retry).
+  void AddRateLimited(const std::string& key);
+  // Resets the key's backoff: call when it was processed successfully.
+  void Forget(const std::string& key);
+  int NumRequeues(const std::string& key);
+
+  // Blocks until a key is ready; nullopt once shut down and empty.
+  std::optional<std::string> Get();
+  // Marks the key processed; if it was added meanwhile, it is queued again.
+  void Done(const std::string& key);
+
+  // Stops accepting adds and wakes every waiter. Keys already queued are still
+  // handed out, so workers drain; delayed keys are dropped.
+  void ShutDown();
+  bool ShuttingDown();
+
+  size_t Len();            // ready keys
+  size_t DelayedLen();     // keys waiting for their time
+
+ private:
+  using Time = std::chrono::steady_clock::time_point;
+
+  void AddLocked(const std::string& key, Time now);
+  void PromoteDueLocked(Time now);
+  void NotifyDepth(size_t depth);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> dirty_;
+  std::unordered_set<std::string> processing_;
+  std::unordered_map<std::string, Time> added_at_;
+  std::unordered_map<std::string, Time> started_at_;
+  // Delayed keys by ready time, plus each key's entry for de-duplication.
+  std::multimap<Time, std::string> delayed_;
+  std::unordered_map<std::string, std::multimap<Time, std::string>::iterator> delayed_index_;
+  bool shutting_down_ = false;
+  std::unique_ptr<WorkqueueRateLimiter> limiter_;
+  WorkQueueObserver observer_;
+};
+
+}  // namespace hybridjob::k8s

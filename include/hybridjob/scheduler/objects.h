@@ -1,0 +1,232 @@
+// Compact, parsed forms of core/v1 Pods and Nodes: only what scheduling needs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/resources.h>
+
+namespace hybridjob::scheduler {
+
+// Label (or node selector) map kept as a sorted vector: nodes and pods carry a
+// handful of labels, and a flat vector beats a tree or a hash table for that.
+class LabelMap {
+ public:
+  LabelMap() = default;
+  LabelMap(std::initializer_list<std::pair<std::string, std::string>> entries);
+
+  // The value for `key`, or nullptr.
+  const std::string* Find(std::string_view key) const;
+  bool Contains(std::string_view key) const { return Find(key) != nullptr; }
+  void Set(std::string_view key, std::string_view value);
+
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
+
+  friend bool operator==(const LabelMap&, const LabelMap&) = default;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;  // sorted by key
+};
+
+enum class SelectorOperator : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+
+// One requirement of a label selector or node selector term.
+struct SelectorRequirement {
+  std::string key;
+  SelectorOperator op = SelectorOperator::kIn;
+  std::vector<std::string> values;
+
+  // Whether a set of labels satisfies the requirement. Gt/Lt compare integers;
+  // a missing label or a value that is not an integer never matches.
+  bool Matches(const LabelMap& labels) const;
+  // Same, against a single field value (matchFields on metadata.name).
+  bool MatchesValue(const std::string* value) const;
+
+  friend bool operator==(const SelectorRequirement&, const SelectorRequirement&) = default;
+};
+
+// metav1.LabelSelector; matchLabels entries become In requirements. An empty
+// selector matches every set of labels.
+struct LabelSelector {
+  std::vector<SelectorRequirement> requirements;
+
+  bool Matches(const LabelMap& labels) const;
+
+  friend bool operator==(const LabelSelector&, const LabelSelector&) = default;
+};
+
+// A core/v1 NodeSelectorTerm: every expression and field requirement must hold.
+// A term without any requirement matches no node, as in Kubernetes.
+struct NodeSelectorTerm {
+  std::vector<SelectorRequirement> match_expressions;
+  std::vector<SelectorRequirement> match_fields;  // key "metadata.name" only
+
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
+};
+
+struct PreferredSchedulingTerm {
+  int32_t weight = 0;
+  NodeSelectorTerm preference;
+
+  friend bool operator==(const PreferredSchedulingTerm&,
+                         const PreferredSchedulingTerm&) = default;
+};
+
+// A required pod (anti-)affinity term.
+struct PodAffinityTerm {
+  // Absent selector matches no pod, as in Kubernetes.
+  std::optional<LabelSelector> label_selector;
+  // Empty means the namespace of the pod that carries the term.
+  std::vector<std::string> namespaces;
+  // `namespaceSelector: {}`: every namespace. Non-empty namespace selectors are
+  // not supported (they need namespace labels) and are refused at parse time.
+  bool all_namespaces = false;
+  std::string topology_key;
+
+  // Whether `candidate` is selected by the term carried by a pod in `owner_namespace`.
+  bool Selects(std::string_view candidate_namespace, const LabelMap& candidate_labels,
+               std::string_view owner_namespace) const;
+
+  friend bool operator==(const PodAffinityTerm&, const PodAffinityTerm&) = default;
+};
+
+enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+
+enum class TolerationOperator : uint8_t { kEqual, kExists };
+
+struct Toleration {
+  std::string key;  // empty with kExists: every key
+  TolerationOperator op = TolerationOperator::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // absent: every effect
+
+  bool Tolerates(const Taint& taint) const;
+
+  friend bool operator==(const Toleration&, const Toleration&) = default;
+};
+
+struct HostPort {
+  std::string host_ip;   // "0.0.0.0" when unset: every address
+  std::string protocol;  // "TCP" when unset
+  int32_t port = 0;
+
+  // Two host ports collide on the same protocol and port when either listens on
+  // every address or both name the same one.
+  bool ConflictsWith(const HostPort& other) const;
+
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// One role of a pod group: how many members it may run with.
+struct RoleSpec {
+  std::string name;
+  int32_t min_replicas = 1;
+  int32_t max_replicas = 1;
+  int32_t priority = 0;  // higher roles grow toward their maximum first
+
+  friend bool operator==(const RoleSpec&, const RoleSpec&) = default;
+};
+
+// The whole group's shape, carried by every member in the group-spec annotation.
+struct GroupSpec {
+  std::vector<RoleSpec> roles;
+  std::string queue = "default";
+  // How long to wait for every member pod to exist before planning with those
+  // that do. Zero: never wait.
+  int64_t schedule_timeout_seconds = 300;
+
+  const RoleSpec* FindRole(std::string_view name) const;
+
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
+};
+
+// Reads the group-spec annotation value (see hybridjob/api/labels.h). Refuses
+// unnamed or duplicate roles, min > max, negative bounds and a group that can
+// never have a member.
+Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json);
+// The annotation value for a group spec, in the form ParseGroupSpec reads.
+std::string FormatGroupSpec(const GroupSpec& spec);
+
+using Timestamp = std::chrono::sys_seconds;
+
+// RFC 3339 as the API server writes it: "2024-05-01T12:00:00Z", optionally with
+// fractional seconds and a numeric offset.
+Result<Timestamp> ParseTimestamp(std::string_view text);
+
+struct PodInfo {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string scheduler_name;  // "default-scheduler" when unset
+  std::string node_name;       // empty while pending
+  std::string phase;           // "Pending" when unset
+  int32_t priority = 0;
+  Timestamp creation_time{};
+  LabelMap labels;
+
+  // As kube-scheduler computes them: containers summed, each init container as
+  // a floor, pod overhead added; pods is always 1.
+  ResourceList requests;
+  LabelMap node_selector;
+  // Absent: no required node affinity. Present: at least one term must match.
+  std::optional<std::vector<NodeSelectorTerm>> required_node_affinity;
+  std::vector<PreferredSchedulingTerm> preferred_node_affinity;
+  std::vector<Toleration> tolerations;
+  std::vector<PodAffinityTerm> required_pod_affinity;
+  std::vector<PodAffinityTerm> required_pod_anti_affinity;
+  std::vector<HostPort> host_ports;
+
+  // Group membership from the batch.hybridjob.io labels; empty job_name means
+  // the pod is not part of a group. index is -1 when the label is missing.
+  std::string job_name;
+  std::string role;
+  int32_t index = -1;
+  std::optional<GroupSpec> group_spec;
+  std::string group_spec_error;  // why the annotation was refused, if it was
+
+  bool IsTerminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  // "namespace/name"
+  std::string Key() const;
+};
+
+std::string PodKey(std::string_view namespace_name, std::string_view name);
+
+struct NodeInfo {
+  std::string name;
+  LabelMap labels;
+  ResourceList allocatable;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+  bool ready = true;
+};
+
+// Parses a core/v1 Pod. Malformed fields give an InvalidArgument status naming
+// the field; a bad group-spec annotation does not fail the pod but is recorded
+// in group_spec_error, so the scheduler can report it on the pod.
+Result<PodInfo> ParsePod(const nlohmann::json& pod);
+Result<PodInfo> ParsePodJson(std::string_view text);
+
+// Parses a core/v1 Node. Allocatable falls back to capacity when absent; a node
+// without a Ready=True condition is not ready.
+Result<NodeInfo> ParseNode(const nlohmann::json& node);
+Result<NodeInfo> ParseNodeJson(std::string_view text);
+
+}  // namespace hybridjob::scheduler

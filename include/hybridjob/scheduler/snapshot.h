@@ -1,0 +1,128 @@
+// The scheduler's view of the cluster: nodes, the pods bound (or assumed) on
+// them, and what those pods use. Pure data, no I/O: the informer-fed cache in
+// the shell applies events to it, the planner reads it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/resources.h>
+
+namespace hybridjob::scheduler {
+
+// One slot of the snapshot's node table.
+struct NodeState {
+  NodeInfo info;
+  // The slot holds a node or a placeholder; free slots are reused.
+  bool in_use = false;
+  // False for a placeholder: pods name a node whose Node object is not (or no
+  // longer) known. Placeholders keep the accounting and never take new pods.
+  bool has_node = false;
+  ResourceList requested;  // sum of requests of every pod on the node, any scheduler
+  std::vector<const PodInfo*> pods;
+  std::vector<HostPort> used_host_ports;
+
+  bool schedulable_slot() const { return in_use && has_node; }
+};
+
+// A pod with a required anti-affinity term and the slot of the node it is on:
+// every incoming pod must be checked against these terms (symmetry).
+struct PodOnNode {
+  const PodInfo* pod = nullptr;
+  uint32_t slot = 0;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+class Snapshot {
+ public:
+  Snapshot() = default;
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+  Snapshot(Snapshot&&) = default;
+  Snapshot& operator=(Snapshot&&) = default;
+
+  // Adds a node or replaces its object, keeping the pods accounted on it.
+  Status UpsertNode(NodeInfo node);
+  // Forgets a node object. Its pods stay accounted on a placeholder until they
+  // are removed too (informers may deliver the node's deletion first).
+  Status RemoveNode(std::string_view name);
+
+  // Adds or replaces a pod bound to pod.node_name. Terminal pods hold no
+  // resources and are dropped. A node not known yet gets a placeholder.
+  Status AddPod(PodInfo pod);
+  Status RemovePod(std::string_view namespace_name, std::string_view name);
+  // The scheduler's decision ahead of the binding: a copy of `pod` on `node_name`.
+  Status AssumePod(const PodInfo& pod, std::string_view node_name);
+
+  const PodInfo* FindPod(std::string_view namespace_name, std::string_view name) const;
+  std::optional<uint32_t> FindNodeSlot(std::string_view name) const;
+  const NodeState* FindNode(std::string_view name) const;
+
+  // Every slot, including free ones and placeholders (see NodeState). Slot
+  // numbers are stable while a node exists.
+  const std::vector<NodeState>& slots() const { return slots_; }
+  size_t node_count() const { return node_count_; }
+  size_t pod_count() const { return pods_.size(); }
+
+  // Bound or assumed members of a pod group (namespace + job-name label).
+  std::vector<const PodInfo*> GroupMembers(std::string_view namespace_name,
+                                           std::string_view job_name) const;
+
+  const std::vector<PodOnNode>& pods_with_required_anti_affinity() const {
+    return anti_affinity_pods_;
+  }
+  // Label keys referenced by the selectors of those terms, with use counts: a
+  // pod's labels matter to them only through these keys.
+  const std::unordered_map<std::string, int, StringHash, std::equal_to<>>&
+  anti_affinity_selector_keys() const {
+    return anti_affinity_selector_keys_;
+  }
+
+  // Tentative placements: the planner's scratch space. A tentative pod is not
+  // owned (the caller keeps it alive) and is accounted exactly like a bound
+  // one until RollbackTentative. While any is open, the mutating calls above
+  // fail, which keeps the undo log valid.
+  size_t TentativeMark() const { return tentative_log_.size(); }
+  void PlaceTentatively(const PodInfo& pod, uint32_t slot);
+  void RollbackTentative(size_t mark);
+
+ private:
+  struct PodEntry {
+    std::unique_ptr<PodInfo> pod;
+    uint32_t slot = 0;
+  };
+
+  Status CheckNoTentative(std::string_view operation) const;
+  uint32_t SlotForNodeName(std::string_view name);
+  uint32_t TakeFreeSlot();
+  void ReleaseSlotIfUnused(uint32_t slot);
+  void Attach(const PodInfo& pod, uint32_t slot);
+  void Detach(const PodInfo& pod, uint32_t slot);
+  void CountSelectorKeys(const PodInfo& pod, int delta);
+  void IndexGroupMember(const PodInfo& pod);
+  void UnindexGroupMember(const PodInfo& pod);
+
+  std::vector<NodeState> slots_;
+  std::vector<uint32_t> free_slots_;
+  size_t node_count_ = 0;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> slot_by_name_;
+  std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;
+  std::unordered_map<std::string, std::vector<const PodInfo*>, StringHash, std::equal_to<>>
+      group_members_;
+  std::vector<PodOnNode> anti_affinity_pods_;
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> anti_affinity_selector_keys_;
+  std::vector<PodOnNode> tentative_log_;
+};
+
+}  // namespace hybridjob::scheduler

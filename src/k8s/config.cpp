@@ -1,0 +1,235 @@
+#include <hybridjob/k8s/config.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base64.h"
+
+namespace hybridjob::k8s {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> ReadFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return InvalidArgument(std::string(what) + ": cannot read " + path);
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute() || base_dir.empty()) {
+    return path;
+  }
+  return (fs::path(base_dir) / path).string();
+}
+
+// Finds the entry named `name` in a kubeconfig list such as clusters[] and
+// returns its inner map (entry[field]).
+Result<YAML::Node> FindNamed(const YAML::Node& root, const char* list, const char* field,
+                             const std::string& name) {
+  const YAML::Node entries = root[list];
+  if (entries && !entries.IsSequence()) {
+    return InvalidArgument(std::string("kubeconfig: ") + list + " must be a list");
+  }
+  if (entries) {
+    for (const auto& entry : entries) {
+      if (entry["name"] && entry["name"].as<std::string>() == name) {
+        const YAML::Node inner = entry[field];
+        if (!inner || !inner.IsMap()) {
+          return InvalidArgument(std::string("kubeconfig: ") + list + " entry \"" + name +
+                                 "\" has no " + field + " map");
+        }
+        return inner;
+      }
+    }
+  }
+  return InvalidArgument(std::string("kubeconfig: no ") + field + " named \"" + name + "\" in " +
+                         list);
+}
+
+std::string StringField(const YAML::Node& node, const char* key) {
+  const YAML::Node value = node[key];
+  return value && value.IsScalar() ? value.as<std::string>() : std::string();
+}
+
+// Reads a PEM either inline (base64 in *-data) or from a file.
+Result<std::string> PemField(const YAML::Node& node, const char* data_key, const char* file_key,
+                             const std::string& base_dir, std::string_view what) {
+  const std::string data = StringField(node, data_key);
+  if (!data.empty()) {
+    auto decoded = Base64Decode(data);
+    if (!decoded) {
+      return InvalidArgument("kubeconfig: " + std::string(data_key) + " is not valid base64");
+    }
+    return *decoded;
+  }
+  const std::string file = StringField(node, file_key);
+  if (!file.empty()) {
+    return ReadFile(ResolvePath(base_dir, file), what);
+  }
+  return std::string();
+}
+
+Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::string& base_dir,
+                                         const std::string& context_override) {
+  if (!root || !root.IsMap()) {
+    return InvalidArgument("kubeconfig: not a YAML map");
+  }
+  const std::string context_name =
+      context_override.empty() ? StringField(root, "current-context") : context_override;
+  if (context_name.empty()) {
+    return InvalidArgument("kubeconfig: no current-context set and no context given");
+  }
+  auto context = FindNamed(root, "contexts", "context", context_name);
+  if (!context) {
+    return context.status();
+  }
+  const std::string cluster_name = StringField(*context, "cluster");
+  const std::string user_name = StringField(*context, "user");
+  if (cluster_name.empty()) {
+    return InvalidArgument("kubeconfig: context \"" + context_name + "\" names no cluster");
+  }
+  auto cluster = FindNamed(root, "clusters", "cluster", cluster_name);
+  if (!cluster) {
+    return cluster.status();
+  }
+
+  ClientConfig config;
+  config.server = StringField(*cluster, "server");
+  if (config.server.empty()) {
+    return InvalidArgument("kubeconfig: cluster \"" + cluster_name + "\" has no server");
+  }
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return InvalidArgument("kubeconfig: cluster \"" + cluster_name +
+                           "\" server must be an http(s) URL, got \"" + config.server + "\"");
+  }
+  while (!config.server.empty() && config.server.back() == '/') {
+    config.server.pop_back();
+  }
+  config.insecure_skip_tls_verify = StringField(*cluster, "insecure-skip-tls-verify") == "true";
+  config.tls_server_name = StringField(*cluster, "tls-server-name");
+  auto ca = PemField(*cluster, "certificate-authority-data", "certificate-authority", base_dir,
+                     "certificate-authority");
+  if (!ca) {
+    return ca.status();
+  }
+  config.ca_pem = std::move(*ca);
+
+  if (!user_name.empty()) {
+    auto user = FindNamed(root, "users", "user", user_name);
+    if (!user) {
+      return user.status();
+    }
+    if ((*user)["exec"] || (*user)["auth-provider"]) {
+      return InvalidArgument("kubeconfig: user \"" + user_name +
+                             "\" uses exec or auth-provider credentials, which are not supported; "
+                             "use a token, token file or client certificate");
+    }
+    config.bearer_token = StringField(*user, "token");
+    const std::string token_file = StringField(*user, "tokenFile");
+    if (!token_file.empty()) {
+      config.token_file = ResolvePath(base_dir, token_file);
+    }
+    auto cert = PemField(*user, "client-certificate-data", "client-certificate", base_dir,
+                         "client-certificate");
+    if (!cert) {
+      return cert.status();
+    }
+    auto key = PemField(*user, "client-key-data", "client-key", base_dir, "client-key");
+    if (!key) {
+      return key.status();
+    }
+    if (cert->empty() != key->empty()) {
+      return InvalidArgument("kubeconfig: user \"" + user_name +
+                             "\" needs both a client certificate and a client key");
+    }
+    config.client_cert_pem = std::move(*cert);
+    config.client_key_pem = std::move(*key);
+    config.username = StringField(*user, "username");
+    config.password = StringField(*user, "password");
+  }
+  const std::string ns = StringField(*context, "namespace");
+  if (!ns.empty()) {
+    config.namespace_name = ns;
+  }
+  return config;
+}
+
+}  // namespace
+
+Result<ClientConfig> ParseKubeconfig(std::string_view yaml_text, const std::string& base_dir,
+                                     const std::string& context_name) {
+  try {
+    return ParseKubeconfigNode(YAML::Load(std::string(yaml_text)), base_dir, context_name);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("kubeconfig: invalid YAML: ") + e.what());
+  }
+}
+
+Result<ClientConfig> LoadKubeconfigFile(const std::string& path, const std::string& context_name) {
+  auto text = ReadFile(path, "kubeconfig");
+  if (!text) {
+    return text.status();
+  }
+  auto config =
+      ParseKubeconfig(*text, fs::path(path).parent_path().string(), context_name);
+  if (!config) {
+    return Status(config.status().code(), path + ": " + config.status().message());
+  }
+  return config;
+}
+
+Result<ClientConfig> LoadInClusterConfig(const std::string& root) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");  // NOLINT(concurrency-mt-unsafe)
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");  // NOLINT(concurrency-mt-unsafe)
+  if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0') {
+    return InvalidArgument(
+        "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no kubeconfig given: "
+        "pass --kubeconfig or set KUBECONFIG");
+  }
+  ClientConfig config;
+  std::string host_part = host;
+  if (host_part.find(':') != std::string::npos) {
+    host_part = "[" + host_part + "]";  // IPv6
+  }
+  config.server = "https://" + host_part + ":" + port;
+  config.token_file = root + "/token";
+  auto token = ReadFile(config.token_file, "service account token");
+  if (!token) {
+    return token.status();
+  }
+  auto ca = ReadFile(root + "/ca.crt", "service account CA");
+  if (!ca) {
+    return ca.status();
+  }
+  config.ca_pem = std::move(*ca);
+  auto ns = ReadFile(root + "/namespace", "service account namespace");
+  if (ns && !ns->empty()) {
+    config.namespace_name = *ns;
+  }
+  return config;
+}
+
+Result<ClientConfig> ResolveClientConfig(const std::string& kubeconfig_flag,
+                                         const std::string& context_name) {
+  if (!kubeconfig_flag.empty()) {
+    return LoadKubeconfigFile(kubeconfig_flag, context_name);
+  }
+  const char* env = std::getenv("KUBECONFIG");  // NOLINT(concurrency-mt-unsafe)
+  if (env != nullptr && *env != '\0') {
+    std::string first(env);
+    first = first.substr(0, first.find(':'));
+    return LoadKubeconfigFile(first, context_name);
+  }
+  return LoadInClusterConfig();
+}
+
+}  // namespace hybridjob::k8s

@@ -1,0 +1,82 @@
+#include <hybridjob/k8s/rate_limiter.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+namespace hybridjob::k8s {
+
+TokenBucket::TokenBucket(double qps, int burst, SteadyTime now)
+    : qps_(qps), burst_(std::max(burst, 1)), tokens_(std::max(burst, 1)), last_(now) {}
+
+void TokenBucket::Advance(SteadyTime now) {
+  if (now <= last_) {
+    return;
+  }
+  const double elapsed = std::chrono::duration<double>(now - last_).count();
+  tokens_ = std::min(static_cast<double>(burst_), tokens_ + elapsed * qps_);
+  last_ = now;
+}
+
+double TokenBucket::Tokens(SteadyTime now) const {
+  TokenBucket copy = *this;
+  copy.Advance(now);
+  return copy.tokens_;
+}
+
+Duration TokenBucket::Reserve(SteadyTime now) {
+  Advance(now);
+  tokens_ -= 1.0;
+  if (tokens_ >= 0.0 || qps_ <= 0.0) {
+    return Duration::zero();
+  }
+  const double wait_seconds = -tokens_ / qps_;
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
+}
+
+BlockingRateLimiter::BlockingRateLimiter(double qps, int burst)
+    : bucket_(qps, burst, std::chrono::steady_clock::now()), enabled_(qps > 0) {}
+
+void BlockingRateLimiter::Wait() {
+  if (!enabled_) {
+    return;
+  }
+  Duration delay;
+  {
+    std::lock_guard lock(mu_);
+    delay = bucket_.Reserve(std::chrono::steady_clock::now());
+  }
+  if (delay > Duration::zero()) {
+    std::this_thread::sleep_for(delay);
+  }
+}
+
+Duration ItemExponentialBackoff::When(const std::string& item) {
+  const int failures = failures_[item]++;
+  // 2^failures overflows quickly; cap the exponent before multiplying.
+  const double factor = std::pow(2.0, std::min(failures, 62));
+  const double nanos = static_cast<double>(
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(base_).count()) *
+                       factor;
+  const double cap_nanos =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(cap_).count());
+  if (nanos >= cap_nanos) {
+    return cap_;
+  }
+  return std::chrono::duration_cast<Duration>(
+      std::chrono::nanoseconds(static_cast<int64_t>(nanos)));
+}
+
+int ItemExponentialBackoff::NumRequeues(const std::string& item) const {
+  auto it = failures_.find(item);
+  return it == failures_.end() ? 0 : it->second;
+}
+
+WorkqueueRateLimiter::WorkqueueRateLimiter(Duration base, Duration cap, double qps, int burst)
+    : backoff_(base, cap), bucket_(qps, burst, std::chrono::steady_clock::now()) {}
+
+Duration WorkqueueRateLimiter::When(const std::string& item, SteadyTime now) {
+  return std::max(backoff_.When(item), bucket_.Reserve(now));
+}
+
+}  // namespace hybridjob::k8s

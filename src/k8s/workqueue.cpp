@@ -1,0 +1,174 @@
+#include <hybridjob/k8s/workqueue.h>
+
+namespace hybridjob::k8s {
+
+WorkQueue::WorkQueue(std::unique_ptr<WorkqueueRateLimiter> limiter, WorkQueueObserver observer)
+    : limiter_(limiter ? std::move(limiter) : std::make_unique<WorkqueueRateLimiter>()),
+      observer_(std::move(observer)) {}
+
+WorkQueue::~WorkQueue() { ShutDown(); }
+
+void WorkQueue::NotifyDepth(size_t depth) {
+  if (observer_.on_depth) {
+    observer_.on_depth(depth);
+  }
+}
+
+void WorkQueue::AddLocked(const std::string& key, Time now) {
+  if (shutting_down_ || dirty_.contains(key)) {
+    return;
+  }
+  dirty_.insert(key);
+  added_at_.emplace(key, now);
+  if (processing_.contains(key)) {
+    return;  // queued again by Done
+  }
+  queue_.push_back(key);
+  cv_.notify_one();
+}
+
+void WorkQueue::Add(const std::string& key) {
+  size_t depth;
+  {
+    std::lock_guard lock(mu_);
+    AddLocked(key, std::chrono::steady_clock::now());
+    depth = queue_.size();
+  }
+  NotifyDepth(depth);
+}
+
+void WorkQueue::AddAfter(const std::string& key, Duration delay) {
+  if (delay <= Duration::zero()) {
+    Add(key);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  if (shutting_down_) {
+    return;
+  }
+  const Time ready = std::chrono::steady_clock::now() + delay;
+  if (auto it = delayed_index_.find(key); it != delayed_index_.end()) {
+    if (it->second->first <= ready) {
+      return;  // already due sooner
+    }
+    delayed_.erase(it->second);
+    delayed_index_.erase(it);
+  }
+  delayed_index_[key] = delayed_.emplace(ready, key);
+  // A waiter may be sleeping until a later time: let it recompute.
+  cv_.notify_all();
+}
+
+void WorkQueue::AddRateLimited(const std::string& key) {
+  Duration delay;
+  {
+    std::lock_guard lock(mu_);
+    delay = limiter_->When(key, std::chrono::steady_clock::now());
+  }
+  if (observer_.on_retry) {
+    observer_.on_retry();
+  }
+  AddAfter(key, delay);
+}
+
+void WorkQueue::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  limiter_->Forget(key);
+}
+
+int WorkQueue::NumRequeues(const std::string& key) {
+  std::lock_guard lock(mu_);
+  return limiter_->NumRequeues(key);
+}
+
+void WorkQueue::PromoteDueLocked(Time now) {
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    const std::string key = delayed_.begin()->second;
+    delayed_index_.erase(key);
+    delayed_.erase(delayed_.begin());
+    AddLocked(key, now);
+  }
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::string key;
+  Duration waited{};
+  size_t depth;
+  {
+    std::unique_lock lock(mu_);
+    while (true) {
+      PromoteDueLocked(std::chrono::steady_clock::now());
+      if (!queue_.empty() || shutting_down_) {
+        break;
+      }
+      if (delayed_.empty()) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, delayed_.begin()->first);
+      }
+    }
+    if (queue_.empty()) {
+      return std::nullopt;  // shut down and drained
+    }
+    key = std::move(queue_.front());
+    queue_.pop_front();
+    processing_.insert(key);
+    dirty_.erase(key);
+    const Time now = std::chrono::steady_clock::now();
+    if (auto it = added_at_.find(key); it != added_at_.end()) {
+      waited = now - it->second;
+      added_at_.erase(it);
+    }
+    started_at_[key] = now;
+    depth = queue_.size();
+  }
+  if (observer_.on_queue_latency) {
+    observer_.on_queue_latency(waited);
+  }
+  NotifyDepth(depth);
+  return key;
+}
+
+void WorkQueue::Done(const std::string& key) {
+  Duration worked{};
+  {
+    std::lock_guard lock(mu_);
+    processing_.erase(key);
+    if (auto it = started_at_.find(key); it != started_at_.end()) {
+      worked = std::chrono::steady_clock::now() - it->second;
+      started_at_.erase(it);
+    }
+    if (dirty_.contains(key)) {
+      queue_.push_back(key);
+      cv_.notify_one();
+    }
+  }
+  if (observer_.on_work_duration) {
+    observer_.on_work_duration(worked);
+  }
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard lock(mu_);
+  shutting_down_ = true;
+  delayed_.clear();
+  delayed_index_.clear();
+  cv_.notify_all();
+}
+
+bool WorkQueue::ShuttingDown() {
+  std::lock_guard lock(mu_);
+  return shutting_down_;
+}
+
+size_t WorkQueue::Len() {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::DelayedLen() {
+  std::lock_guard lock(mu_);
+  return delayed_.size();
+}
+
+}  // namespace hybridjob::k8s

@@ -1,0 +1,907 @@
+#include <hybridjob/scheduler/objects.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+
+#include <hybridjob/api/labels.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+using nlohmann::json;
+
+// A malformed field, thrown while walking a manifest and turned into a Status
+// at the parse function's boundary; it never leaves this file.
+class FieldError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string Join(std::string_view path, std::string_view key) {
+  std::string out(path);
+  if (!out.empty()) {
+    out += '.';
+  }
+  out.append(key);
+  return out;
+}
+
+std::string Indexed(std::string_view path, size_t index) {
+  return std::string(path) + "[" + std::to_string(index) + "]";
+}
+
+[[noreturn]] void Fail(const std::string& path, std::string_view what) {
+  throw FieldError(path + ": " + std::string(what));
+}
+
+// The member `key` of `object`, or nullptr when absent or null.
+const json* Member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    return nullptr;
+  }
+  return &*it;
+}
+
+const json* ObjectMember(const json& object, std::string_view key, const std::string& path) {
+  const json* value = Member(object, key);
+  if (value != nullptr && !value->is_object()) {
+    Fail(Join(path, key), "expected an object");
+  }
+  return value;
+}
+
+const json* ArrayMember(const json& object, std::string_view key, const std::string& path) {
+  const json* value = Member(object, key);
+  if (value != nullptr && !value->is_array()) {
+    Fail(Join(path, key), "expected an array");
+  }
+  return value;
+}
+
+std::string StringMember(const json& object, std::string_view key, const std::string& path) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    return {};
+  }
+  if (!value->is_string()) {
+    Fail(Join(path, key), "expected a string");
+  }
+  return value->get<std::string>();
+}
+
+int64_t IntegerMember(const json& object, std::string_view key, const std::string& path,
+                      int64_t fallback) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    return fallback;
+  }
+  if (value->is_number_integer()) {
+    return value->get<int64_t>();
+  }
+  if (value->is_number_unsigned() &&
+      value->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return static_cast<int64_t>(value->get<uint64_t>());
+  }
+  Fail(Join(path, key), "expected an integer");
+}
+
+int32_t Int32Member(const json& object, std::string_view key, const std::string& path,
+                    int32_t fallback) {
+  int64_t value = IntegerMember(object, key, path, fallback);
+  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+    Fail(Join(path, key), "out of range");
+  }
+  return static_cast<int32_t>(value);
+}
+
+bool BoolMember(const json& object, std::string_view key, const std::string& path) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    return false;
+  }
+  if (!value->is_boolean()) {
+    Fail(Join(path, key), "expected a boolean");
+  }
+  return value->get<bool>();
+}
+
+LabelMap StringMapMember(const json& object, std::string_view key, const std::string& path) {
+  LabelMap map;
+  const json* value = ObjectMember(object, key, path);
+  if (value == nullptr) {
+    return map;
+  }
+  for (auto it = value->begin(); it != value->end(); ++it) {
+    if (!it.value().is_string()) {
+      Fail(Join(Join(path, key), it.key()), "expected a string");
+    }
+    map.Set(it.key(), it.value().get_ref<const std::string&>());
+  }
+  return map;
+}
+
+std::vector<std::string> StringArrayMember(const json& object, std::string_view key,
+                                           const std::string& path) {
+  std::vector<std::string> out;
+  const json* value = ArrayMember(object, key, path);
+  if (value == nullptr) {
+    return out;
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    if (!(*value)[i].is_string()) {
+      Fail(Indexed(Join(path, key), i), "expected a string");
+    }
+    out.push_back((*value)[i].get<std::string>());
+  }
+  return out;
+}
+
+ResourceList ResourceListMember(const json& object, std::string_view key,
+                                const std::string& path) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    return {};
+  }
+  Result<ResourceList> parsed = ParseResourceList(*value);
+  if (!parsed.ok()) {
+    Fail(Join(path, key), parsed.status().message());
+  }
+  return std::move(parsed).value();
+}
+
+bool ParseInt64(std::string_view text, int64_t* out) {
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);
+  }
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+SelectorOperator ParseOperator(const std::string& text, const std::string& path,
+                               bool allow_numeric) {
+  if (text == "In") {
+    return SelectorOperator::kIn;
+  }
+  if (text == "NotIn") {
+    return SelectorOperator::kNotIn;
+  }
+  if (text == "Exists") {
+    return SelectorOperator::kExists;
+  }
+  if (text == "DoesNotExist") {
+    return SelectorOperator::kDoesNotExist;
+  }
+  if (allow_numeric && text == "Gt") {
+    return SelectorOperator::kGt;
+  }
+  if (allow_numeric && text == "Lt") {
+    return SelectorOperator::kLt;
+  }
+  Fail(path, "unsupported operator \"" + text + "\"");
+}
+
+std::vector<SelectorRequirement> RequirementsMember(const json& object, std::string_view key,
+                                                    const std::string& path, bool node_selector) {
+  std::vector<SelectorRequirement> out;
+  const json* items = ArrayMember(object, key, path);
+  if (items == nullptr) {
+    return out;
+  }
+  for (size_t i = 0; i < items->size(); ++i) {
+    std::string item_path = Indexed(Join(path, key), i);
+    const json& item = (*items)[i];
+    if (!item.is_object()) {
+      Fail(item_path, "expected an object");
+    }
+    SelectorRequirement requirement;
+    requirement.key = StringMember(item, "key", item_path);
+    if (requirement.key.empty()) {
+      Fail(Join(item_path, "key"), "must not be empty");
+    }
+    requirement.op =
+        ParseOperator(StringMember(item, "operator", item_path), Join(item_path, "operator"),
+                      node_selector);
+    requirement.values = StringArrayMember(item, "values", item_path);
+    out.push_back(std::move(requirement));
+  }
+  return out;
+}
+
+LabelSelector ParseLabelSelector(const json& selector, const std::string& path) {
+  LabelSelector out;
+  LabelMap match_labels = StringMapMember(selector, "matchLabels", path);
+  for (const auto& [key, value] : match_labels.entries()) {
+    out.requirements.push_back(SelectorRequirement{key, SelectorOperator::kIn, {value}});
+  }
+  std::vector<SelectorRequirement> expressions =
+      RequirementsMember(selector, "matchExpressions", path, /*node_selector=*/false);
+  out.requirements.insert(out.requirements.end(), std::make_move_iterator(expressions.begin()),
+                          std::make_move_iterator(expressions.end()));
+  return out;
+}
+
+NodeSelectorTerm ParseNodeSelectorTerm(const json& term, const std::string& path) {
+  if (!term.is_object()) {
+    Fail(path, "expected an object");
+  }
+  NodeSelectorTerm out;
+  out.match_expressions = RequirementsMember(term, "matchExpressions", path, true);
+  out.match_fields = RequirementsMember(term, "matchFields", path, true);
+  for (size_t i = 0; i < out.match_fields.size(); ++i) {
+    if (out.match_fields[i].key != "metadata.name") {
+      Fail(Indexed(Join(path, "matchFields"), i), "only metadata.name is supported");
+    }
+  }
+  return out;
+}
+
+std::vector<PodAffinityTerm> PodAffinityTermsMember(const json& object, std::string_view key,
+                                                    const std::string& path) {
+  std::vector<PodAffinityTerm> out;
+  const json* terms = ArrayMember(object, key, path);
+  if (terms == nullptr) {
+    return out;
+  }
+  for (size_t i = 0; i < terms->size(); ++i) {
+    std::string term_path = Indexed(Join(path, key), i);
+    const json& term = (*terms)[i];
+    if (!term.is_object()) {
+      Fail(term_path, "expected an object");
+    }
+    PodAffinityTerm parsed;
+    if (const json* selector = ObjectMember(term, "labelSelector", term_path)) {
+      parsed.label_selector = ParseLabelSelector(*selector, Join(term_path, "labelSelector"));
+    }
+    parsed.namespaces = StringArrayMember(term, "namespaces", term_path);
+    if (const json* namespace_selector = ObjectMember(term, "namespaceSelector", term_path)) {
+      if (!namespace_selector->empty()) {
+        Fail(Join(term_path, "namespaceSelector"), "only the empty selector is supported");
+      }
+      parsed.all_namespaces = true;
+    }
+    parsed.topology_key = StringMember(term, "topologyKey", term_path);
+    if (parsed.topology_key.empty()) {
+      Fail(Join(term_path, "topologyKey"), "must not be empty");
+    }
+    out.push_back(std::move(parsed));
+  }
+  return out;
+}
+
+TaintEffect ParseTaintEffect(const std::string& text, const std::string& path) {
+  if (text == "NoSchedule") {
+    return TaintEffect::kNoSchedule;
+  }
+  if (text == "PreferNoSchedule") {
+    return TaintEffect::kPreferNoSchedule;
+  }
+  if (text == "NoExecute") {
+    return TaintEffect::kNoExecute;
+  }
+  Fail(path, "unknown taint effect \"" + text + "\"");
+}
+
+std::vector<Toleration> ParseTolerations(const json& spec) {
+  std::vector<Toleration> out;
+  const json* items = ArrayMember(spec, "tolerations", "spec");
+  if (items == nullptr) {
+    return out;
+  }
+  for (size_t i = 0; i < items->size(); ++i) {
+    std::string path = Indexed("spec.tolerations", i);
+    const json& item = (*items)[i];
+    if (!item.is_object()) {
+      Fail(path, "expected an object");
+    }
+    Toleration toleration;
+    toleration.key = StringMember(item, "key", path);
+    std::string op = StringMember(item, "operator", path);
+    if (op.empty() || op == "Equal") {
+      toleration.op = TolerationOperator::kEqual;
+    } else if (op == "Exists") {
+      toleration.op = TolerationOperator::kExists;
+    } else {
+      Fail(Join(path, "operator"), "unknown toleration operator \"" + op + "\"");
+    }
+    toleration.value = StringMember(item, "value", path);
+    std::string effect = StringMember(item, "effect", path);
+    if (!effect.empty()) {
+      toleration.effect = ParseTaintEffect(effect, Join(path, "effect"));
+    }
+    out.push_back(std::move(toleration));
+  }
+  return out;
+}
+
+struct ContainerRequests {
+  ResourceList requests;
+  bool is_sidecar = false;  // an init container with restartPolicy Always
+};
+
+// Requests of one container; a resource with a limit but no request is
+// requested at its limit, as API defaulting does before a scheduler sees it.
+ContainerRequests ParseContainerRequests(const json& container, const std::string& path) {
+  ContainerRequests out;
+  const json* resources = ObjectMember(container, "resources", path);
+  if (resources != nullptr) {
+    std::string resources_path = Join(path, "resources");
+    out.requests = ResourceListMember(*resources, "requests", resources_path);
+    const json* requests_json = Member(*resources, "requests");
+    if (const json* limits_json = Member(*resources, "limits")) {
+      ResourceList limits = ResourceListMember(*resources, "limits", resources_path);
+      for (auto it = limits_json->begin(); it != limits_json->end(); ++it) {
+        if (requests_json == nullptr || !requests_json->contains(it.key())) {
+          out.requests.Set(it.key(), limits.Get(it.key()));
+        }
+      }
+    }
+  }
+  out.is_sidecar = StringMember(container, "restartPolicy", path) == "Always";
+  return out;
+}
+
+// kube-scheduler's pod request: app containers summed; sidecar init containers
+// run beside them and add up; every other init container runs alone (beside the
+// sidecars started before it) and only sets a floor.
+ResourceList ComputePodRequests(const json& spec) {
+  ResourceList total;
+  if (const json* containers = ArrayMember(spec, "containers", "spec")) {
+    for (size_t i = 0; i < containers->size(); ++i) {
+      total += ParseContainerRequests((*containers)[i], Indexed("spec.containers", i)).requests;
+    }
+  }
+  if (const json* init_containers = ArrayMember(spec, "initContainers", "spec")) {
+    ResourceList sidecars;
+    ResourceList init_floor;
+    for (size_t i = 0; i < init_containers->size(); ++i) {
+      ContainerRequests init =
+          ParseContainerRequests((*init_containers)[i], Indexed("spec.initContainers", i));
+      if (init.is_sidecar) {
+        total += init.requests;
+        sidecars += init.requests;
+        init_floor.SetToMax(sidecars);
+      } else {
+        init_floor.SetToMax(init.requests + sidecars);
+      }
+    }
+    total.SetToMax(init_floor);
+  }
+  total += ResourceListMember(spec, "overhead", "spec");
+  total.pods = 1;
+  return total;
+}
+
+std::vector<HostPort> ParseHostPorts(const json& spec) {
+  std::vector<HostPort> out;
+  const json* containers = ArrayMember(spec, "containers", "spec");
+  if (containers == nullptr) {
+    return out;
+  }
+  for (size_t c = 0; c < containers->size(); ++c) {
+    std::string container_path = Indexed("spec.containers", c);
+    const json* ports = ArrayMember((*containers)[c], "ports", container_path);
+    if (ports == nullptr) {
+      continue;
+    }
+    for (size_t p = 0; p < ports->size(); ++p) {
+      std::string port_path = Indexed(Join(container_path, "ports"), p);
+      const json& port = (*ports)[p];
+      int32_t host_port = Int32Member(port, "hostPort", port_path, 0);
+      if (host_port <= 0) {
+        continue;
+      }
+      HostPort entry;
+      entry.port = host_port;
+      entry.host_ip = StringMember(port, "hostIP", port_path);
+      if (entry.host_ip.empty()) {
+        entry.host_ip = "0.0.0.0";
+      }
+      entry.protocol = StringMember(port, "protocol", port_path);
+      if (entry.protocol.empty()) {
+        entry.protocol = "TCP";
+      }
+      out.push_back(std::move(entry));
+    }
+  }
+  return out;
+}
+
+void ParseAffinity(const json& spec, PodInfo* pod) {
+  const json* affinity = ObjectMember(spec, "affinity", "spec");
+  if (affinity == nullptr) {
+    return;
+  }
+  const std::string affinity_path = "spec.affinity";
+  if (const json* node_affinity = ObjectMember(*affinity, "nodeAffinity", affinity_path)) {
+    std::string path = Join(affinity_path, "nodeAffinity");
+    if (const json* required =
+            ObjectMember(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution", path)) {
+      std::string required_path = Join(path, "requiredDuringSchedulingIgnoredDuringExecution");
+      std::vector<NodeSelectorTerm> terms;
+      if (const json* items = ArrayMember(*required, "nodeSelectorTerms", required_path)) {
+        for (size_t i = 0; i < items->size(); ++i) {
+          terms.push_back(ParseNodeSelectorTerm(
+              (*items)[i], Indexed(Join(required_path, "nodeSelectorTerms"), i)));
+        }
+      }
+      pod->required_node_affinity = std::move(terms);
+    }
+    if (const json* preferred =
+            ArrayMember(*node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path)) {
+      std::string preferred_path = Join(path, "preferredDuringSchedulingIgnoredDuringExecution");
+      for (size_t i = 0; i < preferred->size(); ++i) {
+        std::string item_path = Indexed(preferred_path, i);
+        const json& item = (*preferred)[i];
+        PreferredSchedulingTerm term;
+        term.weight = Int32Member(item, "weight", item_path, 0);
+        const json* preference = ObjectMember(item, "preference", item_path);
+        if (preference == nullptr) {
+          Fail(Join(item_path, "preference"), "required");
+        }
+        term.preference = ParseNodeSelectorTerm(*preference, Join(item_path, "preference"));
+        pod->preferred_node_affinity.push_back(std::move(term));
+      }
+    }
+  }
+  if (const json* pod_affinity = ObjectMember(*affinity, "podAffinity", affinity_path)) {
+    pod->required_pod_affinity =
+        PodAffinityTermsMember(*pod_affinity, "requiredDuringSchedulingIgnoredDuringExecution",
+                               Join(affinity_path, "podAffinity"));
+  }
+  if (const json* anti_affinity = ObjectMember(*affinity, "podAntiAffinity", affinity_path)) {
+    pod->required_pod_anti_affinity =
+        PodAffinityTermsMember(*anti_affinity, "requiredDuringSchedulingIgnoredDuringExecution",
+                               Join(affinity_path, "podAntiAffinity"));
+  }
+}
+
+PodInfo ParsePodOrThrow(const json& object) {
+  if (!object.is_object()) {
+    Fail("pod", "expected an object");
+  }
+  PodInfo pod;
+  static const json kEmpty = json::object();
+  const json* metadata_ptr = ObjectMember(object, "metadata", "");
+  const json& metadata = metadata_ptr != nullptr ? *metadata_ptr : kEmpty;
+  pod.name = StringMember(metadata, "name", "metadata");
+  if (pod.name.empty()) {
+    Fail("metadata.name", "required");
+  }
+  pod.namespace_name = StringMember(metadata, "namespace", "metadata");
+  if (pod.namespace_name.empty()) {
+    pod.namespace_name = "default";
+  }
+  pod.uid = StringMember(metadata, "uid", "metadata");
+  pod.labels = StringMapMember(metadata, "labels", "metadata");
+  std::string created = StringMember(metadata, "creationTimestamp", "metadata");
+  if (!created.empty()) {
+    Result<Timestamp> parsed = ParseTimestamp(created);
+    if (!parsed.ok()) {
+      Fail("metadata.creationTimestamp", parsed.status().message());
+    }
+    pod.creation_time = *parsed;
+  }
+
+  const json* spec_ptr = ObjectMember(object, "spec", "");
+  const json& spec = spec_ptr != nullptr ? *spec_ptr : kEmpty;
+  pod.scheduler_name = StringMember(spec, "schedulerName", "spec");
+  if (pod.scheduler_name.empty()) {
+    pod.scheduler_name = "default-scheduler";
+  }
+  pod.node_name = StringMember(spec, "nodeName", "spec");
+  pod.priority = Int32Member(spec, "priority", "spec", 0);
+  pod.requests = ComputePodRequests(spec);
+  pod.node_selector = StringMapMember(spec, "nodeSelector", "spec");
+  ParseAffinity(spec, &pod);
+  pod.tolerations = ParseTolerations(spec);
+  pod.host_ports = ParseHostPorts(spec);
+
+  const json* status = ObjectMember(object, "status", "");
+  pod.phase = status != nullptr ? StringMember(*status, "phase", "status") : "";
+  if (pod.phase.empty()) {
+    pod.phase = "Pending";
+  }
+
+  if (const std::string* job = pod.labels.Find(api::kJobNameLabel)) {
+    pod.job_name = *job;
+  }
+  if (const std::string* role = pod.labels.Find(api::kRoleLabel)) {
+    pod.role = *role;
+  }
+  if (const std::string* index = pod.labels.Find(api::kIndexLabel)) {
+    int64_t value = -1;
+    if (ParseInt64(*index, &value) && value >= 0 && value <= std::numeric_limits<int32_t>::max()) {
+      pod.index = static_cast<int32_t>(value);
+    }
+  }
+  LabelMap annotations = StringMapMember(metadata, "annotations", "metadata");
+  if (const std::string* group_spec = annotations.Find(api::kGroupSpecAnnotation)) {
+    Result<GroupSpec> parsed = ParseGroupSpec(*group_spec);
+    if (parsed.ok()) {
+      pod.group_spec = std::move(parsed).value();
+    } else {
+      pod.group_spec_error = parsed.status().message();
+    }
+  }
+  return pod;
+}
+
+NodeInfo ParseNodeOrThrow(const json& object) {
+  if (!object.is_object()) {
+    Fail("node", "expected an object");
+  }
+  NodeInfo node;
+  static const json kEmpty = json::object();
+  const json* metadata_ptr = ObjectMember(object, "metadata", "");
+  const json& metadata = metadata_ptr != nullptr ? *metadata_ptr : kEmpty;
+  node.name = StringMember(metadata, "name", "metadata");
+  if (node.name.empty()) {
+    Fail("metadata.name", "required");
+  }
+  node.labels = StringMapMember(metadata, "labels", "metadata");
+
+  if (const json* spec = ObjectMember(object, "spec", "")) {
+    node.unschedulable = BoolMember(*spec, "unschedulable", "spec");
+    if (const json* taints = ArrayMember(*spec, "taints", "spec")) {
+      for (size_t i = 0; i < taints->size(); ++i) {
+        std::string path = Indexed("spec.taints", i);
+        const json& item = (*taints)[i];
+        Taint taint;
+        taint.key = StringMember(item, "key", path);
+        if (taint.key.empty()) {
+          Fail(Join(path, "key"), "required");
+        }
+        taint.value = StringMember(item, "value", path);
+        taint.effect = ParseTaintEffect(StringMember(item, "effect", path), Join(path, "effect"));
+        node.taints.push_back(std::move(taint));
+      }
+    }
+  }
+
+  node.ready = false;
+  if (const json* status = ObjectMember(object, "status", "")) {
+    node.allocatable = Member(*status, "allocatable") != nullptr
+                           ? ResourceListMember(*status, "allocatable", "status")
+                           : ResourceListMember(*status, "capacity", "status");
+    if (const json* conditions = ArrayMember(*status, "conditions", "status")) {
+      for (size_t i = 0; i < conditions->size(); ++i) {
+        std::string path = Indexed("status.conditions", i);
+        const json& condition = (*conditions)[i];
+        if (StringMember(condition, "type", path) == "Ready") {
+          node.ready = StringMember(condition, "status", path) == "True";
+        }
+      }
+    }
+  }
+  return node;
+}
+
+template <typename T, typename Parse>
+Result<T> GuardedParse(std::string_view what, Parse parse) {
+  try {
+    return parse();
+  } catch (const FieldError& error) {
+    return InvalidArgument(std::string(what) + ": " + error.what());
+  } catch (const nlohmann::json::exception& error) {
+    return InvalidArgument(std::string(what) + ": " + error.what());
+  }
+}
+
+Result<nlohmann::json> ParseJsonText(std::string_view what, std::string_view text) {
+  json parsed = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return InvalidArgument(std::string(what) + ": not valid JSON");
+  }
+  return parsed;
+}
+
+// Days since 1970-01-01 for a civil date; std::chrono does the calendar work.
+std::optional<Timestamp> MakeTimestamp(int year, unsigned month, unsigned day, int hour,
+                                       int minute, int second) {
+  std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{month},
+                                   std::chrono::day{day}};
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  return std::chrono::sys_days{date} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
+         std::chrono::seconds{second};
+}
+
+}  // namespace
+
+LabelMap::LabelMap(std::initializer_list<std::pair<std::string, std::string>> entries) {
+  for (const auto& [key, value] : entries) {
+    Set(key, value);
+  }
+}
+
+const std::string* LabelMap::Find(std::string_view key) const {
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), key,
+      [](const std::pair<std::string, std::string>& entry, std::string_view k) {
+        return entry.first < k;
+      });
+  if (it == entries_.end() || it->first != key) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void LabelMap::Set(std::string_view key, std::string_view value) {
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), key,
+      [](const std::pair<std::string, std::string>& entry, std::string_view k) {
+        return entry.first < k;
+      });
+  if (it != entries_.end() && it->first == key) {
+    it->second = value;
+  } else {
+    entries_.emplace(it, std::string(key), std::string(value));
+  }
+}
+
+bool SelectorRequirement::MatchesValue(const std::string* value) const {
+  switch (op) {
+    case SelectorOperator::kIn:
+      return value != nullptr && std::find(values.begin(), values.end(), *value) != values.end();
+    case SelectorOperator::kNotIn:
+      return value == nullptr || std::find(values.begin(), values.end(), *value) == values.end();
+    case SelectorOperator::kExists:
+      return value != nullptr;
+    case SelectorOperator::kDoesNotExist:
+      return value == nullptr;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt: {
+      int64_t bound = 0;
+      int64_t actual = 0;
+      if (value == nullptr || values.size() != 1 || !ParseInt64(values[0], &bound) ||
+          !ParseInt64(*value, &actual)) {
+        return false;
+      }
+      return op == SelectorOperator::kGt ? actual > bound : actual < bound;
+    }
+  }
+  return false;
+}
+
+bool SelectorRequirement::Matches(const LabelMap& labels) const {
+  return MatchesValue(labels.Find(key));
+}
+
+bool LabelSelector::Matches(const LabelMap& labels) const {
+  return std::all_of(
+      requirements.begin(), requirements.end(),
+      [&labels](const SelectorRequirement& requirement) { return requirement.Matches(labels); });
+}
+
+bool PodAffinityTerm::Selects(std::string_view candidate_namespace,
+                              const LabelMap& candidate_labels,
+                              std::string_view owner_namespace) const {
+  if (!label_selector.has_value()) {
+    return false;
+  }
+  if (!all_namespaces) {
+    if (namespaces.empty()) {
+      if (candidate_namespace != owner_namespace) {
+        return false;
+      }
+    } else if (std::find(namespaces.begin(), namespaces.end(), candidate_namespace) ==
+               namespaces.end()) {
+      return false;
+    }
+  }
+  return label_selector->Matches(candidate_labels);
+}
+
+bool Toleration::Tolerates(const Taint& taint) const {
+  if (effect.has_value() && *effect != taint.effect) {
+    return false;
+  }
+  if (!key.empty() && key != taint.key) {
+    return false;
+  }
+  if (op == TolerationOperator::kExists) {
+    return true;
+  }
+  // An empty key is only meaningful with Exists; API validation refuses Equal with it.
+  return !key.empty() && value == taint.value;
+}
+
+bool HostPort::ConflictsWith(const HostPort& other) const {
+  if (port != other.port || protocol != other.protocol) {
+    return false;
+  }
+  return host_ip == "0.0.0.0" || other.host_ip == "0.0.0.0" || host_ip == other.host_ip;
+}
+
+const RoleSpec* GroupSpec::FindRole(std::string_view name) const {
+  for (const RoleSpec& role : roles) {
+    if (role.name == name) {
+      return &role;
+    }
+  }
+  return nullptr;
+}
+
+// A bound on replicas per role so a bad annotation cannot make the scheduler
+// allocate without limit when it checks which members exist.
+constexpr int64_t kMaxReplicasPerRole = 100000;
+
+Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
+  Result<json> parsed = ParseJsonText("group spec", annotation_json);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
+  return GuardedParse<GroupSpec>("group spec", [&]() {
+    const json& object = *parsed;
+    if (!object.is_object()) {
+      Fail("group spec", "expected an object");
+    }
+    GroupSpec spec;
+    const json* roles = ArrayMember(object, "roles", "");
+    if (roles == nullptr || roles->empty()) {
+      Fail("roles", "at least one role is required");
+    }
+    int64_t total_max = 0;
+    for (size_t i = 0; i < roles->size(); ++i) {
+      std::string path = Indexed("roles", i);
+      const json& item = (*roles)[i];
+      if (!item.is_object()) {
+        Fail(path, "expected an object");
+      }
+      RoleSpec role;
+      role.name = StringMember(item, "name", path);
+      if (role.name.empty()) {
+        Fail(Join(path, "name"), "required");
+      }
+      if (spec.FindRole(role.name) != nullptr) {
+        Fail(Join(path, "name"), "duplicate role \"" + role.name + "\"");
+      }
+      int64_t min = IntegerMember(item, "min", path, 1);
+      int64_t max = IntegerMember(item, "max", path, std::max<int64_t>(min, 1));
+      if (min < 0 || max < 0 || min > max) {
+        Fail(path, "need 0 <= min <= max, got min " + std::to_string(min) + " max " +
+                       std::to_string(max));
+      }
+      if (max > kMaxReplicasPerRole) {
+        Fail(Join(path, "max"), "more than " + std::to_string(kMaxReplicasPerRole));
+      }
+      role.min_replicas = static_cast<int32_t>(min);
+      role.max_replicas = static_cast<int32_t>(max);
+      role.priority = Int32Member(item, "priority", path, 0);
+      total_max += max;
+      spec.roles.push_back(std::move(role));
+    }
+    if (total_max == 0) {
+      Fail("roles", "every role has max 0");
+    }
+    std::string queue = StringMember(object, "queue", "");
+    if (!queue.empty()) {
+      spec.queue = std::move(queue);
+    }
+    spec.schedule_timeout_seconds =
+        IntegerMember(object, "scheduleTimeoutSeconds", "", spec.schedule_timeout_seconds);
+    if (spec.schedule_timeout_seconds < 0) {
+      Fail("scheduleTimeoutSeconds", "must not be negative");
+    }
+    return spec;
+  });
+}
+
+std::string FormatGroupSpec(const GroupSpec& spec) {
+  json roles = json::array();
+  for (const RoleSpec& role : spec.roles) {
+    roles.push_back({{"name", role.name},
+                     {"min", role.min_replicas},
+                     {"max", role.max_replicas},
+                     {"priority", role.priority}});
+  }
+  json object = {{"roles", std::move(roles)},
+                 {"queue", spec.queue},
+                 {"scheduleTimeoutSeconds", spec.schedule_timeout_seconds}};
+  return object.dump();
+}
+
+Result<Timestamp> ParseTimestamp(std::string_view text) {
+  auto bad = [&text]() {
+    return InvalidArgument("timestamp \"" + std::string(text) + "\": expected RFC 3339");
+  };
+  // YYYY-MM-DDTHH:MM:SS
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return bad();
+  }
+  auto number = [&text](size_t pos, size_t len, int* out) {
+    int value = 0;
+    for (size_t i = pos; i < pos + len; ++i) {
+      if (text[i] < '0' || text[i] > '9') {
+        return false;
+      }
+      value = value * 10 + (text[i] - '0');
+    }
+    *out = value;
+    return true;
+  };
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!number(0, 4, &year) || !number(5, 2, &month) || !number(8, 2, &day) ||
+      !number(11, 2, &hour) || !number(14, 2, &minute) || !number(17, 2, &second)) {
+    return bad();
+  }
+  size_t pos = 19;
+  if (text[pos] == '.') {
+    ++pos;
+    size_t digits_start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      ++pos;
+    }
+    if (pos == digits_start) {
+      return bad();
+    }
+  }
+  int offset_seconds = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') &&
+             text[pos + 3] == ':') {
+    int offset_hours = 0, offset_minutes = 0;
+    if (!number(pos + 1, 2, &offset_hours) || !number(pos + 4, 2, &offset_minutes) ||
+        offset_hours > 23 || offset_minutes > 59) {
+      return bad();
+    }
+    offset_seconds = (offset_hours * 60 + offset_minutes) * 60 * (text[pos] == '-' ? -1 : 1);
+    pos += 6;
+  } else {
+    return bad();
+  }
+  if (pos != text.size()) {
+    return bad();
+  }
+  std::optional<Timestamp> local =
+      MakeTimestamp(year, static_cast<unsigned>(month), static_cast<unsigned>(day), hour, minute,
+                    second);
+  if (!local.has_value()) {
+    return bad();
+  }
+  return *local - std::chrono::seconds{offset_seconds};
+}
+
+std::string PodKey(std::string_view namespace_name, std::string_view name) {
+  std::string key;
+  key.reserve(namespace_name.size() + 1 + name.size());
+  key.append(namespace_name).append("/").append(name);
+  return key;
+}
+
+std::string PodInfo::Key() const { return PodKey(namespace_name, name); }
+
+Result<PodInfo> ParsePod(const nlohmann::json& pod) {
+  return GuardedParse<PodInfo>("pod", [&]() { return ParsePodOrThrow(pod); });
+}
+
+Result<PodInfo> ParsePodJson(std::string_view text) {
+  Result<json> parsed = ParseJsonText("pod", text);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
+  return ParsePod(*parsed);
+}
+
+Result<NodeInfo> ParseNode(const nlohmann::json& node) {
+  return GuardedParse<NodeInfo>("node", [&]() { return ParseNodeOrThrow(node); });
+}
+
+Result<NodeInfo> ParseNodeJson(std::string_view text) {
+  Result<json> parsed = ParseJsonText("node", text);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
+  return ParseNode(*parsed);
+}
+
+}  // namespace hybridjob::scheduler

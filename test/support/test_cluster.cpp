@@ -1,0 +1,120 @@
+#include "test_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+namespace hybridjob::testing {
+
+std::string ClusterDir() {
+  const char* dir = std::getenv("HYBRIDJOB_TEST_CLUSTER_DIR");  // NOLINT(concurrency-mt-unsafe)
+  return dir == nullptr ? std::string() : std::string(dir);
+}
+
+std::string KubeconfigPath() { return ClusterDir() + "/kubeconfig"; }
+
+std::string KubernetesBinDir() {
+  std::ifstream in(ClusterDir() + "/k8s-bin-dir");
+  std::string dir;
+  std::getline(in, dir);
+  return dir;
+}
+
+Result<k8s::ClientConfig> AdminConfig() {
+  if (ClusterDir().empty()) {
+    return InvalidArgument("HYBRIDJOB_TEST_CLUSTER_DIR is not set: run integration tests via ctest");
+  }
+  auto config = k8s::LoadKubeconfigFile(KubeconfigPath());
+  if (config) {
+    config->qps = 500;
+    config->burst = 1000;
+  }
+  return config;
+}
+
+std::unique_ptr<k8s::RestClient> AdminClient() {
+  auto config = AdminConfig();
+  if (!config) {
+    std::cerr << "integration test: " << config.status().ToString() << "\n";
+    std::abort();
+  }
+  auto client = k8s::RestClient::Create(*config);
+  if (!client) {
+    std::cerr << "integration test: " << client.status().ToString() << "\n";
+    std::abort();
+  }
+  return std::move(*client);
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+namespace {
+std::string RandomSuffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (int i = 0; i < 6; ++i) {
+    out.push_back(kChars[rng() % (sizeof(kChars) - 1)]);
+  }
+  return out;
+}
+}  // namespace
+
+TestNamespace::TestNamespace(k8s::ApiClient& client, const std::string& prefix)
+    : client_(client), name_(prefix + "-" + RandomSuffix()) {
+  nlohmann::json ns = {{"apiVersion", "v1"},
+                       {"kind", "Namespace"},
+                       {"metadata", {{"name", name_}, {"labels", {{"hybridjob.io/test", "true"}}}}}};
+  auto created = client_.Create(k8s::resources::Namespaces(), "", ns);
+  if (!created) {
+    ADD_FAILURE() << "create namespace " << name_ << ": " << created.status().ToString();
+    return;
+  }
+  const bool ready = WaitFor([&] {
+    return client_.Get(k8s::resources::ServiceAccounts(), name_, "default").ok();
+  });
+  if (!ready) {
+    ADD_FAILURE() << "namespace " << name_ << " got no default ServiceAccount";
+  }
+}
+
+TestNamespace::~TestNamespace() {
+  k8s::DeleteOptions options;
+  options.propagation_policy = "Background";
+  (void)client_.Delete(k8s::resources::Namespaces(), "", name_, options);
+}
+
+int RunCommand(const std::string& command, std::string* output) {
+  const std::string full = command + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");  // NOLINT(cert-env33-c): test-only helper
+  if (pipe == nullptr) {
+    return -1;
+  }
+  std::array<char, 4096> buffer{};
+  std::string collected;
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    collected += buffer.data();
+  }
+  const int status = pclose(pipe);
+  if (output != nullptr) {
+    *output = std::move(collected);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace hybridjob::testing

@@ -1,0 +1,49 @@
+// Access to the local cluster started by the ctest fixture, and a namespace
+// per test so tests can run side by side.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <hybridjob/k8s/config.h>
+#include <hybridjob/k8s/rest_client.h>
+
+namespace hybridjob::testing {
+
+// The fixture's directory (HYBRIDJOB_TEST_CLUSTER_DIR); empty when unset.
+std::string ClusterDir();
+std::string KubeconfigPath();
+// Directory of the cached kube-* binaries the cluster runs (kubectl lives there).
+std::string KubernetesBinDir();
+
+Result<k8s::ClientConfig> AdminConfig();
+// An admin client; aborts the test binary with a clear message when the
+// cluster is unreachable, since no integration test can do anything then.
+std::unique_ptr<k8s::RestClient> AdminClient();
+
+// Polls `condition` every 50 ms until true or the timeout passes.
+bool WaitFor(const std::function<bool()>& condition,
+             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// A fresh namespace with its default ServiceAccount (pods need it), deleted
+// when the object goes.
+class TestNamespace {
+ public:
+  explicit TestNamespace(k8s::ApiClient& client, const std::string& prefix = "t");
+  ~TestNamespace();
+  TestNamespace(const TestNamespace&) = delete;
+  TestNamespace& operator=(const TestNamespace&) = delete;
+
+  const std::string& name() const { return name_; }
+
+ private:
+  k8s::ApiClient& client_;
+  std::string name_;
+};
+
+// Runs a command, returns its exit code; stdout+stderr into *output if given.
+int RunCommand(const std::string& command, std::string* output = nullptr);
+
+}  // namespace hybridjob::testing

@@ -1,0 +1,200 @@
+#include <hybridjob/k8s/config.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace hybridjob::k8s {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "-----BEGIN CERTIFICATE-----\nfake\n" in base64.
+constexpr const char* kCaData = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmZha2UK";
+
+std::string Kubeconfig(const std::string& user_block, const std::string& extra_cluster = "") {
+  return R"(apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority-data: )" +
+         std::string(kCaData) + "\n" + extra_cluster + R"(
+users:
+- name: me
+  user:
+)" + user_block + R"(
+contexts:
+- name: dev
+  context:
+    cluster: local
+    user: me
+    namespace: team-a
+- name: other
+  context:
+    cluster: local
+    user: me
+)";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("hj-config-test-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  void Write(const std::string& name, const std::string& content) const {
+    std::ofstream(path_ / name) << content;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+TEST(KubeconfigTest, ParsesTokenUserAndCurrentContext) {
+  auto config = ParseKubeconfig(Kubeconfig("    token: abc123"), "/tmp");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->server, "https://127.0.0.1:6443");  // trailing slash dropped
+  EXPECT_EQ(config->bearer_token, "abc123");
+  EXPECT_EQ(config->ca_pem, "-----BEGIN CERTIFICATE-----\nfake\n");
+  EXPECT_EQ(config->namespace_name, "team-a");
+  EXPECT_FALSE(config->insecure_skip_tls_verify);
+}
+
+TEST(KubeconfigTest, ExplicitContextOverridesCurrentAndDefaultsNamespace) {
+  auto config = ParseKubeconfig(Kubeconfig("    token: abc123"), "/tmp", "other");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->namespace_name, "default");
+}
+
+TEST(KubeconfigTest, UnknownContextIsClearError) {
+  auto config = ParseKubeconfig(Kubeconfig("    token: abc123"), "/tmp", "nope");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find("\"nope\""), std::string::npos);
+}
+
+TEST(KubeconfigTest, TokenFileAndCertificateFilesResolveRelativeToKubeconfig) {
+  TempDir dir;
+  dir.Write("client.crt", "CERT");
+  dir.Write("client.key", "KEY");
+  dir.Write("kubeconfig", Kubeconfig("    tokenFile: token\n    client-certificate: client.crt\n"
+                                     "    client-key: client.key"));
+  auto config = LoadKubeconfigFile((dir.path() / "kubeconfig").string());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->token_file, (dir.path() / "token").string());
+  EXPECT_EQ(config->client_cert_pem, "CERT");
+  EXPECT_EQ(config->client_key_pem, "KEY");
+}
+
+TEST(KubeconfigTest, CertificateWithoutKeyIsRejected) {
+  auto config = ParseKubeconfig(Kubeconfig("    client-certificate-data: Q0VSVA=="), "/tmp");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("client key"), std::string::npos);
+}
+
+TEST(KubeconfigTest, MissingReferencedFileNamesTheFile) {
+  auto config = ParseKubeconfig(Kubeconfig("    client-certificate: /nonexistent/c.crt\n"
+                                           "    client-key: /nonexistent/c.key"),
+                                "/tmp");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("/nonexistent/c.crt"), std::string::npos);
+}
+
+TEST(KubeconfigTest, InsecureSkipTlsVerifyIsHonoured) {
+  auto config = ParseKubeconfig(Kubeconfig("    token: t", "    insecure-skip-tls-verify: true"),
+                                "/tmp");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->insecure_skip_tls_verify);
+}
+
+TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"", "not a YAML map"},
+      {"clusters: [", "invalid YAML"},
+      {"current-context: x\ncontexts: []\n", "no context named \"x\""},
+      {"contexts:\n- name: a\n  context: {cluster: c}\n", "no current-context"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n",
+       "no cluster named \"c\""},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
+       "  cluster: {}\n",
+       "has no server"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
+       "  cluster: {server: 'ftp://x'}\n",
+       "http(s) URL"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
+       "  cluster: {server: 'https://x', certificate-authority-data: '!!notbase64'}\n",
+       "not valid base64"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\nclusters:\n"
+       "- name: c\n  cluster: {server: 'https://x'}\nusers:\n- name: u\n  user:\n    exec: {}\n",
+       "not supported"},
+      {"clusters: 3\ncurrent-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n",
+       "must be a list"},
+  };
+  for (const auto& c : cases) {
+    auto config = ParseKubeconfig(c.text, "/tmp");
+    ASSERT_FALSE(config.ok()) << c.text;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(config.status().message().find(c.expected), std::string::npos)
+        << "input:\n" << c.text << "\nmessage: " << config.status().message();
+  }
+}
+
+TEST(KubeconfigTest, MissingFileIsClearError) {
+  auto config = LoadKubeconfigFile("/nonexistent/kubeconfig");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("/nonexistent/kubeconfig"), std::string::npos);
+}
+
+TEST(InClusterConfigTest, ReadsServiceAccountFiles) {
+  TempDir dir;
+  dir.Write("token", "sa-token\n");
+  dir.Write("ca.crt", "CA");
+  dir.Write("namespace", "hybridjob-system");
+  ::setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);  // NOLINT(concurrency-mt-unsafe)
+  ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);       // NOLINT(concurrency-mt-unsafe)
+  auto config = LoadInClusterConfig(dir.path().string());
+  ::unsetenv("KUBERNETES_SERVICE_HOST");  // NOLINT(concurrency-mt-unsafe)
+  ::unsetenv("KUBERNETES_SERVICE_PORT");  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->server, "https://10.0.0.1:443");
+  EXPECT_EQ(config->token_file, (dir.path() / "token").string());
+  EXPECT_EQ(config->ca_pem, "CA");
+  EXPECT_EQ(config->namespace_name, "hybridjob-system");
+}
+
+TEST(InClusterConfigTest, OutsideAClusterSaysWhatToDo) {
+  ::unsetenv("KUBERNETES_SERVICE_HOST");  // NOLINT(concurrency-mt-unsafe)
+  auto config = LoadInClusterConfig("/nonexistent");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--kubeconfig"), std::string::npos);
+}
+
+TEST(ResolveClientConfigTest, FlagBeatsEnvironment) {
+  TempDir dir;
+  dir.Write("flag", Kubeconfig("    token: from-flag"));
+  dir.Write("env", Kubeconfig("    token: from-env"));
+  ::setenv("KUBECONFIG", (dir.path() / "env").c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  auto from_flag = ResolveClientConfig((dir.path() / "flag").string());
+  auto from_env = ResolveClientConfig("");
+  ::unsetenv("KUBECONFIG");  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_TRUE(from_flag.ok());
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ(from_flag->bearer_token, "from-flag");
+  EXPECT_EQ(from_env->bearer_token, "from-env");
+}
+
+}  // namespace
+}  // namespace hybridjob::k8s

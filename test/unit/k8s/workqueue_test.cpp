@@ -1,0 +1,209 @@
+#include <hybridjob/k8s/rate_limiter.h>
+#include <hybridjob/k8s/workqueue.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace hybridjob::k8s {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(TokenBucketTest, BurstThenRate) {
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  TokenBucket bucket(10, 3, t0);
+  EXPECT_EQ(bucket.Reserve(t0), Duration::zero());
+  EXPECT_EQ(bucket.Reserve(t0), Duration::zero());
+  EXPECT_EQ(bucket.Reserve(t0), Duration::zero());
+  // Burst spent: the 4th waits one token (100 ms), the 5th two.
+  EXPECT_NEAR(std::chrono::duration<double>(bucket.Reserve(t0)).count(), 0.1, 1e-6);
+  EXPECT_NEAR(std::chrono::duration<double>(bucket.Reserve(t0)).count(), 0.2, 1e-6);
+  // After a second, refilled but never beyond the burst.
+  EXPECT_NEAR(bucket.Tokens(t0 + 10s), 3.0, 1e-6);
+}
+
+TEST(TokenBucketTest, RefillIsProportionalToElapsedTime) {
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  TokenBucket bucket(4, 1, t0);
+  EXPECT_EQ(bucket.Reserve(t0), Duration::zero());
+  EXPECT_NEAR(bucket.Tokens(t0 + 125ms), 0.5, 1e-6);
+  EXPECT_EQ(bucket.Reserve(t0 + 250ms), Duration::zero());
+}
+
+TEST(ItemExponentialBackoffTest, DoublesPerItemUpToCap) {
+  ItemExponentialBackoff backoff(5ms, 1000s);
+  EXPECT_EQ(backoff.When("a"), Duration(5ms));
+  EXPECT_EQ(backoff.When("a"), Duration(10ms));
+  EXPECT_EQ(backoff.When("a"), Duration(20ms));
+  EXPECT_EQ(backoff.When("b"), Duration(5ms));  // independent per item
+  EXPECT_EQ(backoff.NumRequeues("a"), 3);
+  for (int i = 0; i < 100; ++i) {
+    (void)backoff.When("a");
+  }
+  EXPECT_EQ(backoff.When("a"), Duration(1000s));
+  backoff.Forget("a");
+  EXPECT_EQ(backoff.NumRequeues("a"), 0);
+  EXPECT_EQ(backoff.When("a"), Duration(5ms));
+}
+
+TEST(WorkqueueRateLimiterTest, OverallBucketLimitsManyDistinctItems) {
+  WorkqueueRateLimiter limiter(5ms, 1000s, /*qps=*/10, /*burst=*/2);
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_EQ(limiter.When("a", now), Duration(5ms));
+  EXPECT_EQ(limiter.When("b", now), Duration(5ms));
+  // Burst used up: the bucket's wait now dominates the 5 ms item backoff.
+  EXPECT_GE(limiter.When("c", now), Duration(90ms));
+}
+
+TEST(WorkQueueTest, DeduplicatesDirtyKeys) {
+  WorkQueue queue;
+  queue.Add("a");
+  queue.Add("a");
+  queue.Add("b");
+  EXPECT_EQ(queue.Len(), 2u);
+  EXPECT_EQ(queue.Get(), "a");
+  EXPECT_EQ(queue.Get(), "b");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, KeyAddedWhileProcessingIsReplayedAfterDone) {
+  WorkQueue queue;
+  queue.Add("a");
+  auto key = queue.Get();
+  ASSERT_EQ(key, "a");
+  queue.Add("a");
+  queue.Add("a");
+  EXPECT_EQ(queue.Len(), 0u) << "must not be handed out while being processed";
+  queue.Done("a");
+  EXPECT_EQ(queue.Len(), 1u);
+  EXPECT_EQ(queue.Get(), "a");
+  queue.Done("a");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, NoKeyIsProcessedByTwoWorkersAtOnce) {
+  WorkQueue queue;
+  std::mutex mu;
+  std::set<std::string> in_progress;
+  std::atomic<int> overlaps{0};
+  std::atomic<int> processed{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&] {
+      while (auto key = queue.Get()) {
+        {
+          std::lock_guard lock(mu);
+          if (!in_progress.insert(*key).second) {
+            ++overlaps;
+          }
+        }
+        std::this_thread::sleep_for(100us);
+        {
+          std::lock_guard lock(mu);
+          in_progress.erase(*key);
+        }
+        ++processed;
+        queue.Done(*key);
+      }
+    });
+  }
+  for (int i = 0; i < 2000; ++i) {
+    queue.Add("key-" + std::to_string(i % 5));
+    if (i % 50 == 0) {
+      std::this_thread::sleep_for(200us);
+    }
+  }
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 1000; ++i) {
+      if (queue.Len() == 0) {
+        return true;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  }());
+  std::this_thread::sleep_for(5ms);
+  queue.ShutDown();
+  for (auto& t : workers) {
+    t.join();
+  }
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GE(processed.load(), 5);
+  EXPECT_LT(processed.load(), 2000) << "dedupe should have collapsed repeated adds";
+}
+
+TEST(WorkQueueTest, AddAfterDelaysAndKeepsEarliest) {
+  WorkQueue queue;
+  const auto start = std::chrono::steady_clock::now();
+  queue.AddAfter("late", 10s);
+  queue.AddAfter("late", 30ms);  // earlier wins
+  queue.AddAfter("late", 20s);   // later is ignored
+  EXPECT_EQ(queue.Len(), 0u);
+  EXPECT_EQ(queue.DelayedLen(), 1u);
+  auto key = queue.Get();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(key, "late");
+  EXPECT_GE(waited, 30ms);
+  EXPECT_LT(waited, 5s);
+}
+
+TEST(WorkQueueTest, RateLimitedAddsBackOffAndForgetResets) {
+  auto limiter = std::make_unique<WorkqueueRateLimiter>(20ms, 1s, 1000, 1000);
+  WorkQueue queue(std::move(limiter));
+  queue.AddRateLimited("k");
+  queue.AddRateLimited("k");
+  EXPECT_EQ(queue.NumRequeues("k"), 2);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(queue.Get(), "k");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 15ms);
+  queue.Done("k");
+  queue.Forget("k");
+  EXPECT_EQ(queue.NumRequeues("k"), 0);
+}
+
+TEST(WorkQueueTest, ShutDownWakesWaitersAndDrains) {
+  WorkQueue queue;
+  std::optional<std::string> got = "unset";
+  std::thread waiter([&] { got = queue.Get(); });
+  std::this_thread::sleep_for(20ms);
+  queue.ShutDown();
+  waiter.join();
+  EXPECT_FALSE(got.has_value());
+
+  WorkQueue draining;
+  draining.Add("x");
+  draining.AddAfter("never", 1h);
+  draining.ShutDown();
+  draining.Add("ignored");
+  EXPECT_EQ(draining.Get(), "x");
+  EXPECT_FALSE(draining.Get().has_value());
+  EXPECT_TRUE(draining.ShuttingDown());
+}
+
+TEST(WorkQueueTest, ObserverSeesLatencyAndDepth) {
+  std::atomic<int> latencies{0};
+  std::atomic<int> works{0};
+  std::atomic<size_t> max_depth{0};
+  WorkQueueObserver observer;
+  observer.on_queue_latency = [&](Duration) { ++latencies; };
+  observer.on_work_duration = [&](Duration) { ++works; };
+  observer.on_depth = [&](size_t d) {
+    if (d > max_depth) {
+      max_depth = d;
+    }
+  };
+  WorkQueue queue(nullptr, observer);
+  queue.Add("a");
+  queue.Add("b");
+  queue.Done(*queue.Get());
+  EXPECT_EQ(latencies.load(), 1);
+  EXPECT_EQ(works.load(), 1);
+  EXPECT_EQ(max_depth.load(), 2u);
+}
+
+}  // namespace
+}  // namespace hybridjob::k8s
