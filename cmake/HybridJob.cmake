@@ -54,7 +54,7 @@ function(hybridjob_test name)
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   if(ARG_LABEL STREQUAL "integration" OR ARG_LABEL STREQUAL "e2e")
     list(APPEND props FIXTURES_REQUIRED local_cluster
-         ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR};HYBRIDJOB_BIN_DIR=${HYBRIDJOB_BIN_DIR};HYBRIDJOB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+         ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
   endif()
   # End-to-end tests run whole binaries that act cluster-wide: one at a time.
   if(ARG_LABEL STREQUAL "e2e")

@@ -7,6 +7,8 @@
 #   hack/local-cluster.sh up   [--dir DIR]   start; prints `export ...` lines
 #   hack/local-cluster.sh env  [--dir DIR]   print the `export ...` lines again
 #   hack/local-cluster.sh down [--dir DIR | --all]
+#   hack/local-cluster.sh restart|stop COMPONENT [--dir DIR]
+#                                  COMPONENT: etcd, apiserver, controller-manager
 #
 # Without --dir, `up` makes a fresh directory, so several clusters can run at
 # once; `env` and `down` then use $HYBRIDJOB_CLUSTER_DIR, or the only cluster
@@ -22,7 +24,7 @@ log() { echo "local-cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -57,11 +59,11 @@ resolve_dir() {
 }
 
 stop_pid_file() {
-  local pid_file="$1" pid i
+  local pid_file="$1" signal="${2:-TERM}" pid i
   [ -f "$pid_file" ] || return 0
   pid="$(cat "$pid_file")"
   if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
+    kill "-$signal" "$pid" 2>/dev/null || true
     for i in $(seq 1 100); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
@@ -144,8 +146,36 @@ wait_for() {
 start_daemon() {
   local dir="$1" name="$2"
   shift 2
-  setsid "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
+  printf '%s\0' "$@" >"$dir/$name.args"
+  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$dir/$name.pid"
+}
+
+# Kills one component (as a crash would) and starts it again with the same
+# arguments: tests of API server restarts and outages use this.
+cmd_restart() {
+  local dir="$1" name="$2"
+  [ -f "$dir/$name.args" ] || die "no component \"$name\" in $dir (etcd, apiserver, controller-manager)"
+  local args
+  mapfile -d '' args <"$dir/$name.args"
+  stop_pid_file "$dir/$name.pid" KILL
+  start_daemon "$dir" "$name" "${args[@]}"
+  if [ "$name" = apiserver ]; then
+    local token
+    token="$(cut -d, -f1 "$dir/tokens.csv")"
+    wait_for apiserver curl -fsS --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $token" \
+      "https://127.0.0.1:$(cat "$dir/apiserver.port")/readyz" ||
+      die "kube-apiserver did not become ready again (log: $dir/logs/apiserver.log)"
+  fi
+  log "restarted $name"
+}
+
+# Kills one component and leaves it stopped (outage tests); `restart` brings it back.
+cmd_stop() {
+  local dir="$1" name="$2"
+  [ -f "$dir/$name.args" ] || die "no component \"$name\" in $dir"
+  stop_pid_file "$dir/$name.pid" KILL
+  log "stopped $name"
 }
 
 try_up() {
@@ -253,9 +283,14 @@ cmd_up() {
 }
 
 main() {
-  local cmd="${1:-}" dir="" all=0
+  local cmd="${1:-}" dir="" all=0 component=""
   [ -n "$cmd" ] || usage
   shift
+  if [ "$cmd" = restart ] || [ "$cmd" = stop ]; then
+    component="${1:-}"
+    [ -n "$component" ] || die "$cmd needs a component: etcd, apiserver or controller-manager"
+    shift
+  fi
   while [ $# -gt 0 ]; do
     case "$1" in
       --dir) dir="$2"; shift 2 ;;
@@ -279,6 +314,10 @@ main() {
         dir="$(resolve_dir "$dir")"
         cmd_down "$dir"
       fi
+      ;;
+    restart|stop)
+      dir="$(resolve_dir "$dir")"
+      "cmd_$cmd" "$dir" "$component"
       ;;
     -h|--help|help) usage ;;
     *) die "unknown command: $cmd" ;;

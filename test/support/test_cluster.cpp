@@ -99,6 +99,55 @@ TestNamespace::~TestNamespace() {
   (void)client_.Delete(k8s::resources::Namespaces(), "", name_, options);
 }
 
+std::string SourceDir() { return HYBRIDJOB_SOURCE_DIR; }
+std::string BinaryDir() { return HYBRIDJOB_BIN_DIR; }
+
+std::string LocalClusterScript() { return SourceDir() + "/hack/local-cluster.sh"; }
+
+PrivateCluster::PrivateCluster() {
+  const std::string base = ClusterDir().empty() ? "/tmp" : ClusterDir() + "-private";
+  dir_ = base + "-" + RandomSuffix();
+  std::string output;
+  ok_ = RunCommand(LocalClusterScript() + " up --dir " + dir_, &output) == 0;
+  if (!ok_) {
+    ADD_FAILURE() << "private cluster did not start:\n" << output;
+  }
+}
+
+PrivateCluster::~PrivateCluster() {
+  (void)RunCommand(LocalClusterScript() + " down --dir " + dir_);
+}
+
+std::unique_ptr<k8s::RestClient> PrivateCluster::AdminClient() const {
+  auto config = k8s::LoadKubeconfigFile(kubeconfig());
+  if (!config) {
+    ADD_FAILURE() << config.status().ToString();
+    return nullptr;
+  }
+  config->qps = 500;
+  config->burst = 1000;
+  auto client = k8s::RestClient::Create(*config);
+  if (!client) {
+    ADD_FAILURE() << client.status().ToString();
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+bool PrivateCluster::Restart(const std::string& component) const {
+  std::string output;
+  const int rc = RunCommand(LocalClusterScript() + " restart " + component + " --dir " + dir_,
+                            &output);
+  if (rc != 0) {
+    ADD_FAILURE() << "restart " << component << ":\n" << output;
+  }
+  return rc == 0;
+}
+
+bool PrivateCluster::Stop(const std::string& component) const {
+  return RunCommand(LocalClusterScript() + " stop " + component + " --dir " + dir_) == 0;
+}
+
 int RunCommand(const std::string& command, std::string* output) {
   const std::string full = command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");  // NOLINT(cert-env33-c): test-only helper

@@ -43,6 +43,34 @@ class TestNamespace {
   std::string name_;
 };
 
+// A cluster of the test's own, for tests that restart or stop its parts.
+// Started in the constructor, stopped and removed in the destructor.
+class PrivateCluster {
+ public:
+  PrivateCluster();
+  ~PrivateCluster();
+  PrivateCluster(const PrivateCluster&) = delete;
+  PrivateCluster& operator=(const PrivateCluster&) = delete;
+
+  bool ok() const { return ok_; }
+  const std::string& dir() const { return dir_; }
+  std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
+  std::unique_ptr<k8s::RestClient> AdminClient() const;
+  // Kills a component (etcd, apiserver, controller-manager) and starts it again.
+  bool Restart(const std::string& component) const;
+  bool Stop(const std::string& component) const;
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// The repository's root, and the directory of the built binaries (build/bin).
+std::string SourceDir();
+std::string BinaryDir();
+// The repository's hack/local-cluster.sh.
+std::string LocalClusterScript();
+
 // Runs a command, returns its exit code; stdout+stderr into *output if given.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 

@@ -1,0 +1,170 @@
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/reflector.h>
+
+#include <random>
+
+namespace hybridjob::k8s {
+namespace {
+
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) {
+    return {};
+  }
+  return metadata->value("resourceVersion", "");
+}
+
+double Jitter() {
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+}  // namespace
+
+Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorSink& sink)
+    : client_(client), options_(std::move(options)), sink_(sink),
+      backoff_(options_.initial_backoff) {}
+
+std::string Reflector::LastResourceVersion() const {
+  std::lock_guard lock(mu_);
+  return last_resource_version_;
+}
+
+void Reflector::Stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  if (active_watch_ != nullptr) {
+    active_watch_->Cancel();
+  }
+  stop_cv_.notify_all();
+}
+
+bool Reflector::Backoff() {
+  std::unique_lock lock(mu_);
+  // Full jitter on top of half the backoff keeps retries spread but bounded.
+  const auto delay = std::chrono::duration_cast<Duration>(backoff_ * (0.5 + 0.5 * Jitter()));
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  return !stop_cv_.wait_for(lock, delay, [this] { return stopped_.load(); });
+}
+
+void Reflector::ResetBackoff() {
+  std::lock_guard lock(mu_);
+  backoff_ = options_.initial_backoff;
+}
+
+bool Reflector::ListAndReplace() {
+  ListOptions list_options;
+  list_options.label_selector = options_.label_selector;
+  list_options.field_selector = options_.field_selector;
+  auto list = ListAll(client_, options_.resource, options_.namespace_name, list_options,
+                      options_.page_size);
+  ++stats_.lists;
+  if (!list) {
+    ++stats_.errors;
+    return false;
+  }
+  {
+    std::lock_guard lock(mu_);
+    last_resource_version_ = list->resource_version;
+  }
+  sink_.Replace(std::move(list->items), list->resource_version);
+  return true;
+}
+
+Reflector::WatchEnd Reflector::WatchOnce() {
+  WatchOptions watch_options;
+  watch_options.resource_version = LastResourceVersion();
+  watch_options.label_selector = options_.label_selector;
+  watch_options.field_selector = options_.field_selector;
+  watch_options.allow_bookmarks = true;
+  const auto min_timeout = options_.min_watch_timeout.count();
+  watch_options.timeout =
+      std::chrono::seconds(min_timeout + static_cast<int64_t>(Jitter() * min_timeout));
+
+  auto opened = client_.Watch(options_.resource, options_.namespace_name, watch_options);
+  ++stats_.watches;
+  if (!opened) {
+    ++stats_.errors;
+    if (IsGone(opened.status())) {
+      return WatchEnd::kRelist;
+    }
+    return Backoff() ? WatchEnd::kRewatch : WatchEnd::kStopped;
+  }
+  std::unique_ptr<WatchStream> stream = std::move(*opened);
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) {
+      return WatchEnd::kStopped;
+    }
+    active_watch_ = stream.get();
+  }
+  auto detach = [this] {
+    std::lock_guard lock(mu_);
+    active_watch_ = nullptr;
+  };
+  bool received_any = false;
+  while (true) {
+    auto next = stream->Next();
+    if (!next) {
+      detach();
+      if (Stopped()) {
+        return WatchEnd::kStopped;
+      }
+      ++stats_.errors;
+      // A stream that delivered events was healthy: resume at once.
+      if (received_any) {
+        ResetBackoff();
+        return WatchEnd::kRewatch;
+      }
+      return Backoff() ? WatchEnd::kRewatch : WatchEnd::kStopped;
+    }
+    if (!next->has_value()) {
+      detach();  // the server ended the watch (timeoutSeconds): resume
+      ResetBackoff();
+      return Stopped() ? WatchEnd::kStopped : WatchEnd::kRewatch;
+    }
+    WatchEvent& event = **next;
+    if (event.type == WatchEventType::kError) {
+      detach();
+      ++stats_.errors;
+      if (IsGone(event.error)) {
+        return WatchEnd::kRelist;
+      }
+      return Backoff() ? WatchEnd::kRewatch : WatchEnd::kStopped;
+    }
+    received_any = true;
+    const std::string rv = ResourceVersionOf(event.object);
+    if (event.type != WatchEventType::kBookmark) {
+      ++stats_.events;
+      sink_.Apply(event.type, std::move(event.object));
+    }
+    if (!rv.empty()) {
+      std::lock_guard lock(mu_);
+      last_resource_version_ = rv;
+    }
+  }
+}
+
+void Reflector::Run() {
+  while (!Stopped()) {
+    if (!ListAndReplace()) {
+      if (!Backoff()) {
+        return;
+      }
+      continue;
+    }
+    ResetBackoff();
+    while (true) {
+      const WatchEnd end = WatchOnce();
+      if (end == WatchEnd::kStopped || Stopped()) {
+        return;
+      }
+      if (end == WatchEnd::kRelist) {
+        ++stats_.relists_after_gone;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace hybridjob::k8s
