@@ -1,0 +1,53 @@
+// A small command-line parser with kubectl-style flags: --name=value or
+// --name value, booleans as --flag / --flag=false, -h/--help. Unknown flags
+// and bad values are errors that name the flag.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+
+namespace hybridjob {
+
+class FlagSet {
+ public:
+  explicit FlagSet(std::string program, std::string summary = "");
+
+  // Registration: the target keeps its default unless the flag is given.
+  void String(const std::string& name, std::string* target, std::string help);
+  void Int(const std::string& name, int64_t* target, std::string help);
+  void Double(const std::string& name, double* target, std::string help);
+  void Bool(const std::string& name, bool* target, std::string help);
+  void Duration(const std::string& name, std::chrono::milliseconds* target, std::string help);
+
+  // Parses argv[first..]; positional arguments are collected.
+  Status Parse(int argc, const char* const* argv, int first = 1);
+
+  bool help_requested() const { return help_requested_; }
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool WasSet(const std::string& name) const;
+  std::string Usage() const;
+
+ private:
+  enum class Kind { kString, kInt, kDouble, kBool, kDuration };
+  struct Flag {
+    Kind kind;
+    void* target;
+    std::string help;
+    std::string default_text;
+    bool set = false;
+  };
+  Status Assign(const std::string& name, Flag& flag, const std::string& value);
+
+  std::string program_;
+  std::string summary_;
+  std::map<std::string, Flag> flags_;
+  std::vector<std::string> positional_;
+  bool help_requested_ = false;
+};
+
+}  // namespace hybridjob

@@ -1,0 +1,62 @@
+// What the simulated kubelet does with a pod bound to one of its nodes — a
+// pure function of the pod and the time, so it is unit-tested and the shell
+// only writes what it says.
+//
+// Pods ask for their fate with annotations:
+//   sim.hybridjob.io/duration:  how long the containers run ("30s"); absent = forever
+//   sim.hybridjob.io/exit-code: the main container's exit code at the end (default 0)
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/common/status.h>
+
+namespace hybridjob::sim {
+
+inline constexpr const char* kDurationAnnotation = "sim.hybridjob.io/duration";
+inline constexpr const char* kExitCodeAnnotation = "sim.hybridjob.io/exit-code";
+
+using WallClock = std::chrono::system_clock;
+
+// The few fields of a pod the kubelet acts on.
+struct SimPod {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string node_name;
+  std::string phase;  // "" until the kubelet reports one
+  std::optional<WallClock::time_point> start_time;
+  bool deleting = false;
+  std::optional<WallClock::time_point> deletion_time;  // metadata.deletionTimestamp
+  std::optional<std::chrono::milliseconds> run_for;    // from the duration annotation
+  int exit_code = 0;
+  std::string annotation_error;  // a bad annotation fails the pod, with this message
+  std::vector<std::pair<std::string, std::string>> containers;       // name, image
+  std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
+};
+
+Result<SimPod> DecodeSimPod(const nlohmann::json& pod);
+
+enum class KubeletStep {
+  kNothing,  // nothing to do now; maybe later (see wake_at)
+  kStart,    // report Running
+  kFinish,   // report Succeeded or Failed
+  kRemove,   // graceful deletion done: delete the pod for good
+};
+
+struct KubeletDecision {
+  KubeletStep step = KubeletStep::kNothing;
+  nlohmann::json status_patch;                    // for kStart / kFinish: merge patch of status
+  std::optional<WallClock::time_point> wake_at;   // when to look at the pod again
+};
+
+// pod_ip / host_ip: the addresses to report.
+KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
+                                  const std::string& pod_ip, const std::string& host_ip);
+
+}  // namespace hybridjob::sim

@@ -1,0 +1,83 @@
+// hybridjob-sim's shell: registers the simulated nodes, keeps their Leases
+// fresh, and plays the kubelet for pods bound to them (decisions come from
+// kubelet.h). Owns its threads; Stop() joins them and removes the nodes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <hybridjob/k8s/api_client.h>
+#include <hybridjob/k8s/informer.h>
+#include <hybridjob/k8s/workqueue.h>
+#include <hybridjob/sim/kubelet.h>
+#include <hybridjob/sim/node_factory.h>
+
+namespace hybridjob::sim {
+
+struct SimulatorOptions {
+  NodePoolSpec nodes;
+  std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(40)};
+  int workers = 16;
+  bool keep_nodes = false;  // leave the nodes registered on Stop()
+};
+
+struct SimulatorStats {
+  std::atomic<uint64_t> nodes_registered{0};
+  std::atomic<uint64_t> pods_started{0};
+  std::atomic<uint64_t> pods_finished{0};
+  std::atomic<uint64_t> pods_removed{0};
+  std::atomic<uint64_t> write_errors{0};
+  std::atomic<uint64_t> heartbeats{0};
+};
+
+class Simulator {
+ public:
+  Simulator(k8s::ApiClient& client, SimulatorOptions options);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // Registers every node (idempotent), then starts playing the kubelet.
+  Status Start();
+  void Stop();
+
+  const SimulatorStats& stats() const { return stats_; }
+  std::vector<std::string> NodeNames() const;
+
+ private:
+  Status RegisterNodes();
+  Status RegisterNode(int64_t index);
+  void DeleteNodes();
+  void Work();
+  void HeartbeatLoop();
+  void Handle(const std::string& key);
+  std::string PodIp(const SimPod& pod) const;
+
+  k8s::ApiClient& client_;
+  SimulatorOptions options_;
+  SimulatorStats stats_;
+  std::unordered_map<std::string, int64_t> node_index_;  // fixed after construction
+
+  std::unique_ptr<k8s::Informer<SimPod>> pods_;
+  std::unique_ptr<k8s::WorkQueue> queue_;
+  std::vector<std::thread> workers_;
+  std::thread heartbeat_thread_;
+
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+  // Phase this simulator last wrote per pod uid, so a stale cache entry does
+  // not make it report the same transition twice.
+  std::unordered_map<std::string, std::string> written_phase_;
+};
+
+}  // namespace hybridjob::sim

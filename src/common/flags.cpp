@@ -1,0 +1,162 @@
+#include <hybridjob/common/duration.h>
+#include <hybridjob/common/flags.h>
+
+#include <charconv>
+#include <sstream>
+
+namespace hybridjob {
+
+FlagSet::FlagSet(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+void FlagSet::String(const std::string& name, std::string* target, std::string help) {
+  flags_[name] = {Kind::kString, target, std::move(help), *target};
+}
+
+void FlagSet::Int(const std::string& name, int64_t* target, std::string help) {
+  flags_[name] = {Kind::kInt, target, std::move(help), std::to_string(*target)};
+}
+
+void FlagSet::Double(const std::string& name, double* target, std::string help) {
+  std::ostringstream text;
+  text << *target;
+  flags_[name] = {Kind::kDouble, target, std::move(help), text.str()};
+}
+
+void FlagSet::Bool(const std::string& name, bool* target, std::string help) {
+  flags_[name] = {Kind::kBool, target, std::move(help), *target ? "true" : "false"};
+}
+
+void FlagSet::Duration(const std::string& name, std::chrono::milliseconds* target,
+                       std::string help) {
+  flags_[name] = {Kind::kDuration, target, std::move(help), FormatDuration(*target)};
+}
+
+bool FlagSet::WasSet(const std::string& name) const {
+  auto it = flags_.find(name);
+  return it != flags_.end() && it->second.set;
+}
+
+Status FlagSet::Assign(const std::string& name, Flag& flag, const std::string& value) {
+  flag.set = true;
+  switch (flag.kind) {
+    case Kind::kString:
+      *static_cast<std::string*>(flag.target) = value;
+      return Status::Ok();
+    case Kind::kInt: {
+      int64_t parsed = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+      if (ec != std::errc() || end != value.data() + value.size()) {
+        return InvalidArgument("--" + name + ": \"" + value + "\" is not an integer");
+      }
+      *static_cast<int64_t*>(flag.target) = parsed;
+      return Status::Ok();
+    }
+    case Kind::kDouble: {
+      try {
+        size_t used = 0;
+        const double parsed = std::stod(value, &used);
+        if (used != value.size()) {
+          throw std::invalid_argument(value);
+        }
+        *static_cast<double*>(flag.target) = parsed;
+      } catch (const std::exception&) {
+        return InvalidArgument("--" + name + ": \"" + value + "\" is not a number");
+      }
+      return Status::Ok();
+    }
+    case Kind::kBool:
+      if (value == "true" || value == "1") {
+        *static_cast<bool*>(flag.target) = true;
+      } else if (value == "false" || value == "0") {
+        *static_cast<bool*>(flag.target) = false;
+      } else {
+        return InvalidArgument("--" + name + ": \"" + value + "\" is not true or false");
+      }
+      return Status::Ok();
+    case Kind::kDuration: {
+      auto parsed = ParseDuration(value);
+      if (!parsed) {
+        return InvalidArgument("--" + name + ": " + parsed.status().message());
+      }
+      *static_cast<std::chrono::milliseconds*>(flag.target) = *parsed;
+      return Status::Ok();
+    }
+  }
+  return Internal("unknown flag kind");
+}
+
+Status FlagSet::Parse(int argc, const char* const* argv, int first) {
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      help_requested_ = true;
+      continue;
+    }
+    if (arg == "--") {
+      for (++i; i < argc; ++i) {
+        positional_.emplace_back(argv[i]);
+      }
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::string value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = flags_.find(name);
+    if (it == flags_.end()) {
+      return InvalidArgument("unknown flag --" + name + " (see --help)");
+    }
+    if (!has_value) {
+      if (it->second.kind == Kind::kBool) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return InvalidArgument("--" + name + " needs a value");
+      }
+    }
+    if (Status s = Assign(name, it->second, value); !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+std::string FlagSet::Usage() const {
+  std::ostringstream out;
+  out << "Usage: " << program_ << " [flags]\n";
+  if (!summary_.empty()) {
+    out << "\n" << summary_ << "\n";
+  }
+  out << "\nFlags:\n";
+  for (const auto& [name, flag] : flags_) {
+    std::string left = "  --" + name;
+    if (flag.kind != Kind::kBool) {
+      left += " value";
+    }
+    out << left;
+    if (left.size() < 30) {
+      out << std::string(30 - left.size(), ' ');
+    } else {
+      out << "\n" << std::string(30, ' ');
+    }
+    out << flag.help;
+    if (!flag.default_text.empty()) {
+      out << " (default " << flag.default_text << ")";
+    }
+    out << "\n";
+  }
+  out << "  -h, --help                  show this help\n";
+  return out.str();
+}
+
+}  // namespace hybridjob

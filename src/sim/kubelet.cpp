@@ -1,0 +1,208 @@
+#include <hybridjob/sim/kubelet.h>
+
+#include <hybridjob/api/time.h>
+#include <hybridjob/common/duration.h>
+
+#include <charconv>
+
+namespace hybridjob::sim {
+namespace {
+
+std::string Rfc3339(WallClock::time_point time) {
+  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(time));
+}
+
+std::optional<WallClock::time_point> ParseTimeField(const nlohmann::json& object,
+                                                    const char* field) {
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_string()) {
+    return std::nullopt;
+  }
+  auto parsed = api::ParseTime(it->get<std::string>());
+  if (!parsed) {
+    return std::nullopt;
+  }
+  return WallClock::time_point(*parsed);
+}
+
+std::vector<std::pair<std::string, std::string>> Containers(const nlohmann::json& spec,
+                                                            const char* field) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto it = spec.find(field);
+  if (it == spec.end() || !it->is_array()) {
+    return out;
+  }
+  for (const auto& container : *it) {
+    if (container.is_object()) {
+      out.emplace_back(container.value("name", ""), container.value("image", ""));
+    }
+  }
+  return out;
+}
+
+nlohmann::json Condition(const char* type, bool status, WallClock::time_point now) {
+  return {{"type", type}, {"status", status ? "True" : "False"}, {"lastTransitionTime", Rfc3339(now)}};
+}
+
+nlohmann::json ContainerStatus(const SimPod& pod, const std::pair<std::string, std::string>& c,
+                               nlohmann::json state, bool ready) {
+  return {{"name", c.first},
+          {"image", c.second},
+          {"imageID", "sim://" + c.second},
+          {"containerID", "sim://" + pod.uid + "/" + c.first},
+          {"ready", ready},
+          {"started", ready},
+          {"restartCount", 0},
+          {"state", std::move(state)}};
+}
+
+nlohmann::json Terminated(int exit_code, WallClock::time_point started,
+                          WallClock::time_point finished, const std::string& message = "") {
+  nlohmann::json terminated = {{"exitCode", exit_code},
+                               {"reason", exit_code == 0 ? "Completed" : "Error"},
+                               {"startedAt", Rfc3339(started)},
+                               {"finishedAt", Rfc3339(finished)}};
+  if (!message.empty()) {
+    terminated["message"] = message;
+  }
+  return {{"terminated", terminated}};
+}
+
+nlohmann::json InitStatuses(const SimPod& pod, WallClock::time_point now) {
+  nlohmann::json statuses = nlohmann::json::array();
+  for (const auto& c : pod.init_containers) {
+    auto status = ContainerStatus(pod, c, Terminated(0, now, now), true);
+    status["started"] = false;
+    statuses.push_back(std::move(status));
+  }
+  return statuses;
+}
+
+}  // namespace
+
+Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
+  if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object()) {
+    return InvalidArgument("pod without metadata");
+  }
+  const auto& metadata = pod["metadata"];
+  SimPod out;
+  out.namespace_name = metadata.value("namespace", "");
+  out.name = metadata.value("name", "");
+  out.uid = metadata.value("uid", "");
+  if (metadata.contains("deletionTimestamp") && !metadata["deletionTimestamp"].is_null()) {
+    out.deleting = true;
+    out.deletion_time = ParseTimeField(metadata, "deletionTimestamp");
+  }
+  const nlohmann::json empty = nlohmann::json::object();
+  const auto& spec = pod.contains("spec") && pod["spec"].is_object() ? pod["spec"] : empty;
+  out.node_name = spec.value("nodeName", "");
+  out.containers = Containers(spec, "containers");
+  out.init_containers = Containers(spec, "initContainers");
+  const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
+  out.phase = status.value("phase", "");
+  out.start_time = ParseTimeField(status, "startTime");
+
+  if (auto annotations = metadata.find("annotations");
+      annotations != metadata.end() && annotations->is_object()) {
+    if (auto duration = annotations->find(kDurationAnnotation);
+        duration != annotations->end() && duration->is_string()) {
+      auto parsed = ParseDuration(duration->get<std::string>());
+      if (parsed) {
+        out.run_for = *parsed;
+      } else {
+        out.annotation_error = std::string(kDurationAnnotation) + ": " + parsed.status().message();
+      }
+    }
+    if (auto code = annotations->find(kExitCodeAnnotation);
+        code != annotations->end() && code->is_string()) {
+      const std::string text = code->get<std::string>();
+      int value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 255) {
+        out.annotation_error =
+            std::string(kExitCodeAnnotation) + ": \"" + text + "\" is not an exit code (0-255)";
+      } else {
+        out.exit_code = value;
+      }
+    }
+  }
+  return out;
+}
+
+KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
+                                  const std::string& pod_ip, const std::string& host_ip) {
+  KubeletDecision decision;
+  if (pod.deleting) {
+    // The containers stop at once on SIGTERM; the kubelet then removes the pod.
+    decision.step = KubeletStep::kRemove;
+    return decision;
+  }
+  if (pod.phase == "Succeeded" || pod.phase == "Failed") {
+    return decision;
+  }
+  if (pod.phase != "Running") {
+    decision.step = KubeletStep::kStart;
+    nlohmann::json containers = nlohmann::json::array();
+    for (const auto& c : pod.containers) {
+      containers.push_back(
+          ContainerStatus(pod, c, {{"running", {{"startedAt", Rfc3339(now)}}}}, true));
+    }
+    decision.status_patch = {
+        {"status",
+         {{"phase", "Running"},
+          {"hostIP", host_ip},
+          {"podIP", pod_ip},
+          {"podIPs", nlohmann::json::array({{{"ip", pod_ip}}})},
+          {"startTime", Rfc3339(now)},
+          {"conditions", nlohmann::json::array({Condition("Initialized", true, now),
+                                                Condition("Ready", true, now),
+                                                Condition("ContainersReady", true, now),
+                                                Condition("PodScheduled", true, now)})},
+          {"initContainerStatuses", InitStatuses(pod, now)},
+          {"containerStatuses", containers}}}};
+    if (!pod.annotation_error.empty()) {
+      decision.wake_at = now;  // fail it right after it starts, saying why
+    } else if (pod.run_for) {
+      decision.wake_at = now + *pod.run_for;
+    }
+    return decision;
+  }
+
+  // Running.
+  const auto started = pod.start_time.value_or(now);
+  const bool bad_annotation = !pod.annotation_error.empty();
+  if (!bad_annotation && !pod.run_for) {
+    return decision;  // runs until deleted
+  }
+  const auto finish_at = bad_annotation ? started : started + *pod.run_for;
+  if (now < finish_at) {
+    decision.wake_at = finish_at;
+    return decision;
+  }
+  const int exit_code = bad_annotation ? 2 : pod.exit_code;
+  decision.step = KubeletStep::kFinish;
+  nlohmann::json containers = nlohmann::json::array();
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    // The first container is the trainer; sidecars end cleanly with it.
+    const int code = i == 0 ? exit_code : 0;
+    containers.push_back(ContainerStatus(
+        pod, pod.containers[i],
+        Terminated(code, started, now, i == 0 && bad_annotation ? pod.annotation_error : ""),
+        false));
+  }
+  nlohmann::json status = {
+      {"phase", exit_code == 0 ? "Succeeded" : "Failed"},
+      {"conditions", nlohmann::json::array({Condition("Initialized", true, now),
+                                            Condition("Ready", false, now),
+                                            Condition("ContainersReady", false, now),
+                                            Condition("PodScheduled", true, now)})},
+      {"containerStatuses", containers}};
+  if (bad_annotation) {
+    status["reason"] = "InvalidSimulation";
+    status["message"] = pod.annotation_error;
+  }
+  decision.status_patch = {{"status", status}};
+  return decision;
+}
+
+}  // namespace hybridjob::sim

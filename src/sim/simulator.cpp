@@ -1,0 +1,301 @@
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/sim/simulator.h>
+
+#include <spdlog/spdlog.h>
+
+#include <functional>
+
+#include <hybridjob/api/time.h>
+
+namespace hybridjob::sim {
+namespace {
+
+constexpr const char* kNodeLeaseNamespace = "kube-node-lease";
+
+std::string MicroTimeNow() {
+  const auto now = std::chrono::system_clock::now();
+  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(now)).insert(19, ".000000");
+}
+
+// Runs fn(i) for i in [0, count) on `threads` threads; returns the first error.
+Status ParallelFor(int64_t count, int threads, const std::function<Status(int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  Status first_error;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int64_t i = next++; i < count; i = next++) {
+        Status s = fn(i);
+        if (!s.ok()) {
+          std::lock_guard lock(mu);
+          if (first_error.ok()) {
+            first_error = s;
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : pool) {
+    t.join();
+  }
+  return first_error;
+}
+
+}  // namespace
+
+Simulator::Simulator(k8s::ApiClient& client, SimulatorOptions options)
+    : client_(client), options_(std::move(options)) {
+  for (int64_t i = 0; i < options_.nodes.count; ++i) {
+    node_index_[NodeName(options_.nodes, i)] = i;
+  }
+}
+
+Simulator::~Simulator() { Stop(); }
+
+std::vector<std::string> Simulator::NodeNames() const {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < options_.nodes.count; ++i) {
+    names.push_back(NodeName(options_.nodes, i));
+  }
+  return names;
+}
+
+Status Simulator::RegisterNode(int64_t index) {
+  const nlohmann::json node = MakeNode(options_.nodes, index);
+  const std::string name = NodeName(options_.nodes, index);
+  auto created = client_.Create(k8s::resources::Nodes(), "", node);
+  if (!created && !k8s::IsAlreadyExists(created.status())) {
+    return Status(created.status().code(), "register node " + name + ": " +
+                                               created.status().message());
+  }
+  // Admission taints new nodes not-ready; a Ready kubelet clears that. The
+  // status is written explicitly too, for a node that already existed.
+  nlohmann::json taints_patch = {{"spec", {{"taints", NodeTaints(options_.nodes)}}}};
+  if (options_.nodes.taints.empty()) {
+    taints_patch["spec"]["taints"] = nullptr;
+  }
+  if (auto patched = client_.Patch(k8s::resources::Nodes(), "", name, k8s::PatchType::kMerge,
+                                   taints_patch.dump());
+      !patched) {
+    return Status(patched.status().code(), "taint node " + name + ": " + patched.status().message());
+  }
+  k8s::PatchOptions status_patch;
+  status_patch.subresource = "status";
+  const nlohmann::json status = {{"status", node["status"]}};
+  if (auto patched = client_.Patch(k8s::resources::Nodes(), "", name, k8s::PatchType::kMerge,
+                                   status.dump(), status_patch);
+      !patched) {
+    return Status(patched.status().code(),
+                  "node status " + name + ": " + patched.status().message());
+  }
+  const nlohmann::json lease = {
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata", {{"name", name}, {"namespace", kNodeLeaseNamespace}}},
+      {"spec",
+       {{"holderIdentity", name},
+        {"leaseDurationSeconds",
+         std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
+                                  options_.heartbeat_interval)
+                                      .count() +
+                                  1)},
+        {"renewTime", MicroTimeNow()}}}};
+  auto lease_created = client_.Create(k8s::resources::Leases(), kNodeLeaseNamespace, lease);
+  if (!lease_created && !k8s::IsAlreadyExists(lease_created.status())) {
+    return Status(lease_created.status().code(),
+                  "node lease " + name + ": " + lease_created.status().message());
+  }
+  ++stats_.nodes_registered;
+  return Status::Ok();
+}
+
+Status Simulator::RegisterNodes() {
+  return ParallelFor(options_.nodes.count, std::max(1, options_.workers),
+                     [this](int64_t i) { return RegisterNode(i); });
+}
+
+void Simulator::DeleteNodes() {
+  (void)ParallelFor(options_.nodes.count, std::max(1, options_.workers), [this](int64_t i) {
+    const std::string name = NodeName(options_.nodes, i);
+    Status s = client_.Delete(k8s::resources::Nodes(), "", name);
+    (void)client_.Delete(k8s::resources::Leases(), kNodeLeaseNamespace, name);
+    return s.ok() || k8s::IsNotFound(s) ? Status::Ok() : s;
+  });
+}
+
+Status Simulator::Start() {
+  if (Status s = ValidateNodePool(options_.nodes); !s.ok()) {
+    return s;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (started_) {
+      return Status::Ok();
+    }
+    started_ = true;
+  }
+  if (Status s = RegisterNodes(); !s.ok()) {
+    return s;
+  }
+  spdlog::info("registered {} simulated nodes ({} x {} GPUs)", options_.nodes.count,
+               options_.nodes.count, options_.nodes.gpus_per_node);
+
+  // Retries back off per pod; the overall bucket is the client's QPS, not the queue's.
+  queue_ = std::make_unique<k8s::WorkQueue>(std::make_unique<k8s::WorkqueueRateLimiter>(
+      std::chrono::milliseconds(50), std::chrono::seconds(30), 100000, 100000));
+
+  k8s::InformerOptions<SimPod> informer_options;
+  informer_options.reflector.resource = k8s::resources::Pods();
+  informer_options.reflector.field_selector = "spec.nodeName!=";
+  informer_options.decode = [](nlohmann::json&& pod) { return DecodeSimPod(pod); };
+  pods_ = std::make_unique<k8s::Informer<SimPod>>(client_, informer_options);
+  k8s::EventHandler<SimPod> handler;
+  auto enqueue = [this](const std::shared_ptr<const SimPod>& pod) {
+    if (node_index_.contains(pod->node_name)) {
+      queue_->Add(pod->namespace_name + "/" + pod->name);
+    }
+  };
+  handler.on_add = enqueue;
+  handler.on_update = [enqueue](const auto&, const auto& pod) { enqueue(pod); };
+  handler.on_delete = [this](const std::shared_ptr<const SimPod>& pod, bool) {
+    std::lock_guard lock(mu_);
+    written_phase_.erase(pod->uid);
+  };
+  pods_->AddEventHandler(std::move(handler));
+  pods_->Start();
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { Work(); });
+  }
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  return Status::Ok();
+}
+
+void Simulator::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!started_ || stopping_) {
+      return;
+    }
+    stopping_ = true;
+    stop_cv_.notify_all();
+  }
+  if (pods_) {
+    pods_->Stop();
+  }
+  if (queue_) {
+    queue_->ShutDown();
+  }
+  for (auto& worker : workers_) {
+    worker.join();
+  }
+  workers_.clear();
+  if (heartbeat_thread_.joinable()) {
+    heartbeat_thread_.join();
+  }
+  if (!options_.keep_nodes) {
+    DeleteNodes();
+    spdlog::info("removed {} simulated nodes", options_.nodes.count);
+  }
+}
+
+void Simulator::Work() {
+  while (auto key = queue_->Get()) {
+    Handle(*key);
+    queue_->Done(*key);
+  }
+}
+
+std::string Simulator::PodIp(const SimPod& pod) const {
+  const size_t h = std::hash<std::string>{}(pod.uid);
+  return "10.244." + std::to_string((h >> 8) % 256) + "." + std::to_string(h % 254 + 1);
+}
+
+void Simulator::Handle(const std::string& key) {
+  auto pod = pods_->store().Get(key);
+  if (pod == nullptr) {
+    queue_->Forget(key);
+    return;
+  }
+  auto node = node_index_.find(pod->node_name);
+  if (node == node_index_.end()) {
+    return;
+  }
+  const auto now = WallClock::now();
+  KubeletDecision decision =
+      DecideKubeletStep(*pod, now, PodIp(*pod), NodeAddress(node->second));
+  std::string written_phase;
+  if (decision.step == KubeletStep::kStart || decision.step == KubeletStep::kFinish) {
+    written_phase = decision.status_patch["status"]["phase"].get<std::string>();
+    std::lock_guard lock(mu_);
+    auto it = written_phase_.find(pod->uid);
+    // Already reported; the cache has not caught up yet.
+    if (it != written_phase_.end() &&
+        (it->second == written_phase || it->second == "Succeeded" || it->second == "Failed")) {
+      return;
+    }
+  }
+  Status result;
+  switch (decision.step) {
+    case KubeletStep::kNothing:
+      break;
+    case KubeletStep::kStart:
+    case KubeletStep::kFinish: {
+      k8s::PatchOptions options;
+      options.subresource = "status";
+      auto patched = client_.Patch(k8s::resources::Pods(), pod->namespace_name, pod->name,
+                                   k8s::PatchType::kMerge, decision.status_patch.dump(), options);
+      result = patched ? Status::Ok() : patched.status();
+      if (patched) {
+        std::lock_guard lock(mu_);
+        written_phase_[pod->uid] = written_phase;
+        ++(decision.step == KubeletStep::kStart ? stats_.pods_started : stats_.pods_finished);
+      }
+      break;
+    }
+    case KubeletStep::kRemove: {
+      k8s::DeleteOptions options;
+      options.grace_period_seconds = 0;
+      options.precondition_uid = pod->uid;
+      result = client_.Delete(k8s::resources::Pods(), pod->namespace_name, pod->name, options);
+      if (result.ok()) {
+        ++stats_.pods_removed;
+      }
+      break;
+    }
+  }
+  if (!result.ok() && !k8s::IsNotFound(result) && !k8s::IsConflict(result)) {
+    ++stats_.write_errors;
+    spdlog::warn("pod {}: {}", key, result.ToString());
+    queue_->AddRateLimited(key);
+    return;
+  }
+  queue_->Forget(key);
+  if (decision.wake_at && decision.step != KubeletStep::kFinish) {
+    queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(*decision.wake_at - now));
+  }
+}
+
+void Simulator::HeartbeatLoop() {
+  if (options_.nodes.count == 0) {
+    return;
+  }
+  // Spread renewals over the interval rather than in one burst.
+  const auto step = options_.heartbeat_interval / options_.nodes.count;
+  int64_t index = 0;
+  std::unique_lock lock(mu_);
+  while (!stop_cv_.wait_for(lock, std::max(step, std::chrono::milliseconds(1)),
+                            [this] { return stopping_; })) {
+    lock.unlock();
+    const std::string name = NodeName(options_.nodes, index);
+    const nlohmann::json patch = {{"spec", {{"renewTime", MicroTimeNow()}}}};
+    if (client_.Patch(k8s::resources::Leases(), kNodeLeaseNamespace, name, k8s::PatchType::kMerge,
+                      patch.dump())) {
+      ++stats_.heartbeats;
+    }
+    index = (index + 1) % options_.nodes.count;
+    lock.lock();
+  }
+}
+
+}  // namespace hybridjob::sim

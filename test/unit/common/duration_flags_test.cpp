@@ -1,0 +1,98 @@
+#include <hybridjob/common/duration.h>
+#include <hybridjob/common/flags.h>
+
+#include <gtest/gtest.h>
+
+namespace hybridjob {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(DurationTest, ParsesGoStyleDurations) {
+  EXPECT_EQ(*ParseDuration("0"), milliseconds(0));
+  EXPECT_EQ(*ParseDuration("300ms"), milliseconds(300));
+  EXPECT_EQ(*ParseDuration("1.5s"), milliseconds(1500));
+  EXPECT_EQ(*ParseDuration("2m30s"), milliseconds(150000));
+  EXPECT_EQ(*ParseDuration("1h"), milliseconds(3600000));
+  EXPECT_EQ(*ParseDuration("1h2m3s"), milliseconds(3723000));
+  EXPECT_EQ(*ParseDuration("1500us"), milliseconds(2));  // rounded
+  EXPECT_EQ(*ParseDuration("+5s"), milliseconds(5000));
+}
+
+TEST(DurationTest, RejectsBadInputWithTheText) {
+  for (const char* bad : {"", "5", "s", "-1s", "1x", "1.2.3s", "abc", "1h-2m", ".s"}) {
+    auto parsed = ParseDuration(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+  }
+  EXPECT_NE(ParseDuration("10parsecs").status().message().find("unknown unit"), std::string::npos);
+}
+
+TEST(DurationTest, FormatsShortestForm) {
+  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
+  EXPECT_EQ(FormatDuration(milliseconds(250)), "250ms");
+  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1.5s");
+  EXPECT_EQ(FormatDuration(milliseconds(3723000)), "1h2m3s");
+  EXPECT_EQ(FormatDuration(milliseconds(7200000)), "2h");
+  EXPECT_EQ(*ParseDuration(FormatDuration(milliseconds(3723450))), milliseconds(3723450));
+}
+
+TEST(FlagSetTest, ParsesEveryKindAndPositionals) {
+  std::string kubeconfig;
+  int64_t nodes = 10;
+  double qps = 5;
+  bool keep = false;
+  milliseconds every{1000};
+  FlagSet flags("tool");
+  flags.String("kubeconfig", &kubeconfig, "path");
+  flags.Int("nodes", &nodes, "count");
+  flags.Double("qps", &qps, "rate");
+  flags.Bool("keep", &keep, "keep");
+  flags.Duration("every", &every, "period");
+  const char* argv[] = {"tool", "run", "--kubeconfig", "/k", "--nodes=20", "--qps", "2.5",
+                        "--keep", "--every=3s", "extra"};
+  ASSERT_TRUE(flags.Parse(10, argv).ok());
+  EXPECT_EQ(kubeconfig, "/k");
+  EXPECT_EQ(nodes, 20);
+  EXPECT_DOUBLE_EQ(qps, 2.5);
+  EXPECT_TRUE(keep);
+  EXPECT_EQ(every, milliseconds(3000));
+  EXPECT_EQ(flags.positional(), (std::vector<std::string>{"run", "extra"}));
+  EXPECT_TRUE(flags.WasSet("nodes"));
+  EXPECT_FALSE(flags.help_requested());
+}
+
+TEST(FlagSetTest, ErrorsNameTheFlag) {
+  int64_t nodes = 1;
+  bool keep = false;
+  FlagSet flags("tool");
+  flags.Int("nodes", &nodes, "count");
+  flags.Bool("keep", &keep, "keep");
+  {
+    const char* argv[] = {"tool", "--nodes", "many"};
+    auto s = flags.Parse(3, argv);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("--nodes"), std::string::npos);
+  }
+  {
+    const char* argv[] = {"tool", "--nope"};
+    EXPECT_NE(flags.Parse(2, argv).message().find("unknown flag --nope"), std::string::npos);
+  }
+  {
+    const char* argv[] = {"tool", "--nodes"};
+    EXPECT_NE(flags.Parse(2, argv).message().find("needs a value"), std::string::npos);
+  }
+  {
+    const char* argv[] = {"tool", "--keep=maybe"};
+    EXPECT_FALSE(flags.Parse(2, argv).ok());
+  }
+  {
+    const char* argv[] = {"tool", "-h"};
+    ASSERT_TRUE(flags.Parse(2, argv).ok());
+    EXPECT_TRUE(flags.help_requested());
+    EXPECT_NE(flags.Usage().find("--nodes value"), std::string::npos);
+    EXPECT_NE(flags.Usage().find("(default 1)"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace hybridjob
