@@ -1,0 +1,143 @@
+#include <hybridjob/sim/kubelet.h>
+#include <hybridjob/sim/node_factory.h>
+
+#include <gtest/gtest.h>
+
+namespace hybridjob::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+json Pod(json annotations = json::object(), json status = json::object()) {
+  return {{"metadata",
+           {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}, {"annotations", annotations}}},
+          {"spec",
+           {{"nodeName", "sim-node-0"},
+            {"initContainers", json::array({{{"name", "fetch"}, {"image", "fetcher"}}})},
+            {"containers", json::array({{{"name", "trainer"}, {"image", "tf"}},
+                                        {{"name", "sidecar"}, {"image", "log"}}})}}},
+          {"status", status}};
+}
+
+const WallClock::time_point kNow = WallClock::time_point(std::chrono::seconds(1800000000));
+
+TEST(KubeletTest, BoundPodStartsRunningWithStatuses) {
+  auto pod = DecodeSimPod(Pod({{kDurationAnnotation, "30s"}}));
+  ASSERT_TRUE(pod.ok());
+  auto decision = DecideKubeletStep(*pod, kNow, "10.244.0.5", "10.200.0.1");
+  ASSERT_EQ(decision.step, KubeletStep::kStart);
+  const json& status = decision.status_patch["status"];
+  EXPECT_EQ(status["phase"], "Running");
+  EXPECT_EQ(status["podIP"], "10.244.0.5");
+  EXPECT_EQ(status["hostIP"], "10.200.0.1");
+  EXPECT_EQ(status["containerStatuses"].size(), 2u);
+  EXPECT_TRUE(status["containerStatuses"][0]["state"].contains("running"));
+  EXPECT_EQ(status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+  ASSERT_TRUE(decision.wake_at.has_value());
+  EXPECT_EQ(*decision.wake_at, kNow + 30s);
+}
+
+TEST(KubeletTest, RunningPodFinishesAfterItsDurationWithItsExitCode) {
+  const std::string started = "2027-01-15T08:00:00Z";
+  auto pod = DecodeSimPod(Pod({{kDurationAnnotation, "1m"}, {kExitCodeAnnotation, "137"}},
+                              {{"phase", "Running"}, {"startTime", started}}));
+  ASSERT_TRUE(pod.ok());
+  const auto start = *pod->start_time;
+  auto early = DecideKubeletStep(*pod, start + 59s, "ip", "host");
+  EXPECT_EQ(early.step, KubeletStep::kNothing);
+  ASSERT_TRUE(early.wake_at.has_value());
+  EXPECT_EQ(*early.wake_at, start + 60s);
+
+  auto done = DecideKubeletStep(*pod, start + 60s, "ip", "host");
+  ASSERT_EQ(done.step, KubeletStep::kFinish);
+  const json& status = done.status_patch["status"];
+  EXPECT_EQ(status["phase"], "Failed");
+  EXPECT_EQ(status["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
+  EXPECT_EQ(status["containerStatuses"][0]["state"]["terminated"]["reason"], "Error");
+  EXPECT_EQ(status["containerStatuses"][1]["state"]["terminated"]["exitCode"], 0);
+}
+
+TEST(KubeletTest, ZeroExitCodeSucceeds) {
+  auto pod = DecodeSimPod(Pod({{kDurationAnnotation, "1s"}},
+                              {{"phase", "Running"}, {"startTime", "2027-01-15T08:00:00Z"}}));
+  ASSERT_TRUE(pod.ok());
+  auto done = DecideKubeletStep(*pod, *pod->start_time + 5s, "ip", "host");
+  ASSERT_EQ(done.step, KubeletStep::kFinish);
+  EXPECT_EQ(done.status_patch["status"]["phase"], "Succeeded");
+}
+
+TEST(KubeletTest, PodWithoutDurationRunsForever) {
+  auto pod = DecodeSimPod(Pod({}, {{"phase", "Running"}, {"startTime", "2027-01-15T08:00:00Z"}}));
+  ASSERT_TRUE(pod.ok());
+  auto decision = DecideKubeletStep(*pod, kNow + 1000h, "ip", "host");
+  EXPECT_EQ(decision.step, KubeletStep::kNothing);
+  EXPECT_FALSE(decision.wake_at.has_value());
+}
+
+TEST(KubeletTest, FinishedPodsAreLeftAloneAndDeletingPodsRemoved) {
+  auto finished = DecodeSimPod(Pod({}, {{"phase", "Succeeded"}}));
+  EXPECT_EQ(DecideKubeletStep(*finished, kNow, "ip", "host").step, KubeletStep::kNothing);
+  json deleting = Pod({}, {{"phase", "Running"}});
+  deleting["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:30Z";
+  auto pod = DecodeSimPod(deleting);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_TRUE(pod->deleting);
+  EXPECT_EQ(DecideKubeletStep(*pod, kNow, "ip", "host").step, KubeletStep::kRemove);
+}
+
+TEST(KubeletTest, BadAnnotationsFailThePodSayingWhy) {
+  for (const auto& annotations : {json{{kDurationAnnotation, "soon"}},
+                                  json{{kExitCodeAnnotation, "300"}},
+                                  json{{kExitCodeAnnotation, "x"}}}) {
+    auto pod = DecodeSimPod(Pod(annotations));
+    ASSERT_TRUE(pod.ok());
+    EXPECT_FALSE(pod->annotation_error.empty());
+    auto start = DecideKubeletStep(*pod, kNow, "ip", "host");
+    ASSERT_EQ(start.step, KubeletStep::kStart);
+    json running = Pod(annotations, {{"phase", "Running"}, {"startTime", "2027-01-15T08:00:00Z"}});
+    auto failed = DecideKubeletStep(*DecodeSimPod(running), kNow, "ip", "host");
+    ASSERT_EQ(failed.step, KubeletStep::kFinish);
+    EXPECT_EQ(failed.status_patch["status"]["phase"], "Failed");
+    EXPECT_EQ(failed.status_patch["status"]["reason"], "InvalidSimulation");
+  }
+}
+
+TEST(NodeFactoryTest, NodesCarryCapacityLabelsAndOnlyConfiguredTaints) {
+  NodePoolSpec spec;
+  spec.gpus_per_node = 4;
+  spec.labels = {{"zone", "a"}};
+  spec.taints = {{"dedicated", "ml", "NoSchedule"}};
+  json node = MakeNode(spec, 7);
+  EXPECT_EQ(node["metadata"]["name"], "sim-node-7");
+  EXPECT_EQ(node["metadata"]["labels"]["zone"], "a");
+  EXPECT_EQ(node["metadata"]["labels"]["kubernetes.io/hostname"], "sim-node-7");
+  EXPECT_EQ(node["status"]["allocatable"]["nvidia.com/gpu"], "4");
+  EXPECT_EQ(node["status"]["capacity"]["pods"], "110");
+  EXPECT_EQ(node["status"]["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(node["status"]["conditions"][0]["status"], "True");
+  ASSERT_EQ(node["spec"]["taints"].size(), 1u);
+  EXPECT_EQ(node["spec"]["taints"][0]["key"], "dedicated");
+  EXPECT_NE(NodeAddress(0), NodeAddress(250));
+}
+
+TEST(NodeFactoryTest, ParsesLabelsAndTaintsAndRejectsNonsense) {
+  auto labels = ParseLabels("a=b,c=d");
+  ASSERT_TRUE(labels.ok());
+  EXPECT_EQ(labels->at("c"), "d");
+  EXPECT_FALSE(ParseLabels("novalue").ok());
+  auto taints = ParseTaints("gpu=true:NoSchedule,spot:PreferNoSchedule");
+  ASSERT_TRUE(taints.ok());
+  ASSERT_EQ(taints->size(), 2u);
+  EXPECT_EQ((*taints)[0].value, "true");
+  EXPECT_EQ((*taints)[1].key, "spot");
+  EXPECT_TRUE((*taints)[1].value.empty());
+  EXPECT_NE(ParseTaints("a=b:Sometimes").status().message().find("effect"), std::string::npos);
+  EXPECT_FALSE(ParseTaints("a=b").ok());
+  NodePoolSpec bad;
+  bad.cpu = "lots";
+  EXPECT_NE(ValidateNodePool(bad).message().find("--cpu"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hybridjob::sim
