@@ -1,10 +1,10 @@
-#include <hybridjob/common/quantity.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include <hybridjob/common/quantity.h>
 
 namespace hybridjob {
 namespace {
@@ -63,7 +63,9 @@ class Magnitude {
   std::vector<uint32_t> limbs_;  // least significant first, no leading zero limbs
 };
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // The suffix alphabet resource.Quantity accepts before an optional exponent.
 bool IsSuffixChar(char c) {
@@ -219,9 +221,13 @@ Result<int64_t> ParseScaled(std::string_view text, int64_t unit_exponent) {
 
 }  // namespace
 
-Result<int64_t> ParseQuantity(std::string_view text) { return ParseScaled(text, 0); }
+Result<int64_t> ParseQuantity(std::string_view text) {
+  return ParseScaled(text, 0);
+}
 
-Result<int64_t> ParseQuantityMilli(std::string_view text) { return ParseScaled(text, 3); }
+Result<int64_t> ParseQuantityMilli(std::string_view text) {
+  return ParseScaled(text, 3);
+}
 
 std::string FormatMilliQuantity(int64_t milli) {
   if (milli % 1000 == 0) {
@@ -231,8 +237,7 @@ std::string FormatMilliQuantity(int64_t milli) {
 }
 
 std::string FormatBinaryQuantity(int64_t value) {
-  static constexpr std::array<std::string_view, 6> kSuffixes = {"Ki", "Mi", "Gi",
-                                                                "Ti", "Pi", "Ei"};
+  static constexpr std::array<std::string_view, 6> kSuffixes = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   if (value == 0) {
     return "0";
   }

@@ -1,11 +1,10 @@
-#include <hybridjob/scheduler/objects.h>
-
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <stdexcept>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/scheduler/objects.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -142,8 +141,7 @@ std::vector<std::string> StringArrayMember(const json& object, std::string_view 
   return out;
 }
 
-ResourceList ResourceListMember(const json& object, std::string_view key,
-                                const std::string& path) {
+ResourceList ResourceListMember(const json& object, std::string_view key, const std::string& path) {
   const json* value = Member(object, key);
   if (value == nullptr) {
     return {};
@@ -204,9 +202,8 @@ std::vector<SelectorRequirement> RequirementsMember(const json& object, std::str
     if (requirement.key.empty()) {
       Fail(Join(item_path, "key"), "must not be empty");
     }
-    requirement.op =
-        ParseOperator(StringMember(item, "operator", item_path), Join(item_path, "operator"),
-                      node_selector);
+    requirement.op = ParseOperator(StringMember(item, "operator", item_path),
+                                   Join(item_path, "operator"), node_selector);
     requirement.values = StringArrayMember(item, "values", item_path);
     out.push_back(std::move(requirement));
   }
@@ -602,8 +599,8 @@ Result<nlohmann::json> ParseJsonText(std::string_view what, std::string_view tex
 }
 
 // Days since 1970-01-01 for a civil date; std::chrono does the calendar work.
-std::optional<Timestamp> MakeTimestamp(int year, unsigned month, unsigned day, int hour,
-                                       int minute, int second) {
+std::optional<Timestamp> MakeTimestamp(int year, unsigned month, unsigned day, int hour, int minute,
+                                       int second) {
   std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{month},
                                    std::chrono::day{day}};
   if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
@@ -622,11 +619,9 @@ LabelMap::LabelMap(std::initializer_list<std::pair<std::string, std::string>> en
 }
 
 const std::string* LabelMap::Find(std::string_view key) const {
-  auto it = std::lower_bound(
-      entries_.begin(), entries_.end(), key,
-      [](const std::pair<std::string, std::string>& entry, std::string_view k) {
-        return entry.first < k;
-      });
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const std::pair<std::string, std::string>& entry,
+                                std::string_view k) { return entry.first < k; });
   if (it == entries_.end() || it->first != key) {
     return nullptr;
   }
@@ -634,11 +629,9 @@ const std::string* LabelMap::Find(std::string_view key) const {
 }
 
 void LabelMap::Set(std::string_view key, std::string_view value) {
-  auto it = std::lower_bound(
-      entries_.begin(), entries_.end(), key,
-      [](const std::pair<std::string, std::string>& entry, std::string_view k) {
-        return entry.first < k;
-      });
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const std::pair<std::string, std::string>& entry,
+                                std::string_view k) { return entry.first < k; });
   if (it != entries_.end() && it->first == key) {
     it->second = value;
   } else {
@@ -862,9 +855,8 @@ Result<Timestamp> ParseTimestamp(std::string_view text) {
   if (pos != text.size()) {
     return bad();
   }
-  std::optional<Timestamp> local =
-      MakeTimestamp(year, static_cast<unsigned>(month), static_cast<unsigned>(day), hour, minute,
-                    second);
+  std::optional<Timestamp> local = MakeTimestamp(year, static_cast<unsigned>(month),
+                                                 static_cast<unsigned>(day), hour, minute, second);
   if (!local.has_value()) {
     return bad();
   }
@@ -878,7 +870,9 @@ std::string PodKey(std::string_view namespace_name, std::string_view name) {
   return key;
 }
 
-std::string PodInfo::Key() const { return PodKey(namespace_name, name); }
+std::string PodInfo::Key() const {
+  return PodKey(namespace_name, name);
+}
 
 Result<PodInfo> ParsePod(const nlohmann::json& pod) {
   return GuardedParse<PodInfo>("pod", [&]() { return ParsePodOrThrow(pod); });

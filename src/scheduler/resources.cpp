@@ -1,8 +1,7 @@
-#include <hybridjob/scheduler/resources.h>
-
 #include <algorithm>
 
 #include <hybridjob/common/quantity.h>
+#include <hybridjob/scheduler/resources.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -230,7 +229,8 @@ Result<ResourceList> ParseResourceList(const nlohmann::json& resources) {
     if (!text.ok()) {
       return InvalidArgument(name + ": " + text.status().message());
     }
-    Result<int64_t> amount = name == kResourceCpu ? ParseQuantityMilli(*text) : ParseQuantity(*text);
+    Result<int64_t> amount =
+        name == kResourceCpu ? ParseQuantityMilli(*text) : ParseQuantity(*text);
     if (!amount.ok()) {
       return InvalidArgument(name + ": " + amount.status().message());
     }

@@ -1,6 +1,6 @@
-#include <hybridjob/scheduler/snapshot.h>
-
 #include <algorithm>
+
+#include <hybridjob/scheduler/snapshot.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -209,6 +209,11 @@ Status Snapshot::RemovePod(std::string_view namespace_name, std::string_view nam
 }
 
 Status Snapshot::AssumePod(const PodInfo& pod, std::string_view node_name) {
+  // Assuming replaces nothing: a pod already here is bound (or assumed), and
+  // replacing it would free an object others may still point to.
+  if (FindPod(pod.namespace_name, pod.name) != nullptr) {
+    return Status(StatusCode::kAlreadyExists, "pod " + pod.Key() + " is already in the snapshot");
+  }
   PodInfo assumed = pod;
   assumed.node_name = std::string(node_name);
   return AddPod(std::move(assumed));

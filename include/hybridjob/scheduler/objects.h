@@ -78,8 +78,7 @@ struct PreferredSchedulingTerm {
   int32_t weight = 0;
   NodeSelectorTerm preference;
 
-  friend bool operator==(const PreferredSchedulingTerm&,
-                         const PreferredSchedulingTerm&) = default;
+  friend bool operator==(const PreferredSchedulingTerm&, const PreferredSchedulingTerm&) = default;
 };
 
 // A required pod (anti-)affinity term.

@@ -60,9 +60,12 @@ class Snapshot {
 
   // Adds or replaces a pod bound to pod.node_name. Terminal pods hold no
   // resources and are dropped. A node not known yet gets a placeholder.
+  // Replacing a pod frees the old PodInfo: pointers to it (NodeState::pods,
+  // PodGroup::bound, plans) are valid only until the pod changes.
   Status AddPod(PodInfo pod);
   Status RemovePod(std::string_view namespace_name, std::string_view name);
-  // The scheduler's decision ahead of the binding: a copy of `pod` on `node_name`.
+  // The scheduler's decision ahead of the binding: a copy of `pod` on
+  // `node_name`. AlreadyExists if the pod is in the snapshot already.
   Status AssumePod(const PodInfo& pod, std::string_view node_name);
 
   const PodInfo* FindPod(std::string_view namespace_name, std::string_view name) const;

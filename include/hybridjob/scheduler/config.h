@@ -1,0 +1,43 @@
+// The gang scheduler's configuration file (YAML). Every field is documented in
+// docs/scheduler-config.md. Unknown fields and bad values are refused with a
+// message naming the field.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/scorers.h>
+
+namespace hybridjob::scheduler {
+
+struct LeaderElectionSettings {
+  bool enabled = false;
+  std::string lease_name = "gang-scheduler";
+  std::string lease_namespace = "hybridjob-system";
+  std::chrono::milliseconds lease_duration{15000};
+  std::chrono::milliseconds renew_deadline{10000};
+  std::chrono::milliseconds retry_period{2000};
+};
+
+struct SchedulerConfig {
+  std::string scheduler_name = "gang-scheduler";
+  std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};
+  PackingPolicy scoring = PackingPolicy::kGpuBinPacking;
+  int32_t percentage_of_nodes_to_score = 0;  // 0 = adaptive, as kube-scheduler
+  int64_t gang_backoff_seconds = 5;
+  double client_qps = 500;
+  int64_t client_burst = 1000;
+  int64_t bind_concurrency = 16;
+  LeaderElectionSettings leader_election;
+  std::string metrics_addr = "0.0.0.0:10261";
+  std::string health_addr = "0.0.0.0:10262";
+};
+
+Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml_text);
+Result<SchedulerConfig> LoadSchedulerConfigFile(const std::string& path);
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,112 @@
+// The gang planner: places a whole pod group or nothing.
+//
+// Seed algorithm, per group:
+//  1. place every role at its minimum (members already bound count toward it);
+//  2. if that worked, grow roles toward their maximum, higher role priority
+//     first, round-robin among roles of the same priority;
+//  3. if a role stays below its minimum, nothing is placed and the group waits,
+//     with a reason; otherwise the plan lists pod -> node, lowest indices first,
+//     so the members of each role are always indices 0..k-1.
+//
+// Within step 1 the order is free (every minimum must be met), so roles whose
+// pods have required pod affinity go last, after the pods they follow. For each
+// pod, the nodes this group already uses are examined first, then a window of
+// the cluster (see percentage_of_nodes_to_score); filters run as in
+// kube-scheduler and the best score wins, earlier candidates on ties.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/scorers.h>
+#include <hybridjob/scheduler/snapshot.h>
+
+namespace hybridjob::scheduler {
+
+struct PlannerConfig {
+  PackingPolicy packing = PackingPolicy::kGpuBinPacking;
+  // Scalar resources counted as GPUs by the bin-packing scorer and the reasons.
+  std::vector<std::string> gpu_resource_names = {std::string(kResourceNvidiaGpu)};
+  // Share of nodes to find feasible per pod before choosing among them; 0 adapts
+  // to the cluster size like kube-scheduler, 100 examines every node.
+  int32_t percentage_of_nodes_to_score = 0;
+  // The floor for the count above.
+  int32_t min_feasible_nodes_to_find = 100;
+  int64_t packing_weight = 1;
+  int64_t node_affinity_weight = 1;
+};
+
+// One pod group as the planner sees it. Pods are owned by the caller and must
+// outlive the plan.
+struct PodGroup {
+  std::string namespace_name;
+  // The job-name label, or the pod's own name for a pod outside any group.
+  std::string name;
+  GroupSpec spec;
+  std::vector<const PodInfo*> pending;  // unbound members this scheduler owns
+  std::vector<const PodInfo*> bound;    // members already on nodes (in the snapshot)
+  // Non-empty when the group cannot be planned at all (bad group-spec).
+  std::string invalid_reason;
+  // Queue order: highest pod priority first, then the oldest member.
+  int32_t priority = 0;
+  Timestamp creation_time{};
+};
+
+enum class PlanOutcome : uint8_t {
+  kPlaced,   // every role reached its minimum: bind the assignments
+  kWait,     // not now; retry when the cluster changes
+  kInvalid,  // the group itself is wrong; retrying will not help
+};
+
+std::string_view PlanOutcomeName(PlanOutcome outcome);
+
+struct Assignment {
+  const PodInfo* pod = nullptr;
+  std::string node_name;
+};
+
+struct RoleSummary {
+  std::string name;
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
+  int32_t bound = 0;  // members already bound before this plan
+  // Members this plan places; in a waiting plan, how many fitted before the
+  // planner gave up.
+  int32_t placed = 0;
+};
+
+struct GroupPlan {
+  PlanOutcome outcome = PlanOutcome::kWait;
+  // Role by role in group-spec order, lowest index first.
+  std::vector<Assignment> assignments;
+  // Pending members left out of a placed group: beyond what fitted, or past a
+  // gap in the role's indices (placing them would break the 0..k-1 numbering).
+  std::vector<const PodInfo*> surplus;
+  // Pending pods the group spec has no place for: an unknown role, an index at
+  // or beyond the role's maximum, or an index another member already has.
+  // Neither placed nor surplus.
+  std::vector<const PodInfo*> ignored;
+  std::vector<RoleSummary> roles;
+  // Why the group waits or is invalid, e.g.
+  // "worker: 3 of min 4 placeable; 6 GPUs free, largest node has 2; ...".
+  std::string reason;
+  // Where the next scan should start, to rotate through large clusters.
+  uint32_t next_start_slot = 0;
+
+  bool placed() const { return outcome == PlanOutcome::kPlaced; }
+};
+
+// Plans one group against the snapshot. The snapshot serves as scratch space
+// and is returned exactly as it was; apply a placed plan with CommitPlan.
+// Scans for nodes begin at `start_slot`.
+GroupPlan PlanGroup(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
+                    uint32_t start_slot = 0);
+
+// Assumes every assignment of a placed plan into the snapshot. On failure the
+// snapshot is left as before the call.
+Status CommitPlan(Snapshot& snapshot, const GroupPlan& plan);
+
+}  // namespace hybridjob::scheduler

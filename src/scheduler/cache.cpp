@@ -1,0 +1,217 @@
+#include <hybridjob/scheduler/cache.h>
+
+#include <spdlog/spdlog.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+std::string NameOf(const nlohmann::json& object, const char* field) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) {
+    return {};
+  }
+  return metadata->value(field, "");
+}
+
+}  // namespace
+
+SchedulerCache::SchedulerCache(std::string scheduler_name)
+    : scheduler_name_(std::move(scheduler_name)) {}
+
+void SchedulerCache::BumpLocked() {
+  ++generation_;
+  changed_.notify_all();
+}
+
+uint64_t SchedulerCache::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
+}
+
+uint64_t SchedulerCache::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return generation_ != seen; });
+  return generation_;
+}
+
+void SchedulerCache::Wake() {
+  std::lock_guard lock(mu_);
+  changed_.notify_all();
+}
+
+bool SchedulerCache::HasSynced() const {
+  std::lock_guard lock(mu_);
+  return nodes_synced_ && pods_synced_;
+}
+
+size_t SchedulerCache::PendingCount() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+size_t SchedulerCache::AssumedCount() const {
+  std::lock_guard lock(mu_);
+  return assumed_.size();
+}
+
+void SchedulerCache::RunLocked(const CycleFn& fn) {
+  std::lock_guard lock(mu_);
+  std::vector<const PodInfo*> pending;
+  pending.reserve(pending_.size());
+  for (const auto& [key, pod] : pending_) {
+    if (!assumed_.contains(key)) {
+      pending.push_back(pod.get());
+    }
+  }
+  for (auto& key : fn(snapshot_, pending)) {
+    assumed_.insert(std::move(key));
+  }
+}
+
+void SchedulerCache::ForgetAssumed(const std::string& namespace_name, const std::string& name) {
+  std::lock_guard lock(mu_);
+  const std::string key = PodKey(namespace_name, name);
+  if (assumed_.erase(key) > 0) {
+    // Only the assumed copy is on a node; a pod the informer saw bound stays.
+    const PodInfo* on_node = snapshot_.FindPod(namespace_name, name);
+    auto pending = pending_.find(key);
+    if (on_node != nullptr && pending != pending_.end()) {
+      (void)snapshot_.RemovePod(namespace_name, name);
+    }
+    BumpLocked();
+  }
+}
+
+void SchedulerCache::UpsertPodLocked(PodInfo pod) {
+  const std::string key = pod.Key();
+  if (!pod.node_name.empty()) {
+    // Bound (by us or anyone): it uses capacity on its node until it ends.
+    pending_.erase(key);
+    assumed_.erase(key);
+    if (pod.IsTerminal()) {
+      (void)snapshot_.RemovePod(pod.namespace_name, pod.name);
+      BumpLocked();
+      return;
+    }
+    if (Status s = snapshot_.AddPod(std::move(pod)); !s.ok()) {
+      spdlog::warn("cache: pod {}: {}", key, s.ToString());
+    }
+    return;
+  }
+  if (pod.scheduler_name != scheduler_name_ || pod.IsTerminal()) {
+    if (pending_.erase(key) > 0) {
+      BumpLocked();
+    }
+    return;
+  }
+  const bool is_new = !pending_.contains(key);
+  pending_[key] = std::make_unique<PodInfo>(std::move(pod));
+  if (is_new) {
+    BumpLocked();  // a new member may complete its group
+  }
+}
+
+void SchedulerCache::RemovePodLocked(const std::string& namespace_name, const std::string& name) {
+  const std::string key = PodKey(namespace_name, name);
+  pending_.erase(key);
+  assumed_.erase(key);
+  if (snapshot_.FindPod(namespace_name, name) != nullptr) {
+    (void)snapshot_.RemovePod(namespace_name, name);
+  }
+  BumpLocked();
+}
+
+void SchedulerCache::PodSink::Replace(std::vector<nlohmann::json> items, const std::string&) {
+  std::lock_guard lock(cache_.mu_);
+  std::unordered_set<std::string> seen;
+  for (auto& item : items) {
+    auto pod = ParsePod(item);
+    if (!pod) {
+      spdlog::warn("cache: skipping pod {}/{}: {}", NameOf(item, "namespace"), NameOf(item, "name"),
+                   pod.status().ToString());
+      continue;
+    }
+    seen.insert(pod->Key());
+    cache_.UpsertPodLocked(std::move(*pod));
+  }
+  // Pods that vanished while the watch was down.
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [key, pod] : cache_.pending_) {
+    if (!seen.contains(key)) {
+      gone.emplace_back(pod->namespace_name, pod->name);
+    }
+  }
+  for (const auto& slot : cache_.snapshot_.slots()) {
+    for (const PodInfo* pod : slot.pods) {
+      if (!seen.contains(pod->Key()) && !cache_.assumed_.contains(pod->Key())) {
+        gone.emplace_back(pod->namespace_name, pod->name);
+      }
+    }
+  }
+  for (const auto& [ns, name] : gone) {
+    cache_.RemovePodLocked(ns, name);
+  }
+  cache_.pods_synced_ = true;
+  cache_.BumpLocked();
+}
+
+void SchedulerCache::PodSink::Apply(k8s::WatchEventType type, nlohmann::json object) {
+  std::lock_guard lock(cache_.mu_);
+  if (type == k8s::WatchEventType::kDeleted) {
+    cache_.RemovePodLocked(NameOf(object, "namespace"), NameOf(object, "name"));
+    return;
+  }
+  auto pod = ParsePod(object);
+  if (!pod) {
+    spdlog::warn("cache: skipping pod {}/{}: {}", NameOf(object, "namespace"),
+                 NameOf(object, "name"), pod.status().ToString());
+    return;
+  }
+  cache_.UpsertPodLocked(std::move(*pod));
+}
+
+void SchedulerCache::NodeSink::Replace(std::vector<nlohmann::json> items, const std::string&) {
+  std::lock_guard lock(cache_.mu_);
+  std::unordered_set<std::string> seen;
+  for (auto& item : items) {
+    auto node = ParseNode(item);
+    if (!node) {
+      spdlog::warn("cache: skipping node {}: {}", NameOf(item, "name"), node.status().ToString());
+      continue;
+    }
+    seen.insert(node->name);
+    cache_.node_names_.insert(node->name);
+    (void)cache_.snapshot_.UpsertNode(std::move(*node));
+  }
+  for (auto it = cache_.node_names_.begin(); it != cache_.node_names_.end();) {
+    if (!seen.contains(*it)) {
+      (void)cache_.snapshot_.RemoveNode(*it);
+      it = cache_.node_names_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  cache_.nodes_synced_ = true;
+  cache_.BumpLocked();
+}
+
+void SchedulerCache::NodeSink::Apply(k8s::WatchEventType type, nlohmann::json object) {
+  std::lock_guard lock(cache_.mu_);
+  const std::string name = NameOf(object, "name");
+  if (type == k8s::WatchEventType::kDeleted) {
+    (void)cache_.snapshot_.RemoveNode(name);
+    cache_.node_names_.erase(name);
+    cache_.BumpLocked();
+    return;
+  }
+  auto node = ParseNode(object);
+  if (!node) {
+    spdlog::warn("cache: skipping node {}: {}", name, node.status().ToString());
+    return;
+  }
+  cache_.node_names_.insert(name);
+  (void)cache_.snapshot_.UpsertNode(std::move(*node));
+  cache_.BumpLocked();
+}
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,601 @@
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/predicates.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+// Per-node verdict of the static filters for one pod class.
+constexpr uint8_t kVerdictUnknown = 0;
+constexpr uint8_t kVerdictPass = 1;
+constexpr uint8_t kVerdictFail = 2;
+
+// Members of a role are usually identical but for their index; pods of one
+// class share the cached static verdicts and the inter-pod affinity counts.
+struct PodClass {
+  const PodInfo* representative = nullptr;
+  std::vector<uint8_t> static_verdict;
+  // Only when some required (anti-)affinity rule can apply to the class.
+  std::optional<InterPodAffinityState> affinity;
+};
+
+struct RoleState {
+  const RoleSpec* spec = nullptr;
+  size_t spec_order = 0;
+  std::vector<const PodInfo*> pending;  // placeable in this order: lowest index first
+  // Pending pods past a gap in the indices: placing them would break the
+  // 0..k-1 numbering, so they are surplus of a placed plan.
+  std::vector<const PodInfo*> past_gap;
+  int32_t missing_index = -1;          // the first index with no member, when there is a gap
+  std::vector<uint32_t> placed_slots;  // node slot of pending[i] for i < next
+  size_t next = 0;                     // pending[0..next) are placed
+  int32_t bound = 0;
+  bool blocked = false;
+  PodClass* last_class = nullptr;
+
+  int32_t placed() const { return static_cast<int32_t>(next); }
+  int32_t total() const { return bound + placed(); }
+  bool CanGrow() const { return !blocked && total() < spec->max_replicas && next < pending.size(); }
+};
+
+bool PendingOrder(const PodInfo* a, const PodInfo* b) {
+  // Pods without an index label go last; names break ties deterministically.
+  auto rank = [](const PodInfo* pod) {
+    return pod->index < 0 ? std::numeric_limits<int64_t>::max() : int64_t{pod->index};
+  };
+  if (rank(a) != rank(b)) {
+    return rank(a) < rank(b);
+  }
+  return a->name < b->name;
+}
+
+void CollectSelectorKeys(const std::vector<PodAffinityTerm>& terms, std::set<std::string>* keys) {
+  for (const PodAffinityTerm& term : terms) {
+    if (term.label_selector.has_value()) {
+      for (const SelectorRequirement& requirement : term.label_selector->requirements) {
+        keys->insert(requirement.key);
+      }
+    }
+  }
+}
+
+// Rolls tentative placements back however the planner exits.
+class TentativeScope {
+ public:
+  explicit TentativeScope(Snapshot& snapshot)
+      : snapshot_(snapshot), mark_(snapshot.TentativeMark()) {}
+  ~TentativeScope() { snapshot_.RollbackTentative(mark_); }
+  TentativeScope(const TentativeScope&) = delete;
+  TentativeScope& operator=(const TentativeScope&) = delete;
+
+  void Rollback() { snapshot_.RollbackTentative(mark_); }
+
+ private:
+  Snapshot& snapshot_;
+  size_t mark_;
+};
+
+class GroupPlanner {
+ public:
+  GroupPlanner(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
+               uint32_t start_slot)
+      : snapshot_(snapshot), group_(group), config_(config) {
+    size_t slot_count = snapshot_.slots().size();
+    start_slot_ = slot_count == 0 ? 0 : start_slot % slot_count;
+    touched_flag_.assign(slot_count, 0);
+    nodes_to_find_ = NumFeasibleNodesToFind(
+        snapshot_.node_count(), config_.percentage_of_nodes_to_score,
+        static_cast<size_t>(std::max(config_.min_feasible_nodes_to_find, 1)));
+  }
+
+  GroupPlan Run();
+
+ private:
+  void SetUpRoles(GroupPlan& plan);
+  std::string MissingMinimum() const;
+  bool PlaceMinimums();
+  void Grow();
+  bool TryPlaceNext(RoleState& role);
+  PodClass& ClassFor(RoleState& role, const PodInfo& pod);
+  bool SameClass(const PodInfo& a, const PodInfo& b) const;
+  bool Feasible(const PodInfo& pod, PodClass& pod_class, uint32_t slot);
+  std::optional<uint32_t> ChooseNode(const PodInfo& pod, PodClass& pod_class);
+  void Place(const PodInfo& pod, uint32_t slot);
+  uint8_t StaticVerdict(PodClass& pod_class, uint32_t slot);
+  std::string DescribeRejections(const PodInfo& pod, PodClass& pod_class);
+  std::string DescribeFreeGpus(PodClass& pod_class);
+  void FillSummaries(GroupPlan& plan) const;
+  void FillPlacedPlan(GroupPlan& plan) const;
+
+  Snapshot& snapshot_;
+  const PodGroup& group_;
+  const PlannerConfig& config_;
+  uint32_t start_slot_ = 0;
+  size_t nodes_to_find_ = 0;
+  size_t last_scan_length_ = 0;
+
+  std::vector<RoleState> roles_;
+  std::vector<std::unique_ptr<PodClass>> classes_;
+  bool group_has_anti_affinity_ = false;
+  std::vector<std::string> relevant_label_keys_;
+
+  std::vector<uint8_t> touched_flag_;  // per slot: this plan placed a pod there
+  std::vector<uint32_t> touched_slots_;
+  std::vector<uint32_t> candidates_;
+  std::vector<int64_t> packing_scores_;
+  std::vector<int64_t> affinity_scores_;
+
+  RoleState* failed_role_ = nullptr;
+};
+
+void GroupPlanner::SetUpRoles(GroupPlan& plan) {
+  roles_.reserve(group_.spec.roles.size());
+  for (size_t i = 0; i < group_.spec.roles.size(); ++i) {
+    RoleState role;
+    role.spec = &group_.spec.roles[i];
+    role.spec_order = i;
+    roles_.push_back(std::move(role));
+  }
+  auto find_role = [this](const std::string& name) -> RoleState* {
+    for (RoleState& role : roles_) {
+      if (role.spec->name == name) {
+        return &role;
+      }
+    }
+    return nullptr;
+  };
+  std::vector<std::set<int32_t>> taken_indices(roles_.size());
+  for (const PodInfo* pod : group_.bound) {
+    if (RoleState* role = find_role(pod->role)) {
+      ++role->bound;
+      taken_indices[role->spec_order].insert(pod->index);
+    }
+  }
+  std::set<std::string> selector_keys;
+  for (const PodInfo* pod : group_.pending) {
+    RoleState* role = find_role(pod->role);
+    if (role == nullptr) {
+      plan.ignored.push_back(pod);
+      continue;
+    }
+    role->pending.push_back(pod);
+    group_has_anti_affinity_ |= !pod->required_pod_anti_affinity.empty();
+    CollectSelectorKeys(pod->required_pod_affinity, &selector_keys);
+    CollectSelectorKeys(pod->required_pod_anti_affinity, &selector_keys);
+  }
+  for (RoleState& role : roles_) {
+    std::sort(role.pending.begin(), role.pending.end(), PendingOrder);
+    // Keep the pods that continue the run of indices from 0 (bound members
+    // fill their own places); duplicates and indices beyond the maximum are
+    // ignored, and everything after the first gap waits as surplus.
+    std::set<int32_t>& taken = taken_indices[role.spec_order];
+    std::vector<const PodInfo*> placeable;
+    int32_t next_index = 0;
+    for (const PodInfo* pod : role.pending) {
+      if (pod->index < 0) {
+        placeable.push_back(pod);  // a pod outside the index scheme, e.g. a lone pod
+        continue;
+      }
+      if (pod->index >= role.spec->max_replicas || taken.count(pod->index) > 0) {
+        plan.ignored.push_back(pod);
+        continue;
+      }
+      while (taken.count(next_index) > 0) {
+        ++next_index;
+      }
+      if (pod->index == next_index && role.past_gap.empty()) {
+        placeable.push_back(pod);
+        taken.insert(pod->index);
+      } else {
+        if (role.past_gap.empty()) {
+          role.missing_index = next_index;
+        }
+        role.past_gap.push_back(pod);
+      }
+    }
+    role.pending = std::move(placeable);
+  }
+  for (const auto& [key, uses] : snapshot_.anti_affinity_selector_keys()) {
+    selector_keys.insert(key);
+  }
+  relevant_label_keys_.assign(selector_keys.begin(), selector_keys.end());
+}
+
+std::string GroupPlanner::MissingMinimum() const {
+  for (const RoleState& role : roles_) {
+    int64_t available = role.bound + static_cast<int64_t>(role.pending.size());
+    if (available < role.spec->min_replicas) {
+      std::string reason = role.spec->name + ": only " + std::to_string(available) + " of min " +
+                           std::to_string(role.spec->min_replicas) + " members exist";
+      if (role.missing_index >= 0) {
+        reason += " in index order (index " + std::to_string(role.missing_index) + " is missing)";
+      }
+      return reason;
+    }
+  }
+  return {};
+}
+
+bool GroupPlanner::SameClass(const PodInfo& a, const PodInfo& b) const {
+  if (&a == &b) {
+    return true;
+  }
+  if (a.namespace_name != b.namespace_name || a.node_selector != b.node_selector ||
+      a.required_node_affinity != b.required_node_affinity || a.tolerations != b.tolerations ||
+      a.required_pod_affinity != b.required_pod_affinity ||
+      a.required_pod_anti_affinity != b.required_pod_anti_affinity) {
+    return false;
+  }
+  // Labels matter to affinity only through keys some selector looks at.
+  for (const std::string& key : relevant_label_keys_) {
+    const std::string* value_a = a.labels.Find(key);
+    const std::string* value_b = b.labels.Find(key);
+    if ((value_a == nullptr) != (value_b == nullptr) ||
+        (value_a != nullptr && *value_a != *value_b)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+PodClass& GroupPlanner::ClassFor(RoleState& role, const PodInfo& pod) {
+  if (role.last_class != nullptr && SameClass(*role.last_class->representative, pod)) {
+    return *role.last_class;
+  }
+  for (const std::unique_ptr<PodClass>& existing : classes_) {
+    if (SameClass(*existing->representative, pod)) {
+      role.last_class = existing.get();
+      return *existing;
+    }
+  }
+  auto created = std::make_unique<PodClass>();
+  created->representative = &pod;
+  created->static_verdict.assign(snapshot_.slots().size(), kVerdictUnknown);
+  if (!pod.required_pod_affinity.empty() || !pod.required_pod_anti_affinity.empty() ||
+      group_has_anti_affinity_ || !snapshot_.pods_with_required_anti_affinity().empty()) {
+    created->affinity = InterPodAffinityState::Build(pod, snapshot_);
+  }
+  classes_.push_back(std::move(created));
+  role.last_class = classes_.back().get();
+  return *classes_.back();
+}
+
+uint8_t GroupPlanner::StaticVerdict(PodClass& pod_class, uint32_t slot) {
+  uint8_t& verdict = pod_class.static_verdict[slot];
+  if (verdict == kVerdictUnknown) {
+    verdict = RunStaticFilters(*pod_class.representative, snapshot_.slots()[slot]).ok()
+                  ? kVerdictPass
+                  : kVerdictFail;
+  }
+  return verdict;
+}
+
+bool GroupPlanner::Feasible(const PodInfo& pod, PodClass& pod_class, uint32_t slot) {
+  if (StaticVerdict(pod_class, slot) != kVerdictPass) {
+    return false;
+  }
+  const NodeState& node = snapshot_.slots()[slot];
+  if (!CheckResources(pod, node).ok()) {
+    return false;
+  }
+  if (!pod.host_ports.empty() && !CheckHostPorts(pod, node).ok()) {
+    return false;
+  }
+  return !pod_class.affinity.has_value() || pod_class.affinity->Check(node.info).ok();
+}
+
+std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& pod_class) {
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  size_t slot_count = slots.size();
+  candidates_.clear();
+  // Nodes this group already uses come first: they keep the gang close and win
+  // ties, which is what packing wants.
+  for (uint32_t slot : touched_slots_) {
+    if (Feasible(pod, pod_class, slot)) {
+      candidates_.push_back(slot);
+    }
+  }
+  size_t scanned = 0;
+  for (; scanned < slot_count && candidates_.size() < nodes_to_find_; ++scanned) {
+    uint32_t slot = static_cast<uint32_t>((start_slot_ + scanned) % slot_count);
+    if (touched_flag_[slot] == 0 && Feasible(pod, pod_class, slot)) {
+      candidates_.push_back(slot);
+    }
+  }
+  last_scan_length_ = scanned;
+  if (candidates_.empty()) {
+    return std::nullopt;
+  }
+  if (candidates_.size() == 1) {
+    return candidates_.front();
+  }
+  packing_scores_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    packing_scores_[i] =
+        PackingScore(config_.packing, pod, slots[candidates_[i]], config_.gpu_resource_names);
+  }
+  NormalizeScores(packing_scores_);
+  bool use_affinity = !pod.preferred_node_affinity.empty() && config_.node_affinity_weight != 0;
+  if (use_affinity) {
+    affinity_scores_.resize(candidates_.size());
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      affinity_scores_[i] = PreferredNodeAffinityScore(pod, slots[candidates_[i]].info);
+    }
+    NormalizeScores(affinity_scores_);
+  }
+  size_t best = 0;
+  int64_t best_score = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    int64_t score = config_.packing_weight * packing_scores_[i];
+    if (use_affinity) {
+      score += config_.node_affinity_weight * affinity_scores_[i];
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = i;
+    }
+  }
+  return candidates_[best];
+}
+
+void GroupPlanner::Place(const PodInfo& pod, uint32_t slot) {
+  snapshot_.PlaceTentatively(pod, slot);
+  if (touched_flag_[slot] == 0) {
+    touched_flag_[slot] = 1;
+    touched_slots_.push_back(slot);
+  }
+  const NodeInfo& node = snapshot_.slots()[slot].info;
+  for (const std::unique_ptr<PodClass>& pod_class : classes_) {
+    if (pod_class->affinity.has_value()) {
+      pod_class->affinity->AddPod(pod, node);
+    }
+  }
+}
+
+bool GroupPlanner::TryPlaceNext(RoleState& role) {
+  const PodInfo& pod = *role.pending[role.next];
+  PodClass& pod_class = ClassFor(role, pod);
+  std::optional<uint32_t> slot = ChooseNode(pod, pod_class);
+  if (!slot.has_value()) {
+    return false;
+  }
+  Place(pod, *slot);
+  role.placed_slots.push_back(*slot);
+  ++role.next;
+  return true;
+}
+
+bool GroupPlanner::PlaceMinimums() {
+  // Every minimum must be met, so the order is free: roles whose pods need
+  // other pods nearby (required pod affinity) go after the rest, so the pods
+  // they follow are already placed; then higher priority first.
+  auto needs_others = [](const RoleState* role) {
+    return !role->pending.empty() && !role->pending.front()->required_pod_affinity.empty();
+  };
+  std::vector<RoleState*> order;
+  for (RoleState& role : roles_) {
+    order.push_back(&role);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const RoleState* a, const RoleState* b) {
+    if (needs_others(a) != needs_others(b)) {
+      return !needs_others(a);
+    }
+    return a->spec->priority > b->spec->priority;
+  });
+  for (RoleState* role : order) {
+    while (role->total() < role->spec->min_replicas) {
+      if (!TryPlaceNext(*role)) {
+        failed_role_ = role;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void GroupPlanner::Grow() {
+  std::vector<RoleState*> order;
+  for (RoleState& role : roles_) {
+    order.push_back(&role);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const RoleState* a, const RoleState* b) {
+    return a->spec->priority > b->spec->priority;
+  });
+  for (size_t tier_begin = 0; tier_begin < order.size();) {
+    size_t tier_end = tier_begin;
+    while (tier_end < order.size() &&
+           order[tier_end]->spec->priority == order[tier_begin]->spec->priority) {
+      ++tier_end;
+    }
+    // One member per role per round, so equal-priority roles grow evenly.
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t i = tier_begin; i < tier_end; ++i) {
+        RoleState& role = *order[i];
+        if (!role.CanGrow()) {
+          continue;
+        }
+        if (TryPlaceNext(role)) {
+          progress = true;
+        } else {
+          // Members of a role share one shape: if this one fits nowhere, the
+          // next will not either.
+          role.blocked = true;
+        }
+      }
+    }
+    tier_begin = tier_end;
+  }
+}
+
+std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_class) {
+  std::optional<InterPodAffinityState> fresh_affinity;
+  const InterPodAffinityState* affinity =
+      pod_class.affinity.has_value() ? &*pod_class.affinity : nullptr;
+  if (affinity == nullptr) {
+    fresh_affinity = InterPodAffinityState::Build(pod, snapshot_);
+    affinity = &*fresh_affinity;
+  }
+  std::unordered_map<std::string, int> counts;
+  size_t nodes = 0;
+  size_t available = 0;
+  for (const NodeState& node : snapshot_.slots()) {
+    if (!node.schedulable_slot()) {
+      continue;
+    }
+    ++nodes;
+    FilterResult result = RunFilters(pod, node, *affinity);
+    if (result.ok()) {
+      ++available;
+    } else {
+      ++counts[result.Message()];
+    }
+  }
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::string text =
+      std::to_string(available) + "/" + std::to_string(nodes) + " nodes are available";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    text += i == 0 ? ": " : ", ";
+    text += std::to_string(sorted[i].second) + " " + sorted[i].first;
+  }
+  return text;
+}
+
+std::string GroupPlanner::DescribeFreeGpus(PodClass& pod_class) {
+  int64_t free_total = 0;
+  int64_t largest = 0;
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    if (StaticVerdict(pod_class, slot) != kVerdictPass) {
+      continue;
+    }
+    const NodeState& node = slots[slot];
+    int64_t free = SumScalars(node.info.allocatable, config_.gpu_resource_names) -
+                   SumScalars(node.requested, config_.gpu_resource_names);
+    free = std::max<int64_t>(free, 0);
+    free_total += free;
+    largest = std::max(largest, free);
+  }
+  return std::to_string(free_total) + (free_total == 1 ? " GPU" : " GPUs") +
+         " free, largest node has " + std::to_string(largest);
+}
+
+void GroupPlanner::FillSummaries(GroupPlan& plan) const {
+  for (const RoleState& role : roles_) {
+    plan.roles.push_back(RoleSummary{role.spec->name, role.spec->min_replicas,
+                                     role.spec->max_replicas, role.bound, role.placed()});
+  }
+}
+
+void GroupPlanner::FillPlacedPlan(GroupPlan& plan) const {
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  for (const RoleState& role : roles_) {
+    for (size_t i = 0; i < role.next; ++i) {
+      plan.assignments.push_back(
+          Assignment{role.pending[i], slots[role.placed_slots[i]].info.name});
+    }
+    plan.surplus.insert(plan.surplus.end(),
+                        role.pending.begin() + static_cast<ptrdiff_t>(role.next),
+                        role.pending.end());
+    plan.surplus.insert(plan.surplus.end(), role.past_gap.begin(), role.past_gap.end());
+  }
+}
+
+GroupPlan GroupPlanner::Run() {
+  GroupPlan plan;
+  plan.next_start_slot = start_slot_;
+  if (!group_.invalid_reason.empty()) {
+    plan.outcome = PlanOutcome::kInvalid;
+    plan.reason = group_.invalid_reason;
+    return plan;
+  }
+  if (group_.spec.roles.empty()) {
+    plan.outcome = PlanOutcome::kInvalid;
+    plan.reason = "group spec has no roles";
+    return plan;
+  }
+  SetUpRoles(plan);
+  if (std::string missing = MissingMinimum(); !missing.empty()) {
+    plan.outcome = PlanOutcome::kWait;
+    plan.reason = std::move(missing);
+    FillSummaries(plan);
+    return plan;
+  }
+
+  TentativeScope tentative(snapshot_);
+  bool reached_minimums = PlaceMinimums();
+  if (reached_minimums) {
+    Grow();
+    plan.outcome = PlanOutcome::kPlaced;
+    FillPlacedPlan(plan);
+  } else {
+    RoleState& role = *failed_role_;
+    const PodInfo& pod = *role.pending[role.next];
+    PodClass& pod_class = ClassFor(role, pod);
+    std::string rejections = DescribeRejections(pod, pod_class);
+    tentative.Rollback();  // free capacity is reported as it was before this group
+    plan.outcome = PlanOutcome::kWait;
+    plan.reason = role.spec->name + ": " + std::to_string(role.total()) + " of min " +
+                  std::to_string(role.spec->min_replicas) + " placeable; ";
+    if (SumScalars(pod.requests, config_.gpu_resource_names) > 0) {
+      plan.reason += DescribeFreeGpus(pod_class) + "; ";
+    }
+    plan.reason += rejections;
+  }
+  FillSummaries(plan);
+  size_t slot_count = snapshot_.slots().size();
+  if (slot_count > 0) {
+    plan.next_start_slot = static_cast<uint32_t>((start_slot_ + last_scan_length_) % slot_count);
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string_view PlanOutcomeName(PlanOutcome outcome) {
+  switch (outcome) {
+    case PlanOutcome::kPlaced:
+      return "Placed";
+    case PlanOutcome::kWait:
+      return "Wait";
+    case PlanOutcome::kInvalid:
+      return "Invalid";
+  }
+  return "Unknown";
+}
+
+GroupPlan PlanGroup(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
+                    uint32_t start_slot) {
+  GroupPlanner planner(snapshot, group, config, start_slot);
+  return planner.Run();
+}
+
+Status CommitPlan(Snapshot& snapshot, const GroupPlan& plan) {
+  if (!plan.placed()) {
+    return InvalidArgument("only a placed plan can be committed");
+  }
+  for (size_t i = 0; i < plan.assignments.size(); ++i) {
+    const Assignment& assignment = plan.assignments[i];
+    Status status = snapshot.AssumePod(*assignment.pod, assignment.node_name);
+    if (!status.ok()) {
+      for (size_t j = i; j-- > 0;) {
+        const PodInfo& undo = *plan.assignments[j].pod;
+        (void)snapshot.RemovePod(undo.namespace_name, undo.name);
+      }
+      return status;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hybridjob::scheduler

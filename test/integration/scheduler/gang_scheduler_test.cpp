@@ -1,0 +1,244 @@
+// gang-scheduler's shell against the real kube-apiserver, with simulated nodes.
+// Each test has its own scheduler name and node label, so tests running side
+// by side on the shared cluster never schedule each other's pods.
+#include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/scheduler/gang_scheduler.h>
+#include <hybridjob/sim/simulator.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "test_cluster.h"
+
+namespace hybridjob::scheduler {
+namespace {
+
+using hybridjob::testing::AdminClient;
+using hybridjob::testing::TestNamespace;
+using hybridjob::testing::WaitFor;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct Role {
+  std::string name;
+  int min;
+  int max;
+  int gpus;
+  int priority = 0;
+};
+
+class GangSchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_ = AdminClient();
+    ns_ = std::make_unique<TestNamespace>(*client_, "gang");
+    scheduler_name_ = "gang-" + ns_->name();
+  }
+
+  void TearDown() override {
+    if (scheduler_) {
+      scheduler_->Stop();
+    }
+    if (sim_) {
+      sim_->Stop();
+    }
+  }
+
+  void StartNodes(int count, int gpus) {
+    sim::SimulatorOptions options;
+    options.nodes.name_prefix = ns_->name();
+    options.nodes.count = count;
+    options.nodes.gpus_per_node = gpus;
+    options.nodes.cpu = "32";
+    options.nodes.memory = "128Gi";
+    options.nodes.labels = {{"test-pool", ns_->name()}};
+    options.heartbeat_interval = 30s;
+    options.workers = 4;
+    sim_ = std::make_unique<sim::Simulator>(*client_, options);
+    ASSERT_TRUE(sim_->Start().ok());
+  }
+
+  void StartScheduler() {
+    SchedulerConfig config;
+    config.scheduler_name = scheduler_name_;
+    config.gang_backoff_seconds = 1;
+    config.bind_concurrency = 8;
+    scheduler_ = std::make_unique<GangScheduler>(*client_, config);
+    scheduler_->Start();
+    ASSERT_TRUE(scheduler_->WaitForCacheSync(30s));
+    scheduler_->SetActive(true);
+  }
+
+  static std::string GroupSpecJson(const std::vector<Role>& roles) {
+    json spec = {{"roles", json::array()}, {"queue", "default"}, {"scheduleTimeoutSeconds", 60}};
+    for (const auto& role : roles) {
+      spec["roles"].push_back(
+          {{"name", role.name}, {"min", role.min}, {"max", role.max}, {"priority", role.priority}});
+    }
+    return spec.dump();
+  }
+
+  // Creates the member pods of a job the way hybridjob-controller does.
+  void CreateGroup(const std::string& job, const std::vector<Role>& roles,
+                   const std::string& duration = "") {
+    const std::string spec = GroupSpecJson(roles);
+    for (const auto& role : roles) {
+      for (int i = 0; i < role.max; ++i) {
+        json annotations = {{std::string(api::kGroupSpecAnnotation), spec}};
+        if (!duration.empty()) {
+          annotations[sim::kDurationAnnotation] = duration;
+        }
+        json container = {{"name", "main"}, {"image", "trainer"}};
+        if (role.gpus > 0) {
+          container["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(role.gpus)}}}};
+        }
+        json pod = {
+            {"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata",
+             {{"name", job + "-" + role.name + "-" + std::to_string(i)},
+              {"labels",
+               {{std::string(api::kJobNameLabel), job},
+                {std::string(api::kRoleLabel), role.name},
+                {std::string(api::kIndexLabel), std::to_string(i)}}},
+              {"annotations", annotations}}},
+            {"spec",
+             {{"schedulerName", scheduler_name_},
+              {"nodeSelector", {{"test-pool", ns_->name()}}},
+              {"containers", json::array({container})}}}};
+        auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+      }
+    }
+  }
+
+  json Pod(const std::string& name) {
+    auto pod = client_->Get(k8s::resources::Pods(), ns_->name(), name);
+    return pod ? *pod : json();
+  }
+
+  std::string NodeOf(const std::string& name) {
+    json pod = Pod(name);
+    return pod.is_null() ? "" : pod["spec"].value("nodeName", "");
+  }
+
+  // PodScheduled condition: reason and message, or empty.
+  std::pair<std::string, std::string> ScheduledCondition(const std::string& name) {
+    json pod = Pod(name);
+    if (pod.is_null() || !pod["status"].contains("conditions")) {
+      return {};
+    }
+    for (const auto& c : pod["status"]["conditions"]) {
+      if (c["type"] == "PodScheduled") {
+        return {c.value("reason", ""), c.value("message", "")};
+      }
+    }
+    return {};
+  }
+
+  int CountBound(const std::string& prefix, int count) {
+    int bound = 0;
+    for (int i = 0; i < count; ++i) {
+      bound += NodeOf(prefix + std::to_string(i)).empty() ? 0 : 1;
+    }
+    return bound;
+  }
+
+  std::unique_ptr<k8s::RestClient> client_;
+  std::unique_ptr<TestNamespace> ns_;
+  std::string scheduler_name_;
+  std::unique_ptr<sim::Simulator> sim_;
+  std::unique_ptr<GangScheduler> scheduler_;
+};
+
+TEST_F(GangSchedulerTest, ElasticGroupBindsAtomicallyWithAsManyMembersAsFit) {
+  StartNodes(2, 4);  // 8 GPUs
+  StartScheduler();
+  CreateGroup("tf", {{"ps", 1, 1, 0}, {"worker", 2, 10, 1}});
+
+  ASSERT_TRUE(WaitFor([&] { return CountBound("tf-worker-", 10) == 8; }, 30s))
+      << "bound workers: " << CountBound("tf-worker-", 10);
+  EXPECT_FALSE(NodeOf("tf-ps-0").empty());
+  // The members are indices 0..7; 8 and 9 are marked surplus.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(NodeOf("tf-worker-" + std::to_string(i)).empty()) << i;
+  }
+  for (int i : {8, 9}) {
+    const std::string name = "tf-worker-" + std::to_string(i);
+    EXPECT_TRUE(NodeOf(name).empty());
+    EXPECT_TRUE(WaitFor([&] { return ScheduledCondition(name).first == api::kSurplusReason; }))
+        << name << " not marked surplus";
+  }
+  // Never more GPUs on a node than it has.
+  std::map<std::string, int> per_node;
+  for (int i = 0; i < 8; ++i) {
+    ++per_node[NodeOf("tf-worker-" + std::to_string(i))];
+  }
+  for (const auto& [node, gpus] : per_node) {
+    EXPECT_LE(gpus, 4) << node;
+  }
+  EXPECT_EQ(scheduler_->stats().groups_rolled_back.load(), 0u);
+}
+
+TEST_F(GangSchedulerTest, GroupBelowItsMinimumBindsNothingAndSaysWhy) {
+  StartNodes(2, 4);  // 8 GPUs
+  StartScheduler();
+  CreateGroup("big", {{"worker", 10, 10, 1}});
+
+  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("big-worker-0").first == "Unschedulable"; },
+                      30s));
+  const std::string message = ScheduledCondition("big-worker-0").second;
+  EXPECT_NE(message.find("worker: 8 of min 10 placeable"), std::string::npos) << message;
+  EXPECT_EQ(CountBound("big-worker-", 10), 0);
+  // And an Event says so too.
+  k8s::ListOptions events;
+  events.field_selector = "reason=FailedScheduling";
+  EXPECT_TRUE(WaitFor([&] {
+    auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
+    return list.ok() && !list->items.empty();
+  }));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(CountBound("big-worker-", 10), 0) << "a partial gang was bound";
+}
+
+TEST_F(GangSchedulerTest, GroupWaitsForCapacityThenBinds) {
+  StartNodes(2, 4);
+  StartScheduler();
+  CreateGroup("first", {{"worker", 6, 6, 1}}, "3s");  // holds 6 GPUs for 3 s
+  ASSERT_TRUE(WaitFor([&] { return CountBound("first-worker-", 6) == 6; }, 30s));
+  CreateGroup("second", {{"worker", 4, 4, 1}});  // needs 4 of the 2 left
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(CountBound("second-worker-", 4), 0);
+  ASSERT_TRUE(WaitFor([&] { return CountBound("second-worker-", 4) == 4; }, 40s))
+      << "the second group never ran after the first finished";
+}
+
+TEST_F(GangSchedulerTest, PodsOfOtherSchedulersAreAccounted) {
+  StartNodes(2, 4);
+  // Bound by someone else before we start: 3 GPUs on node 0.
+  json other = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "other"}}},
+                {"spec",
+                 {{"nodeName", ns_->name() + "-0"},
+                  {"containers", json::array({{{"name", "c"},
+                                               {"image", "x"},
+                                               {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}}};
+  ASSERT_TRUE(client_->Create(k8s::resources::Pods(), ns_->name(), other).ok());
+  StartScheduler();
+  CreateGroup("fits", {{"worker", 5, 5, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("fits-worker-", 5) == 5; }, 30s));
+  int on_node0 = 0;
+  for (int i = 0; i < 5; ++i) {
+    on_node0 += NodeOf("fits-worker-" + std::to_string(i)) == ns_->name() + "-0" ? 1 : 0;
+  }
+  EXPECT_EQ(on_node0, 1) << "node 0 had 1 GPU free";
+  CreateGroup("nofit", {{"worker", 1, 1, 1}});
+  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("nofit-worker-0").first == "Unschedulable"; },
+                      30s));
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler
