@@ -101,6 +101,28 @@ void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
   latency_observer_ = std::move(observer);
 }
 
+std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals() {
+  std::map<std::string, std::pair<double, double>> totals;
+  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>&) {
+    for (const auto& slot : snapshot.slots()) {
+      if (!slot.schedulable_slot()) {
+        continue;
+      }
+      const auto& allocatable = slot.info.allocatable;
+      totals["cpu"].first += static_cast<double>(allocatable.milli_cpu) / 1000.0;
+      totals["cpu"].second += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
+      totals["memory"].first += static_cast<double>(allocatable.memory);
+      totals["memory"].second += static_cast<double>(slot.requested.memory);
+      for (const auto& gpu : config_.gpu_resources) {
+        totals[gpu].first += static_cast<double>(allocatable.Scalar(gpu));
+        totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
+      }
+    }
+    return std::vector<std::string>{};
+  });
+  return totals;
+}
+
 void GangScheduler::Start() {
   events_ = std::make_unique<k8s::EventRecorder>(client_, config_.scheduler_name);
   k8s::ReflectorOptions nodes;

@@ -56,6 +56,9 @@ class GangScheduler {
   const SchedulerStats& stats() const { return stats_; }
   SchedulerCache& cache() { return cache_; }
   void SetGangLatencyObserver(GangLatencyObserver observer);
+  // resource -> (allocatable on schedulable nodes, requested by pods on them):
+  // cpu in cores, memory in bytes, and every configured GPU resource.
+  std::map<std::string, std::pair<double, double>> ResourceTotals();
 
  private:
   struct BindTask;

@@ -2,6 +2,7 @@
 // lives in hybridjob_scheduler.
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 #include <random>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <hybridjob/k8s/config.h>
 #include <hybridjob/k8s/leader_election.h>
 #include <hybridjob/k8s/rest_client.h>
+#include <hybridjob/observability/http_server.h>
+#include <hybridjob/observability/instrumentation.h>
 #include <hybridjob/scheduler/config.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
@@ -105,8 +108,72 @@ int main(int argc, char** argv) {
     return Fail("cannot list nodes: " + probe.status().ToString());
   }
 
+  namespace obs = hybridjob::observability;
+  obs::Registry registry;
+  obs::InstrumentClient(**client, registry);
   hybridjob::scheduler::GangScheduler scheduler(**client, config);
+  auto& gang_latency = registry.GetHistogram(
+      "hybridjob_scheduler_gang_latency_seconds",
+      "From a group's oldest member's creation to its last member's binding",
+      obs::ExponentialBuckets(0.5, 2, 14));
+  scheduler.SetGangLatencyObserver(
+      [&gang_latency](std::chrono::duration<double> latency) { gang_latency.Observe(latency.count()); });
+  std::atomic<bool> leading{false};
+  registry.AddCollector([&](obs::Registry& r) {
+    const auto& stats = scheduler.stats();
+    auto counter = [&r](const char* name, const char* help, double value) {
+      auto& c = r.GetCounter(name, help);
+      c.Inc(value - c.Value());
+    };
+    counter("hybridjob_scheduler_cycles_total", "Scheduling cycles run",
+            static_cast<double>(stats.cycles.load()));
+    counter("hybridjob_scheduler_groups_scheduled_total", "Pod groups placed and bound",
+            static_cast<double>(stats.groups_scheduled.load()));
+    counter("hybridjob_scheduler_pods_scheduled_total", "Pods bound",
+            static_cast<double>(stats.pods_bound.load()));
+    counter("hybridjob_scheduler_bind_errors_total", "Failed bindings",
+            static_cast<double>(stats.bind_errors.load()));
+    counter("hybridjob_scheduler_groups_rolled_back_total",
+            "Groups whose binding failed part-way and was undone",
+            static_cast<double>(stats.groups_rolled_back.load()));
+    counter("hybridjob_scheduler_surplus_pods_total", "Members left out of placed groups",
+            static_cast<double>(stats.surplus_marked.load()));
+    r.GetGauge("hybridjob_scheduler_pending_groups", "Groups that waited in the last cycle")
+        .Set(static_cast<double>(stats.groups_waiting.load()));
+    r.GetGauge("hybridjob_scheduler_pending_pods", "Pods of this scheduler not yet bound")
+        .Set(static_cast<double>(scheduler.cache().PendingCount()));
+    r.GetGauge("hybridjob_scheduler_cycle_duration_seconds", "Duration of the last cycle")
+        .Set(static_cast<double>(stats.last_cycle_micros.load()) / 1e6);
+    for (const auto& [resource, totals] : scheduler.ResourceTotals()) {
+      r.GetGauge("hybridjob_scheduler_allocatable", "Allocatable on schedulable nodes",
+                 {{"resource", resource}})
+          .Set(totals.first);
+      r.GetGauge("hybridjob_scheduler_allocated", "Requested by pods on nodes",
+                 {{"resource", resource}})
+          .Set(totals.second);
+    }
+    r.GetGauge("hybridjob_scheduler_leader", "1 while this replica leads").Set(leading ? 1 : 0);
+  });
   scheduler.Start();
+  obs::HttpServer metrics_server;
+  obs::HttpServer health_server;
+  if (!config.metrics_addr.empty() && config.metrics_addr != "0") {
+    metrics_server.Handle("/metrics", [&registry] {
+      return obs::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
+    });
+    if (auto status = metrics_server.Start(config.metrics_addr); !status.ok()) {
+      scheduler.Stop();
+      return Fail("metricsAddr: " + status.message());
+    }
+  }
+  if (!config.health_addr.empty() && config.health_addr != "0") {
+    obs::AddStandardEndpoints(health_server, registry,
+                              [&scheduler] { return scheduler.cache().HasSynced(); });
+    if (auto status = health_server.Start(config.health_addr); !status.ok()) {
+      scheduler.Stop();
+      return Fail("healthAddr: " + status.message());
+    }
+  }
   if (!scheduler.WaitForCacheSync(std::chrono::minutes(2))) {
     scheduler.Stop();
     return Fail("caches did not sync within 2 minutes");
@@ -121,16 +188,25 @@ int main(int argc, char** argv) {
     election.renew_deadline = config.leader_election.renew_deadline;
     election.retry_period = config.leader_election.retry_period;
     election.on_started_leading = [&] {
-      spdlog::info("became leader ({})", election.identity);
+      spdlog::info("became leader ({}); scheduling", election.identity);
+      leading = true;
       scheduler.SetActive(true);
     };
     election.on_stopped_leading = [&] {
-      spdlog::warn("lost leadership; scheduling paused");
+      // Another replica may be binding now: stop at once.
+      spdlog::error("lost leadership; exiting");
+      leading = false;
       scheduler.SetActive(false);
+      kill(getpid(), SIGTERM);
     };
+    if (auto status = hybridjob::k8s::ValidateLeaderElectionConfig(election); !status.ok()) {
+      scheduler.Stop();
+      return Fail(status.message());
+    }
     elector = std::make_unique<hybridjob::k8s::LeaderElector>(**client, election);
     elector->Start();
   } else {
+    leading = true;
     scheduler.SetActive(true);
   }
   spdlog::info("scheduling pods with schedulerName {}", config.scheduler_name);
@@ -139,6 +215,8 @@ int main(int argc, char** argv) {
   if (elector) {
     elector->Stop();
   }
+  metrics_server.Stop();
+  health_server.Stop();
   scheduler.Stop();
   return 0;
 }
