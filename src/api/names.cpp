@@ -3,9 +3,15 @@
 namespace hybridjob::api {
 namespace {
 
-bool IsLowerAlpha(char c) { return c >= 'a' && c <= 'z'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLowerAlnum(char c) { return IsLowerAlpha(c) || IsDigit(c); }
+bool IsLowerAlpha(char c) {
+  return c >= 'a' && c <= 'z';
+}
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool IsLowerAlnum(char c) {
+  return IsLowerAlpha(c) || IsDigit(c);
+}
 
 bool IsLabelBody(std::string_view value) {
   if (value.empty() || value.size() > kMaxDnsLabelLength) {
@@ -25,7 +31,9 @@ bool IsDns1035Label(std::string_view value) {
   return IsLabelBody(value) && IsLowerAlpha(value.front());
 }
 
-bool IsDns1123Label(std::string_view value) { return IsLabelBody(value); }
+bool IsDns1123Label(std::string_view value) {
+  return IsLabelBody(value);
+}
 
 bool IsDns1123Subdomain(std::string_view value) {
   if (value.empty() || value.size() > kMaxDnsSubdomainLength) {
@@ -54,15 +62,21 @@ std::string MemberPodName(std::string_view job, std::string_view role, int64_t i
   return name;
 }
 
-std::string HeadlessServiceName(std::string_view job) { return std::string(job); }
+std::string HeadlessServiceName(std::string_view job) {
+  return std::string(job);
+}
 
-std::string ClusterConfigMapName(std::string_view job) { return std::string(job) + "-cluster"; }
+std::string ClusterConfigMapName(std::string_view job) {
+  return std::string(job) + "-cluster";
+}
 
 std::string VolumeClaimName(std::string_view job, std::string_view volume) {
   return std::string(job) + "-" + std::string(volume);
 }
 
-std::string TensorboardName(std::string_view job) { return std::string(job) + "-tensorboard"; }
+std::string TensorboardName(std::string_view job) {
+  return std::string(job) + "-tensorboard";
+}
 
 std::string MemberHost(std::string_view job, std::string_view ns, std::string_view role,
                        int64_t index) {

@@ -1,6 +1,6 @@
-#include <hybridjob/api/time.h>
-
 #include <cstdio>
+
+#include <hybridjob/api/time.h>
 
 namespace hybridjob::api {
 namespace {

@@ -1,7 +1,7 @@
-#include <hybridjob/api/types.h>
-
 #include <array>
 #include <utility>
+
+#include <hybridjob/api/types.h>
 
 namespace hybridjob::api {
 namespace {
@@ -75,11 +75,21 @@ std::vector<std::string_view> AllOf(const Spellings<Enum, N>& table) {
 
 }  // namespace
 
-std::string_view ToString(Framework value) { return Spell(kFrameworks, value); }
-std::string_view ToString(RestartPolicy value) { return Spell(kRestartPolicies, value); }
-std::string_view ToString(CleanPodPolicy value) { return Spell(kCleanPodPolicies, value); }
-std::string_view ToString(SuccessOperator value) { return Spell(kSuccessOperators, value); }
-std::string_view ToString(JobPhase value) { return Spell(kJobPhases, value); }
+std::string_view ToString(Framework value) {
+  return Spell(kFrameworks, value);
+}
+std::string_view ToString(RestartPolicy value) {
+  return Spell(kRestartPolicies, value);
+}
+std::string_view ToString(CleanPodPolicy value) {
+  return Spell(kCleanPodPolicies, value);
+}
+std::string_view ToString(SuccessOperator value) {
+  return Spell(kSuccessOperators, value);
+}
+std::string_view ToString(JobPhase value) {
+  return Spell(kJobPhases, value);
+}
 
 std::optional<Framework> ParseFramework(std::string_view text) {
   return Lookup(kFrameworks, text);
@@ -93,13 +103,25 @@ std::optional<CleanPodPolicy> ParseCleanPodPolicy(std::string_view text) {
 std::optional<SuccessOperator> ParseSuccessOperator(std::string_view text) {
   return Lookup(kSuccessOperators, text);
 }
-std::optional<JobPhase> ParseJobPhase(std::string_view text) { return Lookup(kJobPhases, text); }
+std::optional<JobPhase> ParseJobPhase(std::string_view text) {
+  return Lookup(kJobPhases, text);
+}
 
-std::vector<std::string_view> AllFrameworks() { return AllOf(kFrameworks); }
-std::vector<std::string_view> AllRestartPolicies() { return AllOf(kRestartPolicies); }
-std::vector<std::string_view> AllCleanPodPolicies() { return AllOf(kCleanPodPolicies); }
-std::vector<std::string_view> AllSuccessOperators() { return AllOf(kSuccessOperators); }
-std::vector<std::string_view> AllJobPhases() { return AllOf(kJobPhases); }
+std::vector<std::string_view> AllFrameworks() {
+  return AllOf(kFrameworks);
+}
+std::vector<std::string_view> AllRestartPolicies() {
+  return AllOf(kRestartPolicies);
+}
+std::vector<std::string_view> AllCleanPodPolicies() {
+  return AllOf(kCleanPodPolicies);
+}
+std::vector<std::string_view> AllSuccessOperators() {
+  return AllOf(kSuccessOperators);
+}
+std::vector<std::string_view> AllJobPhases() {
+  return AllOf(kJobPhases);
+}
 
 bool IsTerminal(JobPhase phase) {
   return phase == JobPhase::kSucceeded || phase == JobPhase::kFailed;
@@ -107,11 +129,16 @@ bool IsTerminal(JobPhase phase) {
 
 int32_t DefaultPort(Framework framework) {
   switch (framework) {
-    case Framework::kTensorFlow: return 2222;
-    case Framework::kPyTorch: return 23456;
-    case Framework::kMXNet: return 9091;
-    case Framework::kMPI: return 2222;
-    case Framework::kGeneric: return 2222;
+    case Framework::kTensorFlow:
+      return 2222;
+    case Framework::kPyTorch:
+      return 23456;
+    case Framework::kMXNet:
+      return 9091;
+    case Framework::kMPI:
+      return 2222;
+    case Framework::kGeneric:
+      return 2222;
   }
   return 2222;
 }

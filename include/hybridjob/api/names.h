@@ -10,6 +10,14 @@ namespace hybridjob::api {
 inline constexpr size_t kMaxDnsLabelLength = 63;
 inline constexpr size_t kMaxDnsSubdomainLength = 253;
 
+// What HybridJob adds to every member pod; templates must not use these.
+// The cluster ConfigMap is mounted at kClusterMountPath.
+inline constexpr std::string_view kClusterVolumeName = "hybridjob-cluster";
+inline constexpr std::string_view kClusterMountPath = "/etc/hybridjob";
+// The code archive is unpacked by this init container into this emptyDir volume.
+inline constexpr std::string_view kCodeVolumeName = "hybridjob-code";
+inline constexpr std::string_view kCodeInitContainerName = "hybridjob-code";
+
 // RFC 1035 label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. Service
 // names and the role names that become part of hostnames must be one.
 bool IsDns1035Label(std::string_view value);

@@ -87,13 +87,11 @@ struct ReplicaSpec {
   std::optional<int32_t> max_replicas;  // default: min_replicas
   int32_t priority = 0;                 // higher roles grow toward max first
   RestartPolicy restart_policy = RestartPolicy::kNever;
-  std::optional<int32_t> port;  // default: DefaultPort(framework)
+  std::optional<int32_t> port;                             // default: DefaultPort(framework)
   nlohmann::json pod_template = nlohmann::json::object();  // core/v1 PodTemplateSpec
 
   int32_t EffectiveMaxReplicas() const { return max_replicas.value_or(min_replicas); }
-  int32_t EffectivePort(Framework framework) const {
-    return port.value_or(DefaultPort(framework));
-  }
+  int32_t EffectivePort(Framework framework) const { return port.value_or(DefaultPort(framework)); }
 
   friend bool operator==(const ReplicaSpec&, const ReplicaSpec&) = default;
 };
@@ -124,7 +122,7 @@ struct SuccessPolicy {
 struct VolumeSpec {
   std::string name;
   std::optional<std::string> storage_class_name;
-  std::optional<std::string> size;  // resource quantity, e.g. "100Gi"
+  std::optional<std::string> size;        // resource quantity, e.g. "100Gi"
   std::vector<std::string> access_modes;  // default [ReadWriteOnce] for created claims
   std::string mount_path;
   std::vector<std::string> roles;  // empty: every role

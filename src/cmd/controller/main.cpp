@@ -1,24 +1,204 @@
-// hybridjob-controller: flags, wiring and signals only; the logic lives in the libraries.
-#include <cstring>
+// hybridjob-controller: flags, wiring, leader election, endpoints and signals
+// only; the logic lives in hybridjob_controller.
+#include <spdlog/spdlog.h>
+
+#include <csignal>
 #include <iostream>
+#include <random>
+#include <unistd.h>
+
+#include <hybridjob/common/flags.h>
+#include <hybridjob/common/logging.h>
+#include <hybridjob/common/signals.h>
+#include <hybridjob/controller/job_controller.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/config.h>
+#include <hybridjob/k8s/leader_election.h>
+#include <hybridjob/k8s/rest_client.h>
+#include <hybridjob/observability/http_server.h>
+#include <hybridjob/observability/instrumentation.h>
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: hybridjob-controller [flags]
+constexpr const char* kSummary =
+    "Runs HybridJobs (batch.hybridjob.io/v1alpha1): member pods, a headless Service, volumes,\n"
+    "the cluster spec of the members the gang scheduler placed, status, restarts, deadlines,\n"
+    "cleanup of parameter servers and TTL deletion.";
 
-Flags:
-  -h, --help   show this help
-)";
+int Fail(const std::string& message) {
+  std::cerr << "hybridjob-controller: " << message << "\n";
+  return 1;
+}
+
+std::string Identity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  return std::string(host) + "_" + std::to_string(random() % 1000000);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      std::cout << kUsage;
-      return 0;
+  hybridjob::BlockShutdownSignals();
+  std::string kubeconfig;
+  std::string log_level = "info";
+  std::string log_format = "text";
+  std::string metrics_addr = "0.0.0.0:10251";
+  std::string health_addr = "0.0.0.0:10252";
+  std::string lease_namespace = "hybridjob-system";
+  std::string lease_name = "hybridjob-controller";
+  bool leader_elect = false;
+  int64_t workers = 4;
+  double qps = 100;
+  int64_t burst = 200;
+  hybridjob::controller::ControllerOptions options;
+  hybridjob::FlagSet flags("hybridjob-controller", kSummary);
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file (else $KUBECONFIG, else in-cluster)");
+  flags.String("namespace", &options.namespace_name, "watch one namespace (default: all)");
+  flags.Int("workers", &workers, "jobs reconciled concurrently");
+  flags.Bool("leader-elect", &leader_elect, "campaign for leadership before reconciling");
+  flags.String("leader-election-namespace", &lease_namespace, "namespace of the leader Lease");
+  flags.String("leader-election-id", &lease_name, "name of the leader Lease");
+  flags.String("metrics-addr", &metrics_addr, "host:port for /metrics (\"0\" disables)");
+  flags.String("health-addr", &health_addr, "host:port for /healthz and /readyz (\"0\" disables)");
+  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
+  flags.String("log-format", &log_format, "text or json");
+  flags.Double("qps", &qps, "API requests per second");
+  flags.Int("burst", &burst, "API request burst");
+  flags.String("code-fetcher-image", &options.planner.code_fetcher_image,
+               "image of the init container that fetches spec.code.source");
+  if (auto status = flags.Parse(argc, argv); !status.ok()) {
+    return Fail(status.message());
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    return Fail("unexpected argument \"" + flags.positional().front() + "\" (see --help)");
+  }
+  if (auto status = hybridjob::ConfigureLogging(log_level, log_format, "hybridjob-controller");
+      !status.ok()) {
+    return Fail(status.message());
+  }
+  if (workers < 1 || workers > 256) {
+    return Fail("--workers must be between 1 and 256");
+  }
+  options.workers = static_cast<int>(workers);
+
+  auto config = hybridjob::k8s::ResolveClientConfig(kubeconfig);
+  if (!config) {
+    return Fail(config.status().message());
+  }
+  config->qps = qps;
+  config->burst = static_cast<int>(burst);
+  config->max_in_flight = std::max<int>(32, options.workers * 4);
+  config->user_agent = "hybridjob-controller";
+  auto client = hybridjob::k8s::RestClient::Create(*config);
+  if (!client) {
+    return Fail(client.status().message());
+  }
+  // Fail fast, and clearly, when the API server is unreachable, the CRD is
+  // missing or RBAC forbids reading jobs.
+  hybridjob::k8s::ListOptions one;
+  one.limit = 1;
+  if (auto probe = (*client)->List(hybridjob::k8s::resources::HybridJobs(), options.namespace_name,
+                                   one);
+      !probe) {
+    return Fail("cannot list hybridjobs: " + probe.status().ToString() +
+                (hybridjob::k8s::IsNotFound(probe.status())
+                     ? " (is crds/batch.hybridjob.io_hybridjobs.yaml applied?)"
+                     : ""));
+  }
+
+  hybridjob::observability::Registry registry;
+  hybridjob::observability::InstrumentClient(**client, registry);
+  hybridjob::controller::JobController controller(
+      **client, options, hybridjob::observability::WorkQueueMetrics(registry, "hybridjob"));
+  auto& reconcile_seconds = registry.GetHistogram(
+      "hybridjob_controller_reconcile_duration_seconds", "Time to reconcile one job",
+      hybridjob::observability::LatencyBuckets());
+  auto& reconcile_errors = registry.GetCounter("hybridjob_controller_reconcile_errors_total",
+                                               "Reconciles that failed and were requeued");
+  controller.SetReconcileObserver([&](bool ok, std::chrono::steady_clock::duration duration) {
+    reconcile_seconds.Observe(std::chrono::duration<double>(duration).count());
+    if (!ok) {
+      reconcile_errors.Inc();
+    }
+  });
+  std::atomic<bool> leading{false};
+  registry.AddCollector([&](hybridjob::observability::Registry& r) {
+    for (const auto& [phase, count] : controller.JobsByPhase()) {
+      r.GetGauge("hybridjob_jobs", "HybridJobs by phase",
+                 {{"phase", phase.empty() ? "None" : phase}})
+          .Set(count);
+    }
+    r.GetGauge("hybridjob_controller_leader", "1 while this replica leads").Set(leading ? 1 : 0);
+  });
+
+  controller.Start();
+  hybridjob::observability::HttpServer metrics_server;
+  hybridjob::observability::HttpServer health_server;
+  auto ready = [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); };
+  if (metrics_addr != "0" && !metrics_addr.empty()) {
+    metrics_server.Handle("/metrics", [&registry] {
+      return hybridjob::observability::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                                                 registry.Render()};
+    });
+    if (auto status = metrics_server.Start(metrics_addr); !status.ok()) {
+      controller.Stop();
+      return Fail("--metrics-addr: " + status.message());
     }
   }
-  std::cerr << "hybridjob-controller: not implemented yet\n" << kUsage;
-  return 2;
+  if (health_addr != "0" && !health_addr.empty()) {
+    hybridjob::observability::AddStandardEndpoints(health_server, registry, ready);
+    if (auto status = health_server.Start(health_addr); !status.ok()) {
+      controller.Stop();
+      return Fail("--health-addr: " + status.message());
+    }
+  }
+  if (!controller.WaitForCacheSync(std::chrono::minutes(2))) {
+    controller.Stop();
+    return Fail("caches did not sync within 2 minutes");
+  }
+
+  std::unique_ptr<hybridjob::k8s::LeaderElector> elector;
+  if (leader_elect) {
+    hybridjob::k8s::LeaderElectionConfig election;
+    election.lease_namespace = lease_namespace;
+    election.lease_name = lease_name;
+    election.identity = Identity();
+    election.on_started_leading = [&] {
+      spdlog::info("became leader ({}); reconciling", election.identity);
+      leading = true;
+      controller.StartWorkers();
+    };
+    election.on_stopped_leading = [&] {
+      // Another replica may be reconciling now: stop at once.
+      spdlog::error("lost leadership; exiting");
+      leading = false;
+      kill(getpid(), SIGTERM);
+    };
+    if (auto status = hybridjob::k8s::ValidateLeaderElectionConfig(election); !status.ok()) {
+      controller.Stop();
+      return Fail(status.message());
+    }
+    elector = std::make_unique<hybridjob::k8s::LeaderElector>(**client, election);
+    elector->Start();
+  } else {
+    leading = true;
+    controller.StartWorkers();
+  }
+  spdlog::info("hybridjob-controller running ({} workers, namespace {})", options.workers,
+               options.namespace_name.empty() ? "all" : options.namespace_name);
+  const int signal = hybridjob::WaitForShutdownSignal();
+  spdlog::info("signal {}: stopping", signal);
+  if (elector) {
+    elector->Stop();
+  }
+  metrics_server.Stop();
+  health_server.Stop();
+  controller.Stop();
+  return 0;
 }

@@ -1,0 +1,92 @@
+// What the planner asks the reconciler to do. Every action is idempotent
+// against the API server: creates may meet AlreadyExists and deletes NotFound,
+// both of which count as success.
+//
+// The reconciler applies a plan's actions in order and stops at the first
+// failure (then requeues): the order is part of the plan's meaning. In
+// particular UpdateStatus comes first, so a restart is counted before the
+// failed pod is deleted, and the cluster ConfigMap is written before surplus
+// pods are deleted, so the committed membership is recorded before anything
+// that depends on it happens.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/api/types.h>
+
+namespace hybridjob::controller {
+
+// Objects are complete manifests (apiVersion, kind, metadata with namespace,
+// labels and ownerReferences): POST them to their collection as they are.
+struct CreatePod {
+  nlohmann::json pod;
+};
+struct CreateService {
+  nlohmann::json service;
+};
+struct CreateConfigMap {
+  nlohmann::json config_map;
+};
+// A full replacement (PUT); metadata.resourceVersion is the observed one, so a
+// concurrent change makes it fail with Conflict.
+struct UpdateConfigMap {
+  nlohmann::json config_map;
+};
+struct CreatePVC {
+  nlohmann::json claim;
+};
+struct CreateDeployment {
+  nlohmann::json deployment;
+};
+
+// Delete one pod. uid is a precondition: a newer pod with the same name is
+// never deleted by mistake.
+struct DeletePod {
+  std::string name;
+  std::string uid;
+  std::string reason;  // for logs: "surplus", "restart", "cleanup", "deadline"
+};
+
+// Write the job's status subresource, based on the observed resourceVersion.
+struct UpdateStatus {
+  api::HybridJobStatus status;
+};
+
+enum class EventType { kNormal, kWarning };
+
+// An Event about the job itself.
+struct RecordEvent {
+  EventType type = EventType::kNormal;
+  std::string reason;
+  std::string message;
+};
+
+// Delete the HybridJob (ttlSecondsAfterFinished elapsed). Children go with it
+// through their ownerReferences; retained PVCs have none and stay.
+struct DeleteJob {
+  std::string uid;  // precondition
+};
+
+using Action = std::variant<UpdateStatus, RecordEvent, CreatePVC, CreateService, CreateDeployment,
+                            CreateConfigMap, UpdateConfigMap, DeletePod, CreatePod, DeleteJob>;
+
+struct Plan {
+  std::vector<Action> actions;
+  // Reconcile again after this long even if nothing changes (restart backoff,
+  // activeDeadlineSeconds, ttlSecondsAfterFinished).
+  std::optional<std::chrono::seconds> requeue_after;
+
+  bool empty() const { return actions.empty(); }
+};
+
+std::string_view ToString(EventType type);
+// One line for logs: "CreatePod train-worker-3", "UpdateStatus phase=Running".
+std::string Describe(const Action& action);
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,61 @@
+// Manifests of the objects a job owns. Pure functions of the (defaulted) job.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/api/types.h>
+#include <hybridjob/controller/cluster_spec.h>
+#include <hybridjob/controller/options.h>
+
+namespace hybridjob::controller {
+
+// Entries of the cluster ConfigMap (see cluster_spec.h).
+inline constexpr std::string_view kClusterJsonKey = "cluster.json";
+inline constexpr std::string_view kHostfileKey = "hostfile";
+inline constexpr std::string_view kEnvFileSuffix = ".env";
+
+// The namespace a job's children live in ("default" when unset).
+std::string JobNamespace(const api::HybridJob& job);
+
+// ownerReference to the job: controller and blockOwnerDeletion set, so the
+// garbage collector removes children with the job.
+nlohmann::json OwnerReference(const api::HybridJob& job);
+
+// The batch.hybridjob.io/group-spec annotation value (see api/labels.h).
+std::string GroupSpecAnnotation(const api::HybridJob& job);
+
+// Member <job>-<role>-<index>, built from the role's template: identity labels
+// and env, group-spec annotation, scheduler name, hostname and subdomain,
+// restartPolicy Never, the cluster ConfigMap mount, the code init container,
+// the job's volumes; for non-elastic jobs the cluster environment, for elastic
+// ones the env-file wrapper around each container's command.
+nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role,
+                              int32_t index, const PlannerOptions& options);
+
+// The headless Service <job>: one DNS record per member, ready or not.
+nlohmann::json BuildHeadlessService(const api::HybridJob& job);
+
+// ConfigMap <job>-cluster for a committed membership.
+nlohmann::json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership);
+
+// PVC <job>-<volume>; retained claims carry no ownerReference.
+nlohmann::json BuildVolumeClaim(const api::HybridJob& job, const api::VolumeSpec& volume);
+
+nlohmann::json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions& options);
+nlohmann::json BuildTensorboardService(const api::HybridJob& job);
+
+// `text` with every '$' doubled, so the kubelet's $(VAR) expansion in command
+// and args leaves it exactly as written.
+std::string EscapeKubeExpansion(std::string_view text);
+
+// Fixed scripts run with /bin/sh -c. Everything variable is passed as a
+// positional argument, never spliced into the script text.
+// kEnvWrapperScript: sources the role's env file, then execs "$@".
+extern const std::string_view kEnvWrapperScript;
+// kCodeFetchScript: $1 = source URL, $2 = destination directory.
+extern const std::string_view kCodeFetchScript;
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,95 @@
+// hybridjob-controller's shell: informers on HybridJobs and their children, a
+// rate-limited workqueue of job keys, and workers that reconcile one job at a
+// time by applying the pure planner's actions (planner.h) through the API.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <hybridjob/controller/actions.h>
+#include <hybridjob/controller/observed.h>
+#include <hybridjob/controller/options.h>
+#include <hybridjob/k8s/api_client.h>
+#include <hybridjob/k8s/event_recorder.h>
+#include <hybridjob/k8s/informer.h>
+#include <hybridjob/k8s/workqueue.h>
+
+namespace hybridjob::controller {
+
+struct ControllerOptions {
+  std::string namespace_name;  // "" = every namespace
+  int workers = 4;
+  PlannerOptions planner;
+  std::string field_manager = "hybridjob-controller";
+};
+
+struct ControllerStats {
+  std::atomic<uint64_t> reconciles{0};
+  std::atomic<uint64_t> reconcile_errors{0};
+  std::atomic<uint64_t> actions_applied{0};
+  std::atomic<uint64_t> conflicts{0};
+};
+
+// Observes each reconcile: job key, outcome (ok or not) and duration.
+using ReconcileObserver =
+    std::function<void(bool ok, std::chrono::steady_clock::duration duration)>;
+
+// A pod in the controller's cache: the planner's view plus its namespace.
+struct CachedPod {
+  std::string namespace_name;
+  ObservedPod pod;
+};
+
+class JobController {
+ public:
+  JobController(k8s::ApiClient& client, ControllerOptions options,
+                k8s::WorkQueueObserver queue_observer = {});
+  ~JobController();
+  JobController(const JobController&) = delete;
+  JobController& operator=(const JobController&) = delete;
+
+  void Start();  // informers; caches stay warm while not leading
+  // Workers reconcile from here on (on becoming the leader). A controller that
+  // loses leadership exits, as Kubernetes controllers do, rather than pausing.
+  void StartWorkers();
+  void Stop();
+
+  bool WaitForCacheSync(std::chrono::milliseconds timeout);
+  const ControllerStats& stats() const { return stats_; }
+  void SetReconcileObserver(ReconcileObserver observer) { reconcile_observer_ = std::move(observer); }
+  // Jobs in the cache by phase ("" for not yet set), for metrics.
+  std::vector<std::pair<std::string, int>> JobsByPhase() const;
+  size_t QueueDepth() const;
+
+ private:
+  void Worker();
+  // Applies the plan for one job key; Ok, or why it must be retried.
+  Status Reconcile(const std::string& key);
+  Status Apply(const nlohmann::json& job, const Action& action);
+  void EnqueueOwner(const std::string& namespace_name, const std::string& job_name);
+
+  k8s::ApiClient& client_;
+  ControllerOptions options_;
+  ControllerStats stats_;
+  ReconcileObserver reconcile_observer_;
+  std::unique_ptr<k8s::WorkQueue> queue_;
+  std::unique_ptr<k8s::EventRecorder> events_;
+  std::unique_ptr<k8s::Informer<nlohmann::json>> jobs_;
+  std::unique_ptr<k8s::Informer<CachedPod>> pods_;
+  std::unique_ptr<k8s::Informer<nlohmann::json>> services_;
+  std::unique_ptr<k8s::Informer<nlohmann::json>> config_maps_;
+  std::unique_ptr<k8s::Informer<nlohmann::json>> claims_;
+  std::unique_ptr<k8s::Informer<nlohmann::json>> deployments_;
+
+  std::mutex mu_;
+  bool active_ = false;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,58 @@
+// The children of a job as the planner sees them: compact pods, and the other
+// objects as they came from the API server.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hybridjob::controller {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct ObservedPod {
+  std::string name;
+  std::string uid;
+  std::string job_name;        // batch.hybridjob.io/job-name label
+  std::string role;            // batch.hybridjob.io/role label
+  int32_t index = -1;          // batch.hybridjob.io/index label; -1 if missing or malformed
+  std::string controller_uid;  // uid of the ownerReference with controller: true
+  PodPhase phase = PodPhase::kPending;
+  std::string node_name;     // set once bound
+  bool surplus = false;      // PodScheduled=False, reason GangSurplus
+  bool terminating = false;  // metadata.deletionTimestamp set
+  // The first non-zero exit code among terminated app containers (0 if all
+  // terminated containers exited 0); unset when no container terminated.
+  std::optional<int32_t> exit_code;
+  std::string reason;  // status.reason, e.g. Evicted
+  // Sum of nvidia.com/gpu limits (or requests) over app containers.
+  int64_t gpus = 0;
+
+  bool bound() const { return !node_name.empty(); }
+  bool active() const {
+    return phase == PodPhase::kPending || phase == PodPhase::kRunning ||
+           phase == PodPhase::kUnknown;
+  }
+
+  friend bool operator==(const ObservedPod&, const ObservedPod&) = default;
+};
+
+// Reads a core/v1 Pod; never fails: whatever is missing keeps its default.
+ObservedPod ObservePod(const nlohmann::json& pod);
+
+// Everything the controller's informers hold for one job, found by the
+// job-name label (pods, Service, ConfigMap, PVCs) or by name.
+struct Observed {
+  std::vector<ObservedPod> pods;
+  std::vector<nlohmann::json> services;
+  std::vector<nlohmann::json> config_maps;
+  std::vector<nlohmann::json> claims;
+  std::vector<nlohmann::json> deployments;
+};
+
+std::string_view ToString(PodPhase phase);
+
+}  // namespace hybridjob::controller

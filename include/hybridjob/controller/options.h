@@ -1,0 +1,21 @@
+// Controller configuration that shapes the objects the planner asks for.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace hybridjob::controller {
+
+struct PlannerOptions {
+  // Image of the init container that fetches spec.code.source when the job
+  // names none. It needs /bin/sh, tar and unzip, plus curl or wget (and the aws
+  // CLI for private s3:// objects).
+  std::string code_fetcher_image = "curlimages/curl:8.5.0";
+  // TensorBoard image when spec.tensorboard.image is unset.
+  std::string tensorboard_image = "tensorflow/tensorflow:2.15.0";
+  // Delay before recreating a restarted member: base * 2^(restarts-1), capped.
+  std::chrono::seconds restart_backoff_base{10};
+  std::chrono::seconds restart_backoff_cap{360};
+};
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,189 @@
+// Queues: whom a pod group's resources are accounted to, what each queue is
+// entitled to (guaranteed) and may never exceed (max, borrowed capacity
+// included), and the switches of the policies built on them: elastic reclaim
+// and growth, priority preemption, starvation control. Pure data and
+// functions, no I/O; docs/scheduler-policies.md describes the policies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/snapshot.h>
+
+namespace hybridjob::scheduler {
+
+// The queue of a group that names none, and of pods outside any group.
+inline constexpr std::string_view kDefaultQueueName = "default";
+
+// Upper bounds on named resources ("cpu" in millicores, as ResourceList::Get
+// names them); a resource that is not named is unbounded.
+class ResourceCeiling {
+ public:
+  void Set(std::string_view name, int64_t amount);
+  std::optional<int64_t> Limit(std::string_view name) const;
+  bool empty() const { return limits_.empty(); }
+  // Sorted by name.
+  const std::vector<ScalarResource>& limits() const { return limits_; }
+
+  // The first named resource on which `usage` is above its limit, else empty.
+  std::string_view FirstExceeded(const ResourceList& usage) const;
+  // "cpu=64 nvidia.com/gpu=32" (cpu as a quantity), or "unlimited".
+  std::string ToString() const;
+
+  friend bool operator==(const ResourceCeiling&, const ResourceCeiling&) = default;
+
+ private:
+  std::vector<ScalarResource> limits_;
+};
+
+struct QueueSpec {
+  std::string name;
+  // Relative weight in weighted dominant-resource fairness: a queue of weight 2
+  // is entitled to twice the dominant share of a queue of weight 1.
+  double weight = 1.0;
+  // Capacity the queue is entitled to: reclaim and preemption never take the
+  // queue below it, and while the queue uses less, others may only borrow it.
+  ResourceList guaranteed;
+  // Ceiling on the queue's usage, borrowed capacity included.
+  ResourceCeiling max;
+
+  friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
+};
+
+struct ReclaimSettings {
+  // Shrink elastic members (above a role's minimum) of running groups so that a
+  // waiting group can reach its minimum.
+  bool enabled = true;
+  // Grow running groups back toward their maximum when capacity is idle and no
+  // group waits for capacity.
+  bool growth = true;
+  // Waiting groups examined for evictions per cycle: bounds the cycle's cost.
+  int32_t max_groups_per_cycle = 8;
+
+  friend bool operator==(const ReclaimSettings&, const ReclaimSettings&) = default;
+};
+
+struct PreemptionSettings {
+  // A higher-priority group that cannot reach its minimum may evict members of
+  // lower-priority groups: elastic members first, then whole gangs.
+  bool enabled = false;
+
+  friend bool operator==(const PreemptionSettings&, const PreemptionSettings&) = default;
+};
+
+struct StarvationSettings {
+  // A group waiting this long for capacity gets the nodes it needs reserved
+  // (no other placements there) until it fits. 0 turns reservations off.
+  int64_t max_wait_seconds = 600;
+  // Starved groups holding reservations at the same time.
+  int32_t max_reserved_groups = 1;
+
+  friend bool operator==(const StarvationSettings&, const StarvationSettings&) = default;
+};
+
+struct PolicyConfig {
+  std::vector<QueueSpec> queues;  // `default` is added when absent (weight 1, no bounds)
+  ReclaimSettings reclaim;
+  PreemptionSettings preemption;
+  StarvationSettings starvation;
+  // Pods of other schedulers belong to no queue: they only reduce the capacity
+  // shared out, and are never evicted. Empty: every pod counts as ours.
+  std::string scheduler_name;
+  // A reservation whose group has not been seen waiting for this long is
+  // dropped (the group was deleted, or the caller stopped passing it).
+  int64_t reservation_forget_after_seconds = 120;
+  // An eviction still in flight after this long is forgotten, so its pod may
+  // be chosen again (e.g. the Eviction API kept refusing it).
+  int64_t eviction_timeout_seconds = 900;
+};
+
+// Names unique and non-empty, weights positive and finite, guaranteed within
+// max, settings in range. Messages name the field: "queues[1].weight: must be
+// positive", "starvation.maxWaitSeconds: must not be negative".
+Status ValidateQueues(const std::vector<QueueSpec>& queues);
+Status ValidatePolicyConfig(const PolicyConfig& config);
+
+// The configured queues, with `default` added when the configuration lacks it.
+class QueueTable {
+ public:
+  explicit QueueTable(const std::vector<QueueSpec>& queues);
+
+  const QueueSpec* Find(std::string_view name) const;
+  const std::vector<QueueSpec>& queues() const { return queues_; }
+  // "a, b, default": for messages.
+  std::string Names() const;
+
+ private:
+  std::vector<QueueSpec> queues_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
+};
+
+// The queue a pod is accounted to: its group spec's queue, else `default`.
+std::string_view QueueOfPod(const PodInfo& pod);
+// Whether the policies account and may evict the pod (see scheduler_name).
+bool IsManagedPod(const PodInfo& pod, const PolicyConfig& policy);
+
+// "namespace/name" of a group.
+std::string GroupKey(const PodGroup& group);
+
+// Members per role of a group as it stands: bound members by role name.
+int32_t BoundInRole(const PodGroup& group, std::string_view role);
+
+// Whether every role has at least its minimum bound: the group runs and only
+// grows from here.
+bool ReachedMinimum(const PodGroup& group);
+
+// A copy of `group` whose roles may not grow past max(min, bound): planning it
+// places exactly what the group lacks to reach its minimum.
+PodGroup AtMinimum(const PodGroup& group);
+
+// What the pending members a group needs to reach its minimum request: per
+// role, the lowest-indexed (min - bound) pending members.
+ResourceList MinimumRequest(const PodGroup& group);
+
+// Sum of the requests of the pods of a plan's assignments.
+ResourceList PlanRequest(const GroupPlan& plan);
+
+// Calls fn(name, amount) for every resource of `list` with a non-zero amount,
+// named as ResourceList::Get names them.
+template <typename Fn>
+void ForEachResource(const ResourceList& list, Fn&& fn) {
+  if (list.milli_cpu != 0) {
+    fn(kResourceCpu, list.milli_cpu);
+  }
+  if (list.memory != 0) {
+    fn(kResourceMemory, list.memory);
+  }
+  if (list.ephemeral_storage != 0) {
+    fn(kResourceEphemeralStorage, list.ephemeral_storage);
+  }
+  if (list.pods != 0) {
+    fn(kResourcePods, list.pods);
+  }
+  for (const ScalarResource& scalar : list.scalars()) {
+    if (scalar.amount != 0) {
+      fn(std::string_view(scalar.name), scalar.amount);
+    }
+  }
+}
+
+// Guaranteed-share protection: whether a queue using `usage_after` once
+// `removed` is taken from it still holds its guarantee on every resource that
+// `removed` frees and `guaranteed` names.
+bool KeepsGuarantee(const ResourceList& usage_after, const ResourceList& removed,
+                    const ResourceList& guaranteed);
+
+// Whether `usage` stays within `guaranteed` on every resource `request` uses
+// that the guarantee names, and `request` uses at least one such resource.
+bool WithinGuarantee(const ResourceList& usage, const ResourceList& request,
+                     const ResourceList& guaranteed);
+
+}  // namespace hybridjob::scheduler

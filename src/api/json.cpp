@@ -1,0 +1,670 @@
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <hybridjob/api/json.h>
+#include <hybridjob/api/labels.h>
+
+namespace hybridjob::api {
+namespace {
+
+using nlohmann::json;
+
+std::string Join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string Indexed(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+template <typename Spellings>
+std::string OneOf(const Spellings& spellings) {
+  std::string out;
+  for (std::string_view spelling : spellings) {
+    out += out.empty() ? "" : ", ";
+    out += spelling;
+  }
+  return out;
+}
+
+// Reads typed members while collecting every error with its field path. A
+// member that is absent or null reads as "not set".
+class Reader {
+ public:
+  explicit Reader(ParseOptions options) : options_(options) {}
+
+  void Error(const std::string& path, std::string_view message) {
+    errors_.push_back(path + ": " + std::string(message));
+  }
+  const std::vector<std::string>& errors() const { return errors_; }
+
+  static const json* Member(const json& object, std::string_view key) {
+    if (!object.is_object()) {
+      return nullptr;
+    }
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) {
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  const json* Object(const json& parent, std::string_view key, const std::string& path) {
+    const json* value = Member(parent, key);
+    if (value != nullptr && !value->is_object()) {
+      Error(Join(path, key), "must be an object");
+      return nullptr;
+    }
+    return value;
+  }
+
+  const json* Array(const json& parent, std::string_view key, const std::string& path) {
+    const json* value = Member(parent, key);
+    if (value != nullptr && !value->is_array()) {
+      Error(Join(path, key), "must be a list");
+      return nullptr;
+    }
+    return value;
+  }
+
+  std::optional<std::string> String(const json& parent, std::string_view key,
+                                    const std::string& path) {
+    const json* value = Member(parent, key);
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    if (!value->is_string()) {
+      Error(Join(path, key), "must be a string");
+      return std::nullopt;
+    }
+    return value->get<std::string>();
+  }
+
+  // Kubernetes quantities may be written as numbers or strings (int-or-string).
+  std::optional<std::string> Quantity(const json& parent, std::string_view key,
+                                      const std::string& path) {
+    const json* value = Member(parent, key);
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    if (value->is_number_integer()) {
+      return value->dump();
+    }
+    if (!value->is_string()) {
+      Error(Join(path, key), "must be a quantity such as \"10Gi\"");
+      return std::nullopt;
+    }
+    return value->get<std::string>();
+  }
+
+  std::optional<int64_t> Int64(const json& parent, std::string_view key, const std::string& path) {
+    return Integer(parent, key, path, std::numeric_limits<int64_t>::min(),
+                   std::numeric_limits<int64_t>::max(), "must be an integer");
+  }
+
+  std::optional<int32_t> Int32(const json& parent, std::string_view key, const std::string& path) {
+    std::optional<int64_t> value =
+        Integer(parent, key, path, std::numeric_limits<int32_t>::min(),
+                std::numeric_limits<int32_t>::max(), "must be a 32-bit integer");
+    if (!value) {
+      return std::nullopt;
+    }
+    return static_cast<int32_t>(*value);
+  }
+
+  std::optional<bool> Bool(const json& parent, std::string_view key, const std::string& path) {
+    const json* value = Member(parent, key);
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    if (!value->is_boolean()) {
+      Error(Join(path, key), "must be a boolean");
+      return std::nullopt;
+    }
+    return value->get<bool>();
+  }
+
+  std::vector<std::string> StringList(const json& parent, std::string_view key,
+                                      const std::string& path) {
+    std::vector<std::string> out;
+    const json* list = Array(parent, key, path);
+    if (list == nullptr) {
+      return out;
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& item = (*list)[i];
+      if (!item.is_string()) {
+        Error(Indexed(Join(path, key), i), "must be a string");
+        continue;
+      }
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+
+  std::map<std::string, std::string> StringMap(const json& parent, std::string_view key,
+                                               const std::string& path) {
+    std::map<std::string, std::string> out;
+    const json* map = Object(parent, key, path);
+    if (map == nullptr) {
+      return out;
+    }
+    for (const auto& [name, value] : map->items()) {
+      if (!value.is_string()) {
+        Error(Join(Join(path, key), name), "must be a string");
+        continue;
+      }
+      out.emplace(name, value.get<std::string>());
+    }
+    return out;
+  }
+
+  template <typename Enum, typename ParseFn, typename Spellings>
+  std::optional<Enum> Enumerated(const json& parent, std::string_view key, const std::string& path,
+                                 ParseFn parse, const Spellings& spellings) {
+    std::optional<std::string> text = String(parent, key, path);
+    if (!text) {
+      return std::nullopt;
+    }
+    std::optional<Enum> value = parse(*text);
+    if (!value) {
+      Error(Join(path, key),
+            "unsupported value \"" + *text + "\": must be one of " + OneOf(spellings));
+    }
+    return value;
+  }
+
+  // Reports members the schema does not define, when asked to.
+  void CheckKnown(const json& object, std::initializer_list<std::string_view> known,
+                  const std::string& path) {
+    if (!options_.reject_unknown_fields || !object.is_object()) {
+      return;
+    }
+    for (const auto& item : object.items()) {
+      bool found = false;
+      for (std::string_view key : known) {
+        found = found || item.key() == key;
+      }
+      if (!found) {
+        Error(Join(path, item.key()), "unknown field");
+      }
+    }
+  }
+
+ private:
+  std::optional<int64_t> Integer(const json& parent, std::string_view key, const std::string& path,
+                                 int64_t min, int64_t max, std::string_view message) {
+    const json* value = Member(parent, key);
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    if (value->is_number_unsigned()) {
+      uint64_t number = value->get<uint64_t>();
+      if (number > static_cast<uint64_t>(max)) {
+        Error(Join(path, key), message);
+        return std::nullopt;
+      }
+      return static_cast<int64_t>(number);
+    }
+    if (!value->is_number_integer()) {
+      Error(Join(path, key), "must be an integer");
+      return std::nullopt;
+    }
+    int64_t number = value->get<int64_t>();
+    if (number < min || number > max) {
+      Error(Join(path, key), message);
+      return std::nullopt;
+    }
+    return number;
+  }
+
+  ParseOptions options_;
+  std::vector<std::string> errors_;
+};
+
+ObjectMeta ReadObjectMeta(Reader& reader, const json& object) {
+  ObjectMeta meta;
+  const json* metadata = reader.Object(object, "metadata", "");
+  if (metadata == nullptr) {
+    return meta;
+  }
+  const std::string path = "metadata";
+  meta.name = reader.String(*metadata, "name", path).value_or("");
+  meta.namespace_name = reader.String(*metadata, "namespace", path).value_or("");
+  meta.uid = reader.String(*metadata, "uid", path).value_or("");
+  meta.resource_version = reader.String(*metadata, "resourceVersion", path).value_or("");
+  meta.generation = reader.Int64(*metadata, "generation", path).value_or(0);
+  meta.creation_timestamp = reader.String(*metadata, "creationTimestamp", path).value_or("");
+  meta.deletion_timestamp = reader.String(*metadata, "deletionTimestamp", path);
+  meta.labels = reader.StringMap(*metadata, "labels", path);
+  meta.annotations = reader.StringMap(*metadata, "annotations", path);
+  return meta;
+}
+
+ReplicaSpec ReadReplicaSpec(Reader& reader, const json& item, const std::string& path) {
+  ReplicaSpec role;
+  if (!item.is_object()) {
+    reader.Error(path, "must be an object");
+    return role;
+  }
+  reader.CheckKnown(
+      item, {"name", "minReplicas", "maxReplicas", "priority", "restartPolicy", "port", "template"},
+      path);
+  std::optional<std::string> name = reader.String(item, "name", path);
+  if (!name) {
+    if (Reader::Member(item, "name") == nullptr) {
+      reader.Error(Join(path, "name"), "required");
+    }
+  } else {
+    role.name = *name;
+  }
+  std::optional<int32_t> min = reader.Int32(item, "minReplicas", path);
+  if (min) {
+    role.min_replicas = *min;
+  } else if (Reader::Member(item, "minReplicas") == nullptr) {
+    reader.Error(Join(path, "minReplicas"), "required");
+  }
+  role.max_replicas = reader.Int32(item, "maxReplicas", path);
+  role.priority = reader.Int32(item, "priority", path).value_or(0);
+  role.restart_policy = reader
+                            .Enumerated<RestartPolicy>(item, "restartPolicy", path,
+                                                       ParseRestartPolicy, AllRestartPolicies())
+                            .value_or(RestartPolicy::kNever);
+  role.port = reader.Int32(item, "port", path);
+  if (const json* pod_template = reader.Object(item, "template", path)) {
+    role.pod_template = *pod_template;
+  }
+  return role;
+}
+
+RunPolicy ReadRunPolicy(Reader& reader, const json& spec) {
+  RunPolicy policy;
+  const std::string path = "spec.runPolicy";
+  const json* object = reader.Object(spec, "runPolicy", "spec");
+  if (object == nullptr) {
+    return policy;
+  }
+  reader.CheckKnown(*object,
+                    {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished",
+                     "cleanPodPolicy", "scheduleTimeoutSeconds"},
+                    path);
+  policy.backoff_limit = reader.Int32(*object, "backoffLimit", path).value_or(kDefaultBackoffLimit);
+  policy.active_deadline_seconds = reader.Int64(*object, "activeDeadlineSeconds", path);
+  policy.ttl_seconds_after_finished = reader.Int64(*object, "ttlSecondsAfterFinished", path);
+  policy.clean_pod_policy =
+      reader
+          .Enumerated<CleanPodPolicy>(*object, "cleanPodPolicy", path, ParseCleanPodPolicy,
+                                      AllCleanPodPolicies())
+          .value_or(CleanPodPolicy::kRunning);
+  policy.schedule_timeout_seconds = reader.Int64(*object, "scheduleTimeoutSeconds", path);
+  return policy;
+}
+
+std::optional<SuccessPolicy> ReadSuccessPolicy(Reader& reader, const json& spec) {
+  const std::string path = "spec.successPolicy";
+  const json* object = reader.Object(spec, "successPolicy", "spec");
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  reader.CheckKnown(*object, {"roles", "operator"}, path);
+  SuccessPolicy policy;
+  policy.roles = reader.StringList(*object, "roles", path);
+  policy.op = reader
+                  .Enumerated<SuccessOperator>(*object, "operator", path, ParseSuccessOperator,
+                                               AllSuccessOperators())
+                  .value_or(SuccessOperator::kAll);
+  return policy;
+}
+
+VolumeSpec ReadVolume(Reader& reader, const json& item, const std::string& path) {
+  VolumeSpec volume;
+  if (!item.is_object()) {
+    reader.Error(path, "must be an object");
+    return volume;
+  }
+  reader.CheckKnown(item,
+                    {"name", "storageClassName", "size", "accessModes", "mountPath", "roles",
+                     "retain", "existingClaim"},
+                    path);
+  volume.name = reader.String(item, "name", path).value_or("");
+  volume.storage_class_name = reader.String(item, "storageClassName", path);
+  volume.size = reader.Quantity(item, "size", path);
+  volume.access_modes = reader.StringList(item, "accessModes", path);
+  volume.mount_path = reader.String(item, "mountPath", path).value_or("");
+  volume.roles = reader.StringList(item, "roles", path);
+  volume.retain = reader.Bool(item, "retain", path).value_or(false);
+  volume.existing_claim = reader.String(item, "existingClaim", path);
+  return volume;
+}
+
+std::optional<CodeSpec> ReadCode(Reader& reader, const json& spec) {
+  const std::string path = "spec.code";
+  const json* object = reader.Object(spec, "code", "spec");
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  reader.CheckKnown(*object, {"source", "mountPath", "image"}, path);
+  CodeSpec code;
+  code.source = reader.String(*object, "source", path).value_or("");
+  code.mount_path =
+      reader.String(*object, "mountPath", path).value_or(std::string(kDefaultCodeMountPath));
+  code.image = reader.String(*object, "image", path);
+  return code;
+}
+
+std::optional<TensorboardSpec> ReadTensorboard(Reader& reader, const json& spec) {
+  const std::string path = "spec.tensorboard";
+  const json* object = reader.Object(spec, "tensorboard", "spec");
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  reader.CheckKnown(*object, {"logDir", "image", "serviceType"}, path);
+  TensorboardSpec tensorboard;
+  tensorboard.log_dir = reader.String(*object, "logDir", path).value_or("");
+  tensorboard.image = reader.String(*object, "image", path);
+  tensorboard.service_type = reader.String(*object, "serviceType", path)
+                                 .value_or(std::string(kDefaultTensorboardServiceType));
+  return tensorboard;
+}
+
+HybridJobSpec ReadSpec(Reader& reader, const json& object) {
+  HybridJobSpec spec;
+  const json* spec_json = reader.Object(object, "spec", "");
+  if (spec_json == nullptr) {
+    if (Reader::Member(object, "spec") == nullptr) {
+      reader.Error("spec", "required");
+    }
+    return spec;
+  }
+  reader.CheckKnown(*spec_json,
+                    {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code",
+                     "tensorboard", "queue", "schedulerName"},
+                    "spec");
+  spec.framework =
+      reader.Enumerated<Framework>(*spec_json, "framework", "spec", ParseFramework, AllFrameworks())
+          .value_or(Framework::kGeneric);
+  if (const json* roles = reader.Array(*spec_json, "replicaSpecs", "spec")) {
+    for (size_t i = 0; i < roles->size(); ++i) {
+      spec.replica_specs.push_back(
+          ReadReplicaSpec(reader, (*roles)[i], Indexed("spec.replicaSpecs", i)));
+    }
+  } else if (Reader::Member(*spec_json, "replicaSpecs") == nullptr) {
+    reader.Error("spec.replicaSpecs", "required");
+  }
+  spec.run_policy = ReadRunPolicy(reader, *spec_json);
+  spec.success_policy = ReadSuccessPolicy(reader, *spec_json);
+  if (const json* volumes = reader.Array(*spec_json, "volumes", "spec")) {
+    for (size_t i = 0; i < volumes->size(); ++i) {
+      spec.volumes.push_back(ReadVolume(reader, (*volumes)[i], Indexed("spec.volumes", i)));
+    }
+  }
+  spec.code = ReadCode(reader, *spec_json);
+  spec.tensorboard = ReadTensorboard(reader, *spec_json);
+  spec.queue = reader.String(*spec_json, "queue", "spec").value_or(std::string(kDefaultQueue));
+  spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
+                            .value_or(std::string(kDefaultSchedulerName));
+  return spec;
+}
+
+HybridJobStatus ReadStatus(Reader& reader, const json& status) {
+  HybridJobStatus out;
+  if (!status.is_object()) {
+    return out;
+  }
+  const std::string path = "status";
+  out.phase = reader.Enumerated<JobPhase>(status, "phase", path, ParseJobPhase, AllJobPhases());
+  if (const json* conditions = reader.Array(status, "conditions", path)) {
+    for (size_t i = 0; i < conditions->size(); ++i) {
+      const json& item = (*conditions)[i];
+      std::string item_path = Indexed("status.conditions", i);
+      Condition condition;
+      condition.type = reader.String(item, "type", item_path).value_or("");
+      if (condition.type.empty()) {
+        continue;
+      }
+      condition.status = reader.String(item, "status", item_path).value_or("Unknown");
+      condition.reason = reader.String(item, "reason", item_path).value_or("");
+      condition.message = reader.String(item, "message", item_path).value_or("");
+      condition.last_transition_time =
+          reader.String(item, "lastTransitionTime", item_path).value_or("");
+      condition.last_update_time = reader.String(item, "lastUpdateTime", item_path).value_or("");
+      out.conditions.push_back(std::move(condition));
+    }
+  }
+  if (const json* replicas = reader.Array(status, "replicaStatuses", path)) {
+    for (size_t i = 0; i < replicas->size(); ++i) {
+      const json& item = (*replicas)[i];
+      std::string item_path = Indexed("status.replicaStatuses", i);
+      ReplicaStatus replica;
+      replica.name = reader.String(item, "name", item_path).value_or("");
+      if (replica.name.empty()) {
+        continue;
+      }
+      replica.members = reader.Int32(item, "members", item_path).value_or(0);
+      replica.scheduled = reader.Int32(item, "scheduled", item_path).value_or(0);
+      replica.active = reader.Int32(item, "active", item_path).value_or(0);
+      replica.succeeded = reader.Int32(item, "succeeded", item_path).value_or(0);
+      replica.failed = reader.Int32(item, "failed", item_path).value_or(0);
+      replica.restarts = reader.Int32(item, "restarts", item_path).value_or(0);
+      out.replica_statuses.push_back(std::move(replica));
+    }
+  }
+  out.ready_members = reader.String(status, "readyMembers", path).value_or("");
+  out.start_time = reader.String(status, "startTime", path);
+  out.completion_time = reader.String(status, "completionTime", path);
+  out.last_restart_time = reader.String(status, "lastRestartTime", path);
+  out.restart_count = reader.Int32(status, "restartCount", path).value_or(0);
+  out.observed_generation = reader.Int64(status, "observedGeneration", path).value_or(0);
+  return out;
+}
+
+Result<HybridJob> ParseOrThrow(const json& object, const ParseOptions& options) {
+  if (!object.is_object()) {
+    return InvalidArgument("HybridJob: must be a JSON object");
+  }
+  Reader reader(options);
+  reader.CheckKnown(object, {"apiVersion", "kind", "metadata", "spec", "status"}, "");
+  if (std::optional<std::string> api_version = reader.String(object, "apiVersion", "")) {
+    if (*api_version != kApiVersion) {
+      reader.Error("apiVersion", "must be " + std::string(kApiVersion));
+    }
+  }
+  if (std::optional<std::string> kind = reader.String(object, "kind", "")) {
+    if (*kind != kKind) {
+      reader.Error("kind", "must be " + std::string(kKind));
+    }
+  }
+  HybridJob job;
+  job.metadata = ReadObjectMeta(reader, object);
+  job.spec = ReadSpec(reader, object);
+  if (const json* status = Reader::Member(object, "status")) {
+    Reader lenient({});
+    job.status = ReadStatus(lenient, *status);
+  }
+  if (!reader.errors().empty()) {
+    std::string message;
+    for (const std::string& error : reader.errors()) {
+      message += message.empty() ? "" : "; ";
+      message += error;
+    }
+    return InvalidArgument(message);
+  }
+  return job;
+}
+
+void SetIf(json& out, std::string_view key, const std::optional<std::string>& value) {
+  if (value) {
+    out[std::string(key)] = *value;
+  }
+}
+
+template <typename T>
+void SetIf(json& out, std::string_view key, const std::optional<T>& value) {
+  if (value) {
+    out[std::string(key)] = *value;
+  }
+}
+
+void SetIfNotEmpty(json& out, std::string_view key, const std::string& value) {
+  if (!value.empty()) {
+    out[std::string(key)] = value;
+  }
+}
+
+}  // namespace
+
+Result<HybridJob> ParseHybridJob(const json& object, const ParseOptions& options) {
+  try {
+    return ParseOrThrow(object, options);
+  } catch (const std::exception& error) {
+    return InvalidArgument(std::string("HybridJob: ") + error.what());
+  }
+}
+
+ObjectMeta ParseObjectMeta(const json& object) {
+  try {
+    Reader lenient({});
+    return ReadObjectMeta(lenient, object);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+HybridJobStatus ParseHybridJobStatus(const json& status) {
+  try {
+    Reader lenient({});
+    return ReadStatus(lenient, status);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+json ToJson(const ObjectMeta& metadata) {
+  json out = json::object();
+  SetIfNotEmpty(out, "name", metadata.name);
+  SetIfNotEmpty(out, "namespace", metadata.namespace_name);
+  SetIfNotEmpty(out, "uid", metadata.uid);
+  SetIfNotEmpty(out, "resourceVersion", metadata.resource_version);
+  if (metadata.generation != 0) {
+    out["generation"] = metadata.generation;
+  }
+  SetIfNotEmpty(out, "creationTimestamp", metadata.creation_timestamp);
+  SetIf(out, "deletionTimestamp", metadata.deletion_timestamp);
+  if (!metadata.labels.empty()) {
+    out["labels"] = metadata.labels;
+  }
+  if (!metadata.annotations.empty()) {
+    out["annotations"] = metadata.annotations;
+  }
+  return out;
+}
+
+json ToJson(const HybridJobSpec& spec) {
+  json out = json::object();
+  out["framework"] = ToString(spec.framework);
+  json roles = json::array();
+  for (const ReplicaSpec& role : spec.replica_specs) {
+    json item = {{"name", role.name}, {"minReplicas", role.min_replicas}};
+    SetIf(item, "maxReplicas", role.max_replicas);
+    item["priority"] = role.priority;
+    item["restartPolicy"] = ToString(role.restart_policy);
+    SetIf(item, "port", role.port);
+    item["template"] = role.pod_template;
+    roles.push_back(std::move(item));
+  }
+  out["replicaSpecs"] = std::move(roles);
+
+  json run_policy = {{"backoffLimit", spec.run_policy.backoff_limit},
+                     {"cleanPodPolicy", ToString(spec.run_policy.clean_pod_policy)}};
+  SetIf(run_policy, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
+  SetIf(run_policy, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
+  SetIf(run_policy, "scheduleTimeoutSeconds", spec.run_policy.schedule_timeout_seconds);
+  out["runPolicy"] = std::move(run_policy);
+
+  if (spec.success_policy) {
+    out["successPolicy"] = {{"roles", spec.success_policy->roles},
+                            {"operator", ToString(spec.success_policy->op)}};
+  }
+  if (!spec.volumes.empty()) {
+    json volumes = json::array();
+    for (const VolumeSpec& volume : spec.volumes) {
+      json item = {{"name", volume.name}, {"mountPath", volume.mount_path}};
+      SetIf(item, "storageClassName", volume.storage_class_name);
+      SetIf(item, "size", volume.size);
+      if (!volume.access_modes.empty()) {
+        item["accessModes"] = volume.access_modes;
+      }
+      if (!volume.roles.empty()) {
+        item["roles"] = volume.roles;
+      }
+      if (volume.retain) {
+        item["retain"] = true;
+      }
+      SetIf(item, "existingClaim", volume.existing_claim);
+      volumes.push_back(std::move(item));
+    }
+    out["volumes"] = std::move(volumes);
+  }
+  if (spec.code) {
+    json code = {{"source", spec.code->source}, {"mountPath", spec.code->mount_path}};
+    SetIf(code, "image", spec.code->image);
+    out["code"] = std::move(code);
+  }
+  if (spec.tensorboard) {
+    json tensorboard = {{"logDir", spec.tensorboard->log_dir},
+                        {"serviceType", spec.tensorboard->service_type}};
+    SetIf(tensorboard, "image", spec.tensorboard->image);
+    out["tensorboard"] = std::move(tensorboard);
+  }
+  out["queue"] = spec.queue;
+  out["schedulerName"] = spec.scheduler_name;
+  return out;
+}
+
+json ToJson(const HybridJobStatus& status) {
+  json out = json::object();
+  if (status.phase) {
+    out["phase"] = ToString(*status.phase);
+  }
+  json conditions = json::array();
+  for (const Condition& condition : status.conditions) {
+    json item = {{"type", condition.type}, {"status", condition.status}};
+    SetIfNotEmpty(item, "reason", condition.reason);
+    SetIfNotEmpty(item, "message", condition.message);
+    SetIfNotEmpty(item, "lastTransitionTime", condition.last_transition_time);
+    SetIfNotEmpty(item, "lastUpdateTime", condition.last_update_time);
+    conditions.push_back(std::move(item));
+  }
+  out["conditions"] = std::move(conditions);
+  json replicas = json::array();
+  for (const ReplicaStatus& replica : status.replica_statuses) {
+    replicas.push_back({{"name", replica.name},
+                        {"members", replica.members},
+                        {"scheduled", replica.scheduled},
+                        {"active", replica.active},
+                        {"succeeded", replica.succeeded},
+                        {"failed", replica.failed},
+                        {"restarts", replica.restarts}});
+  }
+  out["replicaStatuses"] = std::move(replicas);
+  SetIfNotEmpty(out, "readyMembers", status.ready_members);
+  SetIf(out, "startTime", status.start_time);
+  SetIf(out, "completionTime", status.completion_time);
+  SetIf(out, "lastRestartTime", status.last_restart_time);
+  out["restartCount"] = status.restart_count;
+  out["observedGeneration"] = status.observed_generation;
+  return out;
+}
+
+json ToJson(const HybridJob& job) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", kKind},
+          {"metadata", ToJson(job.metadata)},
+          {"spec", ToJson(job.spec)},
+          {"status", ToJson(job.status)}};
+}
+
+}  // namespace hybridjob::api

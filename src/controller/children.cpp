@@ -1,0 +1,405 @@
+#include <algorithm>
+#include <set>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/names.h>
+#include <hybridjob/controller/children.h>
+
+namespace hybridjob::controller {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr int32_t kTensorboardPort = 6006;
+
+// The shell sources the role's env file, then becomes the container's command.
+constexpr std::string_view kEnvWrapperScriptText =
+    "set -e\n"
+    ". \"/etc/hybridjob/${HYBRIDJOB_ROLE}.env\"\n"
+    "exec \"$@\"\n";
+
+// Fetches $1 into a temporary file and unpacks it into $2. The URL only ever
+// appears quoted, as data; it is never evaluated.
+constexpr std::string_view kCodeFetchScriptText =
+    "set -eu\n"
+    "src=\"$1\"\n"
+    "dest=\"$2\"\n"
+    "archive=\"$(mktemp)\"\n"
+    "case \"$src\" in\n"
+    "  s3://*)\n"
+    "    if command -v aws >/dev/null 2>&1; then\n"
+    "      aws s3 cp \"$src\" \"$archive\"\n"
+    "      fetched=1\n"
+    "    else\n"
+    "      rest=\"${src#s3://}\"\n"
+    "      src=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
+    "    fi\n"
+    "    ;;\n"
+    "esac\n"
+    "if [ -z \"${fetched:-}\" ]; then\n"
+    "  if command -v curl >/dev/null 2>&1; then\n"
+    "    curl -fsSL --retry 3 -o \"$archive\" --url \"$src\"\n"
+    "  else\n"
+    "    wget -q -O \"$archive\" \"$src\"\n"
+    "  fi\n"
+    "fi\n"
+    "mkdir -p \"$dest\"\n"
+    "case \"${src%%\\?*}\" in\n"
+    "  *.zip) unzip -q -o \"$archive\" -d \"$dest\" ;;\n"
+    "  *.tar.gz|*.tgz) tar -xzf \"$archive\" -C \"$dest\" ;;\n"
+    "  *) tar -xf \"$archive\" -C \"$dest\" ;;\n"
+    "esac\n"
+    "rm -f \"$archive\"\n";
+
+json ChildMeta(const api::HybridJob& job, std::string name, bool owned = true) {
+  json meta = {{"name", std::move(name)},
+               {"namespace", JobNamespace(job)},
+               {"labels", {{std::string(api::kJobNameLabel), job.metadata.name}}}};
+  if (owned) {
+    meta["ownerReferences"] = json::array({OwnerReference(job)});
+  }
+  return meta;
+}
+
+json& ArrayMember(json& parent, const char* key) {
+  if (!parent.contains(key) || !parent[key].is_array()) {
+    parent[key] = json::array();
+  }
+  return parent[key];
+}
+
+// Sets env var `name`, replacing whatever the template had under that name.
+void SetEnv(json& container, const std::string& name, const std::string& value) {
+  json& env = ArrayMember(container, "env");
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const json& entry) {
+                             return entry.is_object() && entry.value("name", "") == name;
+                           }),
+            env.end());
+  env.push_back({{"name", name}, {"value", value}});
+}
+
+void AddMount(json& container, std::string_view volume, std::string_view path, bool read_only) {
+  json mount = {{"name", volume}, {"mountPath", path}};
+  if (read_only) {
+    mount["readOnly"] = true;
+  }
+  ArrayMember(container, "volumeMounts").push_back(std::move(mount));
+}
+
+bool VolumeApplies(const api::VolumeSpec& volume, std::string_view role) {
+  return volume.roles.empty() ||
+         std::find(volume.roles.begin(), volume.roles.end(), role) != volume.roles.end();
+}
+
+std::string ClaimName(const api::HybridJob& job, const api::VolumeSpec& volume) {
+  return volume.existing_claim ? *volume.existing_claim
+                               : api::VolumeClaimName(job.metadata.name, volume.name);
+}
+
+// The command becomes: /bin/sh -c <wrapper> hybridjob-env <command...> <args...>
+void WrapCommand(json& container) {
+  if (!container.contains("command") || !container["command"].is_array() ||
+      container["command"].empty()) {
+    return;
+  }
+  json command =
+      json::array({"/bin/sh", "-c", EscapeKubeExpansion(kEnvWrapperScriptText), "hybridjob-env"});
+  for (const json& word : container["command"]) {
+    command.push_back(word);
+  }
+  if (container.contains("args") && container["args"].is_array()) {
+    for (const json& word : container["args"]) {
+      command.push_back(word);
+    }
+  }
+  container["command"] = std::move(command);
+  container.erase("args");
+}
+
+json CodeInitContainer(const api::HybridJob& job, const json& first_container,
+                       const PlannerOptions& options) {
+  const api::CodeSpec& code = *job.spec.code;
+  json container = {
+      {"name", api::kCodeInitContainerName},
+      {"image", code.image.value_or(options.code_fetcher_image)},
+      {"command",
+       {"/bin/sh", "-c", EscapeKubeExpansion(kCodeFetchScriptText), "hybridjob-code",
+        EscapeKubeExpansion(code.source), EscapeKubeExpansion(code.mount_path)}},
+      {"volumeMounts", {{{"name", api::kCodeVolumeName}, {"mountPath", code.mount_path}}}},
+  };
+  // Credentials for private archives come from the member's own container.
+  if (first_container.contains("envFrom") && first_container["envFrom"].is_array()) {
+    container["envFrom"] = first_container["envFrom"];
+  }
+  if (first_container.contains("env") && first_container["env"].is_array()) {
+    json env = json::array();
+    for (const json& entry : first_container["env"]) {
+      if (entry.is_object() && entry.value("name", "").rfind("AWS_", 0) == 0) {
+        env.push_back(entry);
+      }
+    }
+    if (!env.empty()) {
+      container["env"] = std::move(env);
+    }
+  }
+  return container;
+}
+
+}  // namespace
+
+const std::string_view kEnvWrapperScript = kEnvWrapperScriptText;
+const std::string_view kCodeFetchScript = kCodeFetchScriptText;
+
+std::string JobNamespace(const api::HybridJob& job) {
+  return job.metadata.namespace_name.empty() ? "default" : job.metadata.namespace_name;
+}
+
+json OwnerReference(const api::HybridJob& job) {
+  return {{"apiVersion", api::kApiVersion}, {"kind", api::kKind}, {"name", job.metadata.name},
+          {"uid", job.metadata.uid},        {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+std::string GroupSpecAnnotation(const api::HybridJob& job) {
+  ordered_json roles = ordered_json::array();
+  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
+    roles.push_back({{"name", role.name},
+                     {"min", role.min_replicas},
+                     {"max", role.EffectiveMaxReplicas()},
+                     {"priority", role.priority}});
+  }
+  ordered_json spec = {{"roles", std::move(roles)}, {"queue", job.spec.queue}};
+  if (job.spec.run_policy.schedule_timeout_seconds) {
+    spec["scheduleTimeoutSeconds"] = *job.spec.run_policy.schedule_timeout_seconds;
+  }
+  return spec.dump();
+}
+
+std::string EscapeKubeExpansion(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '$') {
+      out += '$';
+    }
+  }
+  return out;
+}
+
+json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int32_t index,
+                    const PlannerOptions& options) {
+  const std::string& job_name = job.metadata.name;
+  const std::string name = api::MemberPodName(job_name, role.name, index);
+  json pod_template = role.pod_template.is_object() ? role.pod_template : json::object();
+  json template_meta = pod_template.contains("metadata") && pod_template["metadata"].is_object()
+                           ? pod_template["metadata"]
+                           : json::object();
+  json spec = pod_template.contains("spec") && pod_template["spec"].is_object()
+                  ? pod_template["spec"]
+                  : json::object();
+
+  json meta = ChildMeta(job, name);
+  json labels = template_meta.contains("labels") && template_meta["labels"].is_object()
+                    ? template_meta["labels"]
+                    : json::object();
+  labels[std::string(api::kJobNameLabel)] = job_name;
+  labels[std::string(api::kRoleLabel)] = role.name;
+  labels[std::string(api::kIndexLabel)] = std::to_string(index);
+  meta["labels"] = std::move(labels);
+  json annotations =
+      template_meta.contains("annotations") && template_meta["annotations"].is_object()
+          ? template_meta["annotations"]
+          : json::object();
+  annotations[std::string(api::kGroupSpecAnnotation)] = GroupSpecAnnotation(job);
+  meta["annotations"] = std::move(annotations);
+
+  spec["schedulerName"] = job.spec.scheduler_name;
+  spec["hostname"] = name;
+  spec["subdomain"] = api::HeadlessServiceName(job_name);
+  spec["restartPolicy"] = "Never";
+
+  json& volumes = ArrayMember(spec, "volumes");
+  volumes.push_back({{"name", api::kClusterVolumeName},
+                     {"configMap", {{"name", api::ClusterConfigMapName(job_name)}}}});
+  if (job.spec.code) {
+    volumes.push_back({{"name", api::kCodeVolumeName}, {"emptyDir", json::object()}});
+  }
+  std::vector<const api::VolumeSpec*> role_volumes;
+  for (const api::VolumeSpec& volume : job.spec.volumes) {
+    if (VolumeApplies(volume, role.name)) {
+      role_volumes.push_back(&volume);
+      volumes.push_back({{"name", volume.name},
+                         {"persistentVolumeClaim", {{"claimName", ClaimName(job, volume)}}}});
+    }
+  }
+
+  const bool elastic = job.spec.IsElastic();
+  const Membership full = FullMembership(job.spec);
+  auto decorate = [&](json& container, bool app_container) {
+    if (!container.is_object()) {
+      return;
+    }
+    SetEnv(container, "HYBRIDJOB_JOB_NAME", job_name);
+    SetEnv(container, "HYBRIDJOB_ROLE", role.name);
+    SetEnv(container, "HYBRIDJOB_INDEX", std::to_string(index));
+    if (job.spec.code) {
+      SetEnv(container, "HYBRIDJOB_CODE_DIR", job.spec.code->mount_path);
+      AddMount(container, api::kCodeVolumeName, job.spec.code->mount_path, false);
+    }
+    for (const api::VolumeSpec* volume : role_volumes) {
+      AddMount(container, volume->name, volume->mount_path, false);
+    }
+    if (!app_container) {
+      return;
+    }
+    AddMount(container, api::kClusterVolumeName, api::kClusterMountPath, true);
+    if (elastic) {
+      WrapCommand(container);
+    } else {
+      for (const EnvTemplate& entry : ClusterEnvironment(job, full, role.name)) {
+        SetEnv(container, entry.name, entry.value.Render(index));
+      }
+    }
+  };
+  json& containers = ArrayMember(spec, "containers");
+  for (json& container : containers) {
+    decorate(container, true);
+  }
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (json& container : spec["initContainers"]) {
+      decorate(container, false);
+    }
+  }
+  if (job.spec.code) {
+    json& init_containers = ArrayMember(spec, "initContainers");
+    json fetch =
+        CodeInitContainer(job, containers.empty() ? json::object() : containers[0], options);
+    init_containers.insert(init_containers.begin(), std::move(fetch));
+  }
+
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", std::move(meta)},
+          {"spec", std::move(spec)}};
+}
+
+json BuildHeadlessService(const api::HybridJob& job) {
+  json ports = json::array();
+  std::set<int32_t> seen;
+  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
+    int32_t port = role.EffectivePort(job.spec.framework);
+    // A Service may list a port once; roles sharing one share the entry.
+    if (!seen.insert(port).second) {
+      continue;
+    }
+    ports.push_back(
+        {{"name", role.name}, {"port", port}, {"targetPort", port}, {"protocol", "TCP"}});
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", ChildMeta(job, api::HeadlessServiceName(job.metadata.name))},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{std::string(api::kJobNameLabel), job.metadata.name}}},
+            {"ports", std::move(ports)}}}};
+}
+
+json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership) {
+  json meta = ChildMeta(job, api::ClusterConfigMapName(job.metadata.name));
+  meta["annotations"] = {{std::string(api::kMembersAnnotation), FormatMembership(membership)}};
+  json data = json::object();
+  data[std::string(kClusterJsonKey)] = ClusterJson(job, membership).dump();
+  if (job.spec.framework == api::Framework::kMPI) {
+    data[std::string(kHostfileKey)] = MpiHostfile(job, membership);
+  }
+  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
+    data[role.name + std::string(kEnvFileSuffix)] = RoleEnvFile(job, membership, role.name);
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", std::move(meta)},
+          {"data", std::move(data)}};
+}
+
+json BuildVolumeClaim(const api::HybridJob& job, const api::VolumeSpec& volume) {
+  json access_modes = volume.access_modes.empty() ? json::array({api::kDefaultAccessMode})
+                                                  : json(volume.access_modes);
+  json spec = {{"accessModes", std::move(access_modes)},
+               {"resources", {{"requests", {{"storage", volume.size.value_or("")}}}}}};
+  if (volume.storage_class_name) {
+    spec["storageClassName"] = *volume.storage_class_name;
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "PersistentVolumeClaim"},
+          {"metadata", ChildMeta(job, api::VolumeClaimName(job.metadata.name, volume.name),
+                                 /*owned=*/!volume.retain)},
+          {"spec", std::move(spec)}};
+}
+
+json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions& options) {
+  const api::TensorboardSpec& tensorboard = *job.spec.tensorboard;
+  const std::string name = api::TensorboardName(job.metadata.name);
+  json meta = ChildMeta(job, name);
+  meta["labels"][std::string(api::kTensorboardLabel)] = job.metadata.name;
+  json selector = {{std::string(api::kTensorboardLabel), job.metadata.name}};
+
+  json container = {
+      {"name", "tensorboard"},
+      {"image", tensorboard.image.value_or(options.tensorboard_image)},
+      {"command", {"tensorboard"}},
+      {"args",
+       {"--logdir", EscapeKubeExpansion(tensorboard.log_dir), "--bind_all", "--port",
+        std::to_string(kTensorboardPort)}},
+      {"ports", {{{"name", "http"}, {"containerPort", kTensorboardPort}}}},
+  };
+  json volumes = json::array();
+  // Mount the job's volumes that hold the log directory, read-only.
+  for (const api::VolumeSpec& volume : job.spec.volumes) {
+    std::string mount = volume.mount_path;
+    while (mount.size() > 1 && mount.back() == '/') {
+      mount.pop_back();
+    }
+    const std::string& log_dir = tensorboard.log_dir;
+    bool holds_logs = log_dir == mount || log_dir.rfind(mount + "/", 0) == 0;
+    if (!holds_logs) {
+      continue;
+    }
+    volumes.push_back(
+        {{"name", volume.name},
+         {"persistentVolumeClaim", {{"claimName", ClaimName(job, volume)}, {"readOnly", true}}}});
+    AddMount(container, volume.name, volume.mount_path, true);
+  }
+  json pod_spec = {{"containers", json::array({std::move(container)})}};
+  if (!volumes.empty()) {
+    pod_spec["volumes"] = std::move(volumes);
+  }
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", std::move(meta)},
+          {"spec",
+           {{"replicas", 1},
+            {"selector", {{"matchLabels", selector}}},
+            {"template", {{"metadata", {{"labels", selector}}}, {"spec", std::move(pod_spec)}}}}}};
+}
+
+json BuildTensorboardService(const api::HybridJob& job) {
+  const std::string name = api::TensorboardName(job.metadata.name);
+  json meta = ChildMeta(job, name);
+  meta["labels"][std::string(api::kTensorboardLabel)] = job.metadata.name;
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", std::move(meta)},
+          {"spec",
+           {{"type", job.spec.tensorboard->service_type},
+            {"selector", {{std::string(api::kTensorboardLabel), job.metadata.name}}},
+            {"ports",
+             {{{"name", "http"},
+               {"port", kTensorboardPort},
+               {"targetPort", kTensorboardPort},
+               {"protocol", "TCP"}}}}}}};
+}
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,327 @@
+#include <hybridjob/controller/job_controller.h>
+#include <hybridjob/k8s/api_status.h>
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include <hybridjob/api/json.h>
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/time.h>
+#include <hybridjob/controller/planner.h>
+
+namespace hybridjob::controller {
+namespace {
+
+constexpr const char* kByJob = "job";
+
+std::string JobKeyOfLabels(const nlohmann::json& object) {
+  const auto& metadata = object["metadata"];
+  if (!metadata.is_object() || !metadata.contains("labels")) {
+    return {};
+  }
+  const auto& labels = metadata["labels"];
+  auto it = labels.find(std::string(api::kJobNameLabel));
+  if (it == labels.end() || !it->is_string()) {
+    return {};
+  }
+  return metadata.value("namespace", "") + "/" + it->get<std::string>();
+}
+
+k8s::ReflectorOptions Reflect(k8s::Resource resource, const std::string& ns,
+                              const std::string& label_selector = "") {
+  k8s::ReflectorOptions options;
+  options.resource = std::move(resource);
+  options.namespace_name = ns;
+  options.label_selector = label_selector;
+  return options;
+}
+
+std::vector<nlohmann::json> Copies(const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
+  std::vector<nlohmann::json> out;
+  out.reserve(items.size());
+  for (const auto& item : items) {
+    out.push_back(*item);
+  }
+  return out;
+}
+
+Status IgnoreAlreadyExists(const Result<nlohmann::json>& result) {
+  if (result.ok() || k8s::IsAlreadyExists(result.status())) {
+    return Status::Ok();
+  }
+  return result.status();
+}
+
+}  // namespace
+
+JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
+                             k8s::WorkQueueObserver queue_observer)
+    : client_(client), options_(std::move(options)) {
+  queue_ = std::make_unique<k8s::WorkQueue>(nullptr, std::move(queue_observer));
+  events_ = std::make_unique<k8s::EventRecorder>(client_, "hybridjob-controller");
+  const std::string ns = options_.namespace_name;
+  const std::string owned = std::string(api::kJobNameLabel);  // "has the label"
+
+  k8s::InformerOptions<nlohmann::json> jobs;
+  jobs.reflector = Reflect(k8s::resources::HybridJobs(), ns);
+  jobs_ = std::make_unique<k8s::Informer<nlohmann::json>>(client_, jobs);
+  k8s::EventHandler<nlohmann::json> on_job;
+  auto enqueue_job = [this](const std::shared_ptr<const nlohmann::json>& job) {
+    queue_->Add(k8s::ObjectKeyOf(*job));
+  };
+  on_job.on_add = enqueue_job;
+  on_job.on_update = [enqueue_job](const auto&, const auto& job) { enqueue_job(job); };
+  on_job.on_delete = [enqueue_job](const auto& job, bool) { enqueue_job(job); };
+  jobs_->AddEventHandler(on_job);
+
+  k8s::InformerOptions<CachedPod> pods;
+  pods.reflector = Reflect(k8s::resources::Pods(), ns, owned);
+  pods.decode = [](nlohmann::json&& pod) -> Result<CachedPod> {
+    CachedPod cached;
+    cached.namespace_name = pod["metadata"].value("namespace", "");
+    cached.pod = ObservePod(pod);
+    return cached;
+  };
+  pods_ = std::make_unique<k8s::Informer<CachedPod>>(client_, pods);
+  pods_->AddIndexer(kByJob, [](const CachedPod& pod) -> std::vector<std::string> {
+    if (pod.pod.job_name.empty()) {
+      return {};
+    }
+    return {pod.namespace_name + "/" + pod.pod.job_name};
+  });
+  k8s::EventHandler<CachedPod> on_pod;
+  auto enqueue_pod = [this](const std::shared_ptr<const CachedPod>& pod) {
+    EnqueueOwner(pod->namespace_name, pod->pod.job_name);
+  };
+  on_pod.on_add = enqueue_pod;
+  on_pod.on_update = [enqueue_pod](const auto&, const auto& pod) { enqueue_pod(pod); };
+  on_pod.on_delete = [enqueue_pod](const auto& pod, bool) { enqueue_pod(pod); };
+  pods_->AddEventHandler(on_pod);
+
+  auto child_informer = [&](k8s::Resource resource) {
+    k8s::InformerOptions<nlohmann::json> child;
+    child.reflector = Reflect(std::move(resource), ns, owned);
+    auto informer = std::make_unique<k8s::Informer<nlohmann::json>>(client_, child);
+    informer->AddIndexer(kByJob, [](const nlohmann::json& object) -> std::vector<std::string> {
+      std::string key = JobKeyOfLabels(object);
+      if (key.empty()) {
+        return {};
+      }
+      return {std::move(key)};
+    });
+    k8s::EventHandler<nlohmann::json> handler;
+    auto enqueue = [this](const std::shared_ptr<const nlohmann::json>& object) {
+      const std::string key = JobKeyOfLabels(*object);
+      if (!key.empty()) {
+        queue_->Add(key);
+      }
+    };
+    handler.on_add = enqueue;
+    handler.on_update = [enqueue](const auto&, const auto& object) { enqueue(object); };
+    handler.on_delete = [enqueue](const auto& object, bool) { enqueue(object); };
+    informer->AddEventHandler(handler);
+    return informer;
+  };
+  services_ = child_informer(k8s::resources::Services());
+  config_maps_ = child_informer(k8s::resources::ConfigMaps());
+  claims_ = child_informer(k8s::resources::PersistentVolumeClaims());
+  deployments_ = child_informer(k8s::resources::Deployments());
+}
+
+JobController::~JobController() { Stop(); }
+
+void JobController::EnqueueOwner(const std::string& namespace_name, const std::string& job_name) {
+  if (!job_name.empty()) {
+    queue_->Add(namespace_name + "/" + job_name);
+  }
+}
+
+void JobController::Start() {
+  jobs_->Start();
+  pods_->Start();
+  services_->Start();
+  config_maps_->Start();
+  claims_->Start();
+  deployments_->Start();
+}
+
+bool JobController::WaitForCacheSync(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto remaining = [&] {
+    return std::chrono::duration_cast<k8s::Duration>(deadline - std::chrono::steady_clock::now());
+  };
+  return jobs_->WaitForSync(remaining()) && pods_->WaitForSync(remaining()) &&
+         services_->WaitForSync(remaining()) && config_maps_->WaitForSync(remaining()) &&
+         claims_->WaitForSync(remaining()) && deployments_->WaitForSync(remaining());
+}
+
+void JobController::StartWorkers() {
+  std::lock_guard lock(mu_);
+  if (active_ || stopping_) {
+    return;
+  }
+  active_ = true;
+  {
+    // Level-based: every job is looked at once on becoming the leader.
+    for (const auto& key : jobs_->store().Keys()) {
+      queue_->Add(key);
+    }
+    if (workers_.empty()) {
+      for (int i = 0; i < std::max(1, options_.workers); ++i) {
+        workers_.emplace_back([this] { Worker(); });
+      }
+    }
+  }
+}
+
+void JobController::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+    active_ = false;
+  }
+  queue_->ShutDown();
+  for (auto& worker : workers_) {
+    worker.join();
+  }
+  workers_.clear();
+  for (auto* informer : {jobs_.get(), services_.get(), config_maps_.get(), claims_.get(),
+                         deployments_.get()}) {
+    informer->Stop();
+  }
+  pods_->Stop();
+  events_->Flush(std::chrono::seconds(2));
+  events_->Stop();
+}
+
+size_t JobController::QueueDepth() const { return queue_->Len(); }
+
+std::vector<std::pair<std::string, int>> JobController::JobsByPhase() const {
+  std::map<std::string, int> counts;
+  for (const auto& job : jobs_->store().List()) {
+    std::string phase;
+    if (job->contains("status") && (*job)["status"].is_object()) {
+      phase = (*job)["status"].value("phase", "");
+    }
+    ++counts[phase];
+  }
+  return {counts.begin(), counts.end()};
+}
+
+void JobController::Worker() {
+  while (auto key = queue_->Get()) {
+    const auto start = std::chrono::steady_clock::now();
+    Status status = Reconcile(*key);
+    ++stats_.reconciles;
+    if (reconcile_observer_) {
+      reconcile_observer_(status.ok(), std::chrono::steady_clock::now() - start);
+    }
+    if (!status.ok()) {
+      ++stats_.reconcile_errors;
+      if (k8s::IsConflict(status)) {
+        ++stats_.conflicts;
+        spdlog::debug("job {}: {} (requeued)", *key, status.ToString());
+      } else {
+        spdlog::warn("job {}: {} (requeued)", *key, status.ToString());
+      }
+      queue_->AddRateLimited(*key);
+    }
+    queue_->Done(*key);
+  }
+}
+
+Status JobController::Reconcile(const std::string& key) {
+  auto job = jobs_->store().Get(key);
+  if (job == nullptr) {
+    queue_->Forget(key);
+    return Status::Ok();  // deleted: its children go with it by ownerReferences
+  }
+  Observed observed;
+  for (const auto& pod : pods_->store().ByIndex(kByJob, key)) {
+    observed.pods.push_back(pod->pod);
+  }
+  observed.services = Copies(services_->store().ByIndex(kByJob, key));
+  observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
+  observed.claims = Copies(claims_->store().ByIndex(kByJob, key));
+  observed.deployments = Copies(deployments_->store().ByIndex(kByJob, key));
+
+  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
+  Plan plan = PlanJob(*job, observed, now, options_.planner);
+  for (const Action& action : plan.actions) {
+    spdlog::debug("job {}: {}", key, Describe(action));
+    if (Status status = Apply(*job, action); !status.ok()) {
+      return Status(status.code(), Describe(action) + ": " + status.message())
+          .WithHttp(status.http_status(), status.reason());
+    }
+    ++stats_.actions_applied;
+  }
+  queue_->Forget(key);
+  if (plan.requeue_after) {
+    queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(*plan.requeue_after));
+  }
+  return Status::Ok();
+}
+
+Status JobController::Apply(const nlohmann::json& job, const Action& action) {
+  const std::string ns = job["metadata"].value("namespace", "");
+  k8s::WriteOptions write;
+  write.field_manager = options_.field_manager;
+  return std::visit(
+      [&](const auto& a) -> Status {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, CreatePod>) {
+          return IgnoreAlreadyExists(client_.Create(k8s::resources::Pods(), ns, a.pod, write));
+        } else if constexpr (std::is_same_v<T, CreateService>) {
+          return IgnoreAlreadyExists(
+              client_.Create(k8s::resources::Services(), ns, a.service, write));
+        } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
+          return IgnoreAlreadyExists(
+              client_.Create(k8s::resources::ConfigMaps(), ns, a.config_map, write));
+        } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {
+          auto updated = client_.Update(k8s::resources::ConfigMaps(), a.config_map, {}, write);
+          return updated ? Status::Ok() : updated.status();
+        } else if constexpr (std::is_same_v<T, CreatePVC>) {
+          return IgnoreAlreadyExists(
+              client_.Create(k8s::resources::PersistentVolumeClaims(), ns, a.claim, write));
+        } else if constexpr (std::is_same_v<T, CreateDeployment>) {
+          return IgnoreAlreadyExists(
+              client_.Create(k8s::resources::Deployments(), ns, a.deployment, write));
+        } else if constexpr (std::is_same_v<T, DeletePod>) {
+          k8s::DeleteOptions options;
+          options.precondition_uid = a.uid;
+          Status deleted = client_.Delete(k8s::resources::Pods(), ns, a.name, options);
+          // Gone already, or a newer pod took the name: nothing to delete.
+          if (k8s::IsNotFound(deleted) || k8s::IsConflict(deleted)) {
+            return Status::Ok();
+          }
+          return deleted;
+        } else if constexpr (std::is_same_v<T, UpdateStatus>) {
+          nlohmann::json updated = job;
+          updated["status"] = api::ToJson(a.status);
+          auto written = client_.Update(k8s::resources::HybridJobs(), updated, "status", write);
+          return written ? Status::Ok() : written.status();
+        } else if constexpr (std::is_same_v<T, RecordEvent>) {
+          events_->Record(k8s::ReferenceTo(job),
+                          a.type == EventType::kWarning ? k8s::EventType::kWarning
+                                                        : k8s::EventType::kNormal,
+                          a.reason, a.message);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, DeleteJob>) {
+          k8s::DeleteOptions options;
+          options.precondition_uid = a.uid;
+          options.propagation_policy = "Background";
+          Status deleted = client_.Delete(k8s::resources::HybridJobs(), ns,
+                                          job["metadata"].value("name", ""), options);
+          return k8s::IsNotFound(deleted) ? Status::Ok() : deleted;
+        } else {
+          return Internal("unknown action");
+        }
+      },
+      action);
+}
+
+}  // namespace hybridjob::controller

@@ -1,0 +1,163 @@
+#include <charconv>
+#include <exception>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/common/quantity.h>
+#include <hybridjob/controller/observed.h>
+
+namespace hybridjob::controller {
+namespace {
+
+using nlohmann::json;
+
+const json* Child(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string StringAt(const json& object, std::string_view key) {
+  const json* value = Child(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+PodPhase ParsePhase(std::string_view phase) {
+  if (phase == "Running") {
+    return PodPhase::kRunning;
+  }
+  if (phase == "Succeeded") {
+    return PodPhase::kSucceeded;
+  }
+  if (phase == "Failed") {
+    return PodPhase::kFailed;
+  }
+  if (phase == "Unknown") {
+    return PodPhase::kUnknown;
+  }
+  return PodPhase::kPending;
+}
+
+int32_t ParseIndex(std::string_view text) {
+  int32_t value = -1;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0 || text.empty() ||
+      (text.size() > 1 && text.front() == '0')) {
+    return -1;
+  }
+  return value;
+}
+
+int64_t GpuAmount(const json& resources, std::string_view kind) {
+  const json* list = Child(resources, kind);
+  const json* amount = list != nullptr ? Child(*list, "nvidia.com/gpu") : nullptr;
+  if (amount == nullptr) {
+    return 0;
+  }
+  if (amount->is_number_integer()) {
+    return amount->get<int64_t>();
+  }
+  if (amount->is_string()) {
+    Result<int64_t> parsed = ParseQuantity(amount->get<std::string>());
+    return parsed.ok() ? *parsed : 0;
+  }
+  return 0;
+}
+
+ObservedPod ObserveOrThrow(const json& pod) {
+  ObservedPod out;
+  static const json kEmpty = json::object();
+  const json* metadata = Child(pod, "metadata");
+  const json& meta = metadata != nullptr ? *metadata : kEmpty;
+  out.name = StringAt(meta, "name");
+  out.uid = StringAt(meta, "uid");
+  out.terminating = Child(meta, "deletionTimestamp") != nullptr;
+  if (const json* labels = Child(meta, "labels")) {
+    out.job_name = StringAt(*labels, api::kJobNameLabel);
+    out.role = StringAt(*labels, api::kRoleLabel);
+    out.index = ParseIndex(StringAt(*labels, api::kIndexLabel));
+  }
+  if (const json* owners = Child(meta, "ownerReferences");
+      owners != nullptr && owners->is_array()) {
+    for (const json& owner : *owners) {
+      const json* controller = Child(owner, "controller");
+      if (controller != nullptr && controller->is_boolean() && controller->get<bool>()) {
+        out.controller_uid = StringAt(owner, "uid");
+      }
+    }
+  }
+  if (const json* spec = Child(pod, "spec")) {
+    out.node_name = StringAt(*spec, "nodeName");
+    if (const json* containers = Child(*spec, "containers");
+        containers != nullptr && containers->is_array()) {
+      for (const json& container : *containers) {
+        if (const json* resources = Child(container, "resources")) {
+          int64_t limits = GpuAmount(*resources, "limits");
+          out.gpus += limits > 0 ? limits : GpuAmount(*resources, "requests");
+        }
+      }
+    }
+  }
+  if (const json* status = Child(pod, "status")) {
+    out.phase = ParsePhase(StringAt(*status, "phase"));
+    out.reason = StringAt(*status, "reason");
+    if (const json* conditions = Child(*status, "conditions");
+        conditions != nullptr && conditions->is_array()) {
+      for (const json& condition : *conditions) {
+        if (StringAt(condition, "type") == "PodScheduled" &&
+            StringAt(condition, "status") == "False" &&
+            StringAt(condition, "reason") == api::kSurplusReason) {
+          out.surplus = true;
+        }
+      }
+    }
+    if (const json* containers = Child(*status, "containerStatuses");
+        containers != nullptr && containers->is_array()) {
+      for (const json& container : *containers) {
+        const json* state = Child(container, "state");
+        const json* terminated = state != nullptr ? Child(*state, "terminated") : nullptr;
+        const json* code = terminated != nullptr ? Child(*terminated, "exitCode") : nullptr;
+        if (code == nullptr || !code->is_number_integer()) {
+          continue;
+        }
+        int32_t exit_code = code->get<int32_t>();
+        if (!out.exit_code || (*out.exit_code == 0 && exit_code != 0)) {
+          out.exit_code = exit_code;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ObservedPod ObservePod(const json& pod) {
+  try {
+    return ObserveOrThrow(pod);
+  } catch (const std::exception&) {
+    // Only a value of an unexpected type gets here; such a pod is unusable.
+    ObservedPod out;
+    out.index = -1;
+    return out;
+  }
+}
+
+std::string_view ToString(PodPhase phase) {
+  switch (phase) {
+    case PodPhase::kPending:
+      return "Pending";
+    case PodPhase::kRunning:
+      return "Running";
+    case PodPhase::kSucceeded:
+      return "Succeeded";
+    case PodPhase::kFailed:
+      return "Failed";
+    case PodPhase::kUnknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+}  // namespace hybridjob::controller

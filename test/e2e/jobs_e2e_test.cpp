@@ -1,0 +1,162 @@
+// End to end: `kubectl apply` of HybridJobs against the real binaries.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include <hybridjob/api/labels.h>
+
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::string Member(const std::string& role, int min, int max, int gpus, const std::string& duration,
+                   const std::string& exit_code = "0", const std::string& restart = "OnFailure") {
+  std::string text = "    - name: " + role + "\n      minReplicas: " + std::to_string(min) +
+                     "\n      maxReplicas: " + std::to_string(max) +
+                     "\n      restartPolicy: " + restart +
+                     "\n      template:\n        metadata:\n          annotations:\n";
+  if (!duration.empty()) {
+    text += "            sim.hybridjob.io/duration: \"" + duration + "\"\n";
+  }
+  text += "            sim.hybridjob.io/exit-code: \"" + exit_code + "\"\n";
+  text += "        spec:\n          containers:\n            - name: main\n              image: "
+          "trainer:latest\n";
+  if (gpus > 0) {
+    text += "              resources:\n                limits:\n                  nvidia.com/gpu: " +
+            std::to_string(gpus) + "\n";
+  }
+  return text;
+}
+
+std::string Job(const std::string& name, const std::string& framework,
+                const std::vector<std::string>& members, const std::string& run_policy = "") {
+  std::string text = "apiVersion: batch.hybridjob.io/v1alpha1\nkind: HybridJob\nmetadata:\n  name: " +
+                     name + "\nspec:\n  framework: " + framework + "\n";
+  if (!run_policy.empty()) {
+    text += "  runPolicy:\n" + run_policy;
+  }
+  text += "  replicaSpecs:\n";
+  for (const auto& member : members) {
+    text += member;
+  }
+  return text;
+}
+
+int BoundCount(System& system, const std::string& job) {
+  int bound = 0;
+  for (const auto& pod : system.Pods(job)) {
+    bound += pod["spec"].value("nodeName", "").empty() ? 0 : 1;
+  }
+  return bound;
+}
+
+TEST(EndToEndTest, TensorflowJobSucceedsAndItsParameterServersAreCleanedUp) {
+  System system;
+  ASSERT_TRUE(system.ok());
+  std::string output;
+  ASSERT_EQ(system.Apply(Job("tf", "tensorflow",
+                             {Member("chief", 1, 1, 1, "6s"), Member("ps", 2, 2, 0, ""),
+                              Member("worker", 2, 4, 1, "")}),
+                         &output),
+            0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Running"; }, 60s))
+      << "phase " << system.Phase("tf") << "\n" << system.Logs();
+  // The cluster spec lists the bound members.
+  auto cluster = system.client().Get(k8s::resources::ConfigMaps(), "default", "tf-cluster");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  const json spec = json::parse((*cluster)["data"]["cluster.json"].get<std::string>());
+  EXPECT_EQ(spec["ps"].size(), 2u);
+  EXPECT_EQ(spec["worker"].size(), 4u);
+  EXPECT_EQ(spec["chief"][0], "tf-chief-0.tf.default.svc:2222");
+
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Succeeded"; }, 60s))
+      << "phase " << system.Phase("tf") << "\n" << system.Logs();
+  // Parameter servers never linger once the job is done.
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& pod : system.Pods("tf")) {
+      if (pod["metadata"]["labels"][std::string(api::kRoleLabel)] == "ps") {
+        return false;
+      }
+    }
+    return true;
+  }, 30s)) << "ps pods still exist";
+  std::string kubectl_out;
+  ASSERT_EQ(system.Kubectl("get hj tf", &kubectl_out), 0);
+  EXPECT_NE(kubectl_out.find("Succeeded"), std::string::npos) << kubectl_out;
+}
+
+TEST(EndToEndTest, TwoCompetingJobsNeverDeadlock) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});  // 8 GPUs; each job needs 6
+  ASSERT_TRUE(system.ok());
+  ASSERT_EQ(system.Apply(Job("a", "pytorch", {Member("worker", 6, 6, 1, "5s")})), 0);
+  ASSERT_EQ(system.Apply(Job("b", "pytorch", {Member("worker", 6, 6, 1, "5s")})), 0);
+  // Sample while both run their course: a job is placed whole or not at all.
+  bool partial_seen = false;
+  const auto deadline = std::chrono::steady_clock::now() + 90s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         !(system.Phase("a") == "Succeeded" && system.Phase("b") == "Succeeded")) {
+    for (const char* job : {"a", "b"}) {
+      const int bound = BoundCount(system, job);
+      const std::string phase = system.Phase(job);
+      if (phase != "Succeeded" && bound > 0 && bound < 6) {
+        partial_seen = true;
+      }
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_FALSE(partial_seen) << "a job was partially placed";
+  EXPECT_EQ(system.Phase("a"), "Succeeded") << system.Logs();
+  EXPECT_EQ(system.Phase("b"), "Succeeded") << system.Logs();
+}
+
+TEST(EndToEndTest, FailedWorkerIsRestartedWithTheSameIndex) {
+  System system;
+  ASSERT_TRUE(system.ok());
+  // Worker 1 of 2 fails with a retryable code; after the first failure the
+  // test "fixes the image" (exit code 0), so the restarted member succeeds.
+  ASSERT_EQ(system.Apply(Job("r", "generic",
+                             {Member("worker", 2, 2, 1, "4s", "137", "ExitCode")},
+                             "    backoffLimit: 3\n")),
+            0);
+  std::string first_uid;
+  ASSERT_TRUE(WaitFor([&] {
+    const json job = system.Job("r");
+    return !job.is_null() && job.contains("status") && job["status"].value("restartCount", 0) >= 1;
+  }, 60s)) << system.Logs();
+  std::string output;
+  ASSERT_EQ(system.Kubectl("patch hj r --type=json -p '[{\"op\":\"replace\",\"path\":\"/spec/"
+                           "replicaSpecs/0/template/metadata/annotations/sim.hybridjob.io~1exit-code\","
+                           "\"value\":\"0\"}]'",
+                           &output),
+            0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("r") == "Succeeded"; }, 90s))
+      << "phase " << system.Phase("r") << "\n" << system.Logs();
+  const json job = system.Job("r");
+  EXPECT_GE(job["status"].value("restartCount", 0), 1);
+  EXPECT_LE(job["status"].value("restartCount", 0), 3);
+}
+
+TEST(EndToEndTest, JobThatDoesNotFitWaitsThenRunsWhenTheOtherFinishes) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});  // 8 GPUs
+  ASSERT_TRUE(system.ok());
+  ASSERT_EQ(system.Apply(Job("first", "generic", {Member("worker", 8, 8, 1, "6s")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return BoundCount(system, "first") == 8; }, 60s)) << system.Logs();
+  ASSERT_EQ(system.Apply(Job("second", "generic", {Member("worker", 4, 4, 1, "3s")})), 0);
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(BoundCount(system, "second"), 0);
+  EXPECT_NE(system.Phase("second"), "Running");
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("second") == "Succeeded"; }, 90s))
+      << "phase " << system.Phase("second") << "\n" << system.Logs();
+  EXPECT_EQ(system.Phase("first"), "Succeeded");
+}
+
+}  // namespace
+}  // namespace hybridjob::testing

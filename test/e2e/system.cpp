@@ -1,0 +1,130 @@
+#include "system.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <hybridjob/api/labels.h>
+
+namespace hybridjob::testing {
+
+System::System(const SystemOptions& options) {
+  if (!cluster_.ok()) {
+    return;
+  }
+  client_ = cluster_.AdminClient();
+  if (!client_) {
+    return;
+  }
+  std::string output;
+  if (Kubectl("apply -f " + SourceDir() + "/crds/", &output) != 0) {
+    ADD_FAILURE() << "applying the CRD failed:\n" << output;
+    return;
+  }
+  if (Kubectl("wait --for condition=established --timeout=60s crd/hybridjobs.batch.hybridjob.io",
+              &output) != 0) {
+    ADD_FAILURE() << "the CRD was not established:\n" << output;
+    return;
+  }
+  const std::string dir = cluster_.dir();
+  const std::string kubeconfig = cluster_.kubeconfig();
+  sim_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{BinaryDir() + "/hybridjob-sim", "--kubeconfig", kubeconfig,
+                               "--nodes", std::to_string(options.nodes), "--gpus-per-node",
+                               std::to_string(options.gpus_per_node), "--cpu", "32", "--memory",
+                               "256Gi", "--heartbeat-interval", "20s"},
+      dir + "/logs/hybridjob-sim.log");
+  // Nodes first, so the scheduler's first cycle sees them.
+  const bool nodes_ready = WaitFor(
+      [&] {
+        auto nodes = client_->List(k8s::resources::Nodes(), "", {});
+        return nodes.ok() && static_cast<int>(nodes->items.size()) == options.nodes;
+      },
+      std::chrono::seconds(30));
+  if (!nodes_ready) {
+    ADD_FAILURE() << "simulated nodes did not register:\n" << sim_->Log();
+    return;
+  }
+  std::vector<std::string> scheduler_args = {BinaryDir() + "/gang-scheduler", "--kubeconfig",
+                                             kubeconfig, "--metrics-addr", "0", "--health-addr",
+                                             "0"};
+  if (!options.scheduler_config.empty()) {
+    const std::string config_path = dir + "/scheduler.yaml";
+    std::ofstream(config_path) << options.scheduler_config;
+    scheduler_args.push_back("--config");
+    scheduler_args.push_back(config_path);
+  }
+  scheduler_ = std::make_unique<ChildProcess>(scheduler_args, dir + "/logs/gang-scheduler.log");
+  controller_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{BinaryDir() + "/hybridjob-controller", "--kubeconfig", kubeconfig,
+                               "--metrics-addr", "0", "--health-addr", "0"},
+      dir + "/logs/hybridjob-controller.log");
+  ok_ = sim_->Running() && scheduler_->Running() && controller_->Running();
+  if (!ok_) {
+    ADD_FAILURE() << "a binary did not start:\n" << Logs();
+  }
+}
+
+System::~System() {
+  // Controller and scheduler first, so nothing reacts to the nodes going.
+  if (controller_) {
+    controller_->Stop();
+  }
+  if (scheduler_) {
+    scheduler_->Stop();
+  }
+  if (sim_) {
+    sim_->Stop();
+  }
+}
+
+int System::Kubectl(const std::string& args, std::string* output) const {
+  std::ifstream bin_dir_file(cluster_.dir() + "/k8s-bin-dir");
+  std::string bin_dir;
+  std::getline(bin_dir_file, bin_dir);
+  return RunCommand(bin_dir + "/kubectl --kubeconfig " + cluster_.kubeconfig() + " " + args,
+                    output);
+}
+
+int System::Apply(const std::string& manifest, std::string* output) const {
+  static int counter = 0;
+  const std::string path = cluster_.dir() + "/manifest-" + std::to_string(counter++) + ".yaml";
+  std::ofstream(path) << manifest;
+  return Kubectl("apply -f " + path, output);
+}
+
+nlohmann::json System::Job(const std::string& name, const std::string& ns) {
+  auto job = client_->Get(k8s::resources::HybridJobs(), ns, name);
+  return job ? *job : nlohmann::json();
+}
+
+std::string System::Phase(const std::string& name, const std::string& ns) {
+  nlohmann::json job = Job(name, ns);
+  if (job.is_null() || !job.contains("status") || !job["status"].is_object()) {
+    return "";
+  }
+  return job["status"].value("phase", "");
+}
+
+std::vector<nlohmann::json> System::Pods(const std::string& job, const std::string& ns) {
+  k8s::ListOptions options;
+  options.label_selector = std::string(api::kJobNameLabel) + "=" + job;
+  auto pods = client_->List(k8s::resources::Pods(), ns, options);
+  return pods ? pods->items : std::vector<nlohmann::json>{};
+}
+
+std::string System::Logs() const {
+  std::string out;
+  for (const auto* process : {sim_.get(), scheduler_.get(), controller_.get()}) {
+    if (process != nullptr) {
+      std::string log = process->Log();
+      if (log.size() > 4000) {
+        log = "..." + log.substr(log.size() - 4000);
+      }
+      out += "==> " + process->log_path() + "\n" + log + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace hybridjob::testing

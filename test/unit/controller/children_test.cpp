@@ -1,0 +1,362 @@
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/api/defaults.h>
+#include <hybridjob/api/json.h>
+#include <hybridjob/controller/children.h>
+
+#include "job_fixtures.h"
+#include "shell.h"
+
+namespace hybridjob::controller {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+api::HybridJob Defaulted(const json& object) {
+  Result<api::HybridJob> parsed = api::ParseHybridJob(object);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  api::HybridJob job = parsed.ok() ? *parsed : api::HybridJob{};
+  api::ApplyDefaults(job);
+  return job;
+}
+
+const json* FindNamed(const json& list, const std::string& name) {
+  for (const json& item : list) {
+    if (item.value("name", "") == name) {
+      return &item;
+    }
+  }
+  return nullptr;
+}
+
+std::string EnvValueOf(const json& container, const std::string& name) {
+  const json* entry = FindNamed(container["env"], name);
+  return entry == nullptr ? "<unset>" : (*entry)["value"].get<std::string>();
+}
+
+// The kubelet's $(VAR) expansion when no variable matches: only "$$" changes.
+std::string KubeletUnescape(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      ++i;
+    }
+  }
+  return out;
+}
+
+class ControllerChildrenTest : public ::testing::Test {
+ protected:
+  json object_ = hybridjob::testing::TfJobJson();
+  PlannerOptions options_;
+};
+
+TEST_F(ControllerChildrenTest, MemberPodIdentity) {
+  object_["spec"]["replicaSpecs"][1]["template"]["metadata"] = {
+      {"labels", {{"team", "vision"}, {"batch.hybridjob.io/role", "spoofed"}}},
+      {"annotations", {{"sim.hybridjob.io/duration", "30s"}}}};
+  api::HybridJob job = Defaulted(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 2, options_);
+
+  EXPECT_EQ(pod["apiVersion"], "v1");
+  EXPECT_EQ(pod["kind"], "Pod");
+  const json& meta = pod["metadata"];
+  EXPECT_EQ(meta["name"], "mnist-worker-2");
+  EXPECT_EQ(meta["namespace"], "team-a");
+  EXPECT_EQ(meta["labels"]["batch.hybridjob.io/job-name"], "mnist");
+  EXPECT_EQ(meta["labels"]["batch.hybridjob.io/role"], "worker");
+  EXPECT_EQ(meta["labels"]["batch.hybridjob.io/index"], "2");
+  EXPECT_EQ(meta["labels"]["team"], "vision");
+  EXPECT_EQ(meta["annotations"]["sim.hybridjob.io/duration"], "30s");
+  ASSERT_EQ(meta["ownerReferences"].size(), 1u);
+  const json& owner = meta["ownerReferences"][0];
+  EXPECT_EQ(owner["apiVersion"], "batch.hybridjob.io/v1alpha1");
+  EXPECT_EQ(owner["kind"], "HybridJob");
+  EXPECT_EQ(owner["name"], "mnist");
+  EXPECT_EQ(owner["uid"], "job-uid-1");
+  EXPECT_EQ(owner["controller"], true);
+  EXPECT_EQ(owner["blockOwnerDeletion"], true);
+
+  const json& spec = pod["spec"];
+  EXPECT_EQ(spec["schedulerName"], "gang-scheduler");
+  EXPECT_EQ(spec["hostname"], "mnist-worker-2");
+  EXPECT_EQ(spec["subdomain"], "mnist");
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+  const json& container = spec["containers"][0];
+  EXPECT_EQ(EnvValueOf(container, "HYBRIDJOB_JOB_NAME"), "mnist");
+  EXPECT_EQ(EnvValueOf(container, "HYBRIDJOB_ROLE"), "worker");
+  EXPECT_EQ(EnvValueOf(container, "HYBRIDJOB_INDEX"), "2");
+  EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"], 1);  // the template's own
+}
+
+TEST_F(ControllerChildrenTest, GroupSpecAnnotationDescribesTheWholeGang) {
+  object_["spec"]["replicaSpecs"][1]["priority"] = 5;
+  object_["spec"]["queue"] = "research";
+  object_["spec"]["runPolicy"] = {{"scheduleTimeoutSeconds", 120}};
+  api::HybridJob job = Defaulted(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
+  const std::string annotation = pod["metadata"]["annotations"]["batch.hybridjob.io/group-spec"];
+  EXPECT_EQ(annotation, R"({"roles":[{"name":"ps","min":1,"max":1,"priority":0},)"
+                        R"({"name":"worker","min":2,"max":4,"priority":5}],)"
+                        R"("queue":"research","scheduleTimeoutSeconds":120})");
+  EXPECT_EQ(GroupSpecAnnotation(job), annotation);
+  object_["spec"].erase("runPolicy");
+  EXPECT_THAT(GroupSpecAnnotation(Defaulted(object_)), Not(HasSubstr("scheduleTimeoutSeconds")));
+}
+
+TEST_F(ControllerChildrenTest, EveryMemberMountsTheClusterConfigMap) {
+  api::HybridJob job = Defaulted(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
+  const json* volume = FindNamed(pod["spec"]["volumes"], "hybridjob-cluster");
+  ASSERT_NE(volume, nullptr);
+  EXPECT_EQ((*volume)["configMap"]["name"], "mnist-cluster");
+  EXPECT_FALSE((*volume)["configMap"].contains("optional"));  // containers wait for it
+  const json* mount = FindNamed(pod["spec"]["containers"][0]["volumeMounts"], "hybridjob-cluster");
+  ASSERT_NE(mount, nullptr);
+  EXPECT_EQ((*mount)["mountPath"], "/etc/hybridjob");
+  EXPECT_EQ((*mount)["readOnly"], true);
+}
+
+TEST_F(ControllerChildrenTest, ElasticJobsWrapTheCommand) {
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["command"] = {"python",
+                                                                                        "train.py"};
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["args"] = {"--lr=$(LR)",
+                                                                                     "--epochs=3"};
+  api::HybridJob job = Defaulted(object_);
+  ASSERT_TRUE(job.spec.IsElastic());
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 1, options_);
+  const json& container = pod["spec"]["containers"][0];
+  ASSERT_TRUE(container["command"].is_array());
+  std::vector<std::string> command = container["command"].get<std::vector<std::string>>();
+  ASSERT_EQ(command.size(), 8u);
+  EXPECT_EQ(command[0], "/bin/sh");
+  EXPECT_EQ(command[1], "-c");
+  EXPECT_EQ(KubeletUnescape(command[2]), kEnvWrapperScript);
+  EXPECT_EQ(command[3], "hybridjob-env");
+  EXPECT_THAT(std::vector<std::string>(command.begin() + 4, command.end()),
+              ElementsAre("python", "train.py", "--lr=$(LR)", "--epochs=3"));
+  EXPECT_FALSE(container.contains("args"));
+  EXPECT_EQ(EnvValueOf(container, "TF_CONFIG"), "<unset>");  // it comes from the env file
+  EXPECT_THAT(std::string(kEnvWrapperScript), HasSubstr("/etc/hybridjob/${HYBRIDJOB_ROLE}.env"));
+}
+
+TEST_F(ControllerChildrenTest, WrapperSourcesTheEnvFileThenExecsTheCommand) {
+  // The wrapper with its directory pointed at a scratch one, run as the kubelet
+  // would run the wrapped command.
+  const std::string dir = ::testing::TempDir() + "/wrapper-test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir + "/worker.env");
+    out << "export RANK=\"$((HYBRIDJOB_INDEX + 1))\"\n";
+  }
+  std::string script(kEnvWrapperScript);
+  script.replace(script.find("/etc/hybridjob"), std::string("/etc/hybridjob").size(), dir);
+  testing::ShellResult result = testing::RunShell(
+      "HYBRIDJOB_ROLE=worker HYBRIDJOB_INDEX=2 /bin/sh -c \"$1\" hybridjob-env printf '%s;%s' "
+      "\"$2\" '$RANK'\n",
+      {script, "arg with spaces"});
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_EQ(result.output, "arg with spaces;$RANK");
+  result = testing::RunShell(
+      "HYBRIDJOB_ROLE=worker HYBRIDJOB_INDEX=2 /bin/sh -c \"$1\" hybridjob-env sh -c "
+      "'printf %s \"$RANK\"'\n",
+      {script});
+  EXPECT_EQ(result.output, "3");
+}
+
+TEST_F(ControllerChildrenTest, ContainersWithoutCommandAreLeftAlone) {
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0].erase("command");
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["args"] = {"--x"};
+  api::HybridJob job = Defaulted(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
+  EXPECT_FALSE(pod["spec"]["containers"][0].contains("command"));
+  EXPECT_EQ(pod["spec"]["containers"][0]["args"], json({"--x"}));
+}
+
+TEST_F(ControllerChildrenTest, StaticJobsGetPlainEnvironment) {
+  object_["spec"]["replicaSpecs"][1]["maxReplicas"] = 2;
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["env"] = {
+      {{"name", "TF_CONFIG"}, {"value", "stale"}}, {{"name", "KEEP"}, {"value", "me"}}};
+  api::HybridJob job = Defaulted(object_);
+  ASSERT_FALSE(job.spec.IsElastic());
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 1, options_);
+  const json& container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["command"], json({"sleep", "10"}));  // not wrapped
+  EXPECT_EQ(EnvValueOf(container, "KEEP"), "me");
+  json tf_config = json::parse(EnvValueOf(container, "TF_CONFIG"));
+  EXPECT_EQ(tf_config["cluster"]["worker"].size(), 2u);
+  EXPECT_EQ(tf_config["task"]["index"], 1);
+  int tf_configs = 0;
+  for (const json& entry : container["env"]) {
+    tf_configs += entry["name"] == "TF_CONFIG" ? 1 : 0;
+  }
+  EXPECT_EQ(tf_configs, 1);
+}
+
+TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
+  object_["spec"]["code"] = {{"source", "https://example.com/a$(id).tgz?x=1&y=2"}};
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["env"] = {
+      {{"name", "AWS_REGION"}, {"value", "eu-west-1"}}, {{"name", "SECRET_OTHER"}, {"value", "x"}}};
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["initContainers"] = {
+      hybridjob::testing::Container("prepare")};
+  api::HybridJob job = Defaulted(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
+  const json& init = pod["spec"]["initContainers"];
+  ASSERT_EQ(init.size(), 2u);
+  EXPECT_EQ(init[0]["name"], "hybridjob-code");  // first, before the template's own
+  EXPECT_EQ(init[1]["name"], "prepare");
+  EXPECT_EQ(init[0]["image"], options_.code_fetcher_image);
+  std::vector<std::string> command = init[0]["command"].get<std::vector<std::string>>();
+  ASSERT_EQ(command.size(), 6u);
+  EXPECT_EQ(KubeletUnescape(command[2]), kCodeFetchScript);
+  EXPECT_THAT(command[2], Not(HasSubstr("example.com")));
+  EXPECT_EQ(KubeletUnescape(command[4]), "https://example.com/a$(id).tgz?x=1&y=2");
+  EXPECT_EQ(command[4], "https://example.com/a$$(id).tgz?x=1&y=2");
+  EXPECT_EQ(command[5], "/workspace");
+  EXPECT_EQ(EnvValueOf(init[0], "AWS_REGION"), "eu-west-1");
+  EXPECT_EQ(EnvValueOf(init[0], "SECRET_OTHER"), "<unset>");
+
+  const json* volume = FindNamed(pod["spec"]["volumes"], "hybridjob-code");
+  ASSERT_NE(volume, nullptr);
+  EXPECT_TRUE((*volume).contains("emptyDir"));
+  const json& container = pod["spec"]["containers"][0];
+  EXPECT_EQ((*FindNamed(container["volumeMounts"], "hybridjob-code"))["mountPath"], "/workspace");
+  EXPECT_EQ(EnvValueOf(container, "HYBRIDJOB_CODE_DIR"), "/workspace");
+  // The template's init container sees the code too.
+  EXPECT_NE(FindNamed(init[1]["volumeMounts"], "hybridjob-code"), nullptr);
+
+  job.spec.code->image = "my/fetcher:1";
+  pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
+  EXPECT_EQ(pod["spec"]["initContainers"][0]["image"], "my/fetcher:1");
+}
+
+TEST_F(ControllerChildrenTest, CodeFetchScriptNeverEvaluatesTheUrl) {
+  const std::string dir = ::testing::TempDir() + "/fetch-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string marker = dir + "/pwned";
+  // Port 9 refuses connections, so the fetch fails fast after the URL was used.
+  for (const std::string& url :
+       {"http://127.0.0.1:9/$(touch " + marker + ").tgz",
+        "http://127.0.0.1:9/`touch " + marker + "`", "http://127.0.0.1:9/a.tgz;touch " + marker}) {
+    testing::ShellResult result =
+        testing::RunShell(std::string(kCodeFetchScript), {url, dir + "/dest"});
+    EXPECT_NE(result.exit_status, 0) << result.output;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << url;
+  }
+}
+
+TEST_F(ControllerChildrenTest, JobVolumesMountIntoTheirRoles) {
+  object_["spec"]["volumes"] = {
+      {{"name", "data"}, {"size", "10Gi"}, {"mountPath", "/data"}},
+      {{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}, {"roles", {"worker"}}},
+      {{"name", "shared"}, {"existingClaim", "team-share"}, {"mountPath", "/shared"}}};
+  api::HybridJob job = Defaulted(object_);
+  json ps = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
+  json worker = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
+  EXPECT_EQ((*FindNamed(ps["spec"]["volumes"], "data"))["persistentVolumeClaim"]["claimName"],
+            "mnist-data");
+  EXPECT_EQ(FindNamed(ps["spec"]["volumes"], "ckpt"), nullptr);
+  EXPECT_NE(FindNamed(worker["spec"]["volumes"], "ckpt"), nullptr);
+  EXPECT_EQ((*FindNamed(worker["spec"]["volumes"], "shared"))["persistentVolumeClaim"]["claimName"],
+            "team-share");
+  EXPECT_EQ((*FindNamed(worker["spec"]["containers"][0]["volumeMounts"], "ckpt"))["mountPath"],
+            "/ckpt");
+}
+
+TEST_F(ControllerChildrenTest, HeadlessService) {
+  object_["spec"]["replicaSpecs"][1]["port"] = 3333;
+  object_["spec"]["replicaSpecs"].push_back({{"name", "evaluator"},
+                                             {"minReplicas", 0},
+                                             {"maxReplicas", 1},
+                                             {"template", hybridjob::testing::PodTemplate()}});
+  api::HybridJob job = Defaulted(object_);
+  json service = BuildHeadlessService(job);
+  EXPECT_EQ(service["metadata"]["name"], "mnist");
+  EXPECT_EQ(service["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(service["spec"]["selector"], json({{"batch.hybridjob.io/job-name", "mnist"}}));
+  // ps and evaluator share 2222: one entry per port.
+  EXPECT_EQ(
+      service["spec"]["ports"],
+      json({{{"name", "ps"}, {"port", 2222}, {"targetPort", 2222}, {"protocol", "TCP"}},
+            {{"name", "worker"}, {"port", 3333}, {"targetPort", 3333}, {"protocol", "TCP"}}}));
+}
+
+TEST_F(ControllerChildrenTest, VolumeClaims) {
+  object_["spec"]["volumes"] = {
+      {{"name", "data"}, {"size", "10Gi"}, {"mountPath", "/data"}, {"storageClassName", "fast"}},
+      {{"name", "keep"},
+       {"size", "5Gi"},
+       {"mountPath", "/keep"},
+       {"retain", true},
+       {"accessModes", {"ReadWriteMany"}}}};
+  api::HybridJob job = Defaulted(object_);
+  json data = BuildVolumeClaim(job, job.spec.volumes[0]);
+  EXPECT_EQ(data["kind"], "PersistentVolumeClaim");
+  EXPECT_EQ(data["metadata"]["name"], "mnist-data");
+  EXPECT_EQ(data["metadata"]["labels"]["batch.hybridjob.io/job-name"], "mnist");
+  EXPECT_EQ(data["metadata"]["ownerReferences"].size(), 1u);
+  EXPECT_EQ(data["spec"]["accessModes"], json({"ReadWriteOnce"}));
+  EXPECT_EQ(data["spec"]["resources"]["requests"]["storage"], "10Gi");
+  EXPECT_EQ(data["spec"]["storageClassName"], "fast");
+  json keep = BuildVolumeClaim(job, job.spec.volumes[1]);
+  EXPECT_FALSE(keep["metadata"].contains("ownerReferences"));
+  EXPECT_EQ(keep["spec"]["accessModes"], json({"ReadWriteMany"}));
+  EXPECT_FALSE(keep["spec"].contains("storageClassName"));
+}
+
+TEST_F(ControllerChildrenTest, Tensorboard) {
+  object_["spec"]["volumes"] = {{{"name", "logs"}, {"size", "1Gi"}, {"mountPath", "/logs/"}},
+                                {{"name", "other"}, {"size", "1Gi"}, {"mountPath", "/logsx"}}};
+  object_["spec"]["tensorboard"] = {{"logDir", "/logs/run1"}, {"serviceType", "NodePort"}};
+  api::HybridJob job = Defaulted(object_);
+  json deployment = BuildTensorboardDeployment(job, options_);
+  EXPECT_EQ(deployment["kind"], "Deployment");
+  EXPECT_EQ(deployment["metadata"]["name"], "mnist-tensorboard");
+  EXPECT_EQ(deployment["metadata"]["ownerReferences"][0]["controller"], true);
+  const json& pod_labels = deployment["spec"]["template"]["metadata"]["labels"];
+  EXPECT_EQ(pod_labels, json({{"batch.hybridjob.io/tensorboard", "mnist"}}));
+  EXPECT_EQ(deployment["spec"]["selector"]["matchLabels"], pod_labels);
+  const json& container = deployment["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], options_.tensorboard_image);
+  EXPECT_EQ(container["args"][1], "/logs/run1");
+  const json& volumes = deployment["spec"]["template"]["spec"]["volumes"];
+  ASSERT_EQ(volumes.size(), 1u);
+  EXPECT_EQ(volumes[0]["persistentVolumeClaim"]["claimName"], "mnist-logs");
+  json service = BuildTensorboardService(job);
+  EXPECT_EQ(service["spec"]["type"], "NodePort");
+  EXPECT_EQ(service["spec"]["selector"], pod_labels);
+  EXPECT_EQ(service["metadata"]["labels"]["batch.hybridjob.io/job-name"], "mnist");
+}
+
+TEST_F(ControllerChildrenTest, ClusterConfigMap) {
+  api::HybridJob job = Defaulted(object_);
+  Membership membership{{{"ps", 1}, {"worker", 3}}};
+  json config_map = BuildClusterConfigMap(job, membership);
+  EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");
+  EXPECT_EQ(config_map["metadata"]["annotations"]["batch.hybridjob.io/members"],
+            R"({"ps":1,"worker":3})");
+  const json& data = config_map["data"];
+  EXPECT_TRUE(data.contains("cluster.json"));
+  EXPECT_TRUE(data.contains("ps.env"));
+  EXPECT_TRUE(data.contains("worker.env"));
+  EXPECT_FALSE(data.contains("hostfile"));
+  EXPECT_EQ(json::parse(data["cluster.json"].get<std::string>())["worker"].size(), 3u);
+}
+
+TEST_F(ControllerChildrenTest, EscapesKubeletExpansion) {
+  EXPECT_EQ(EscapeKubeExpansion("a$(B)c$$d"), "a$$(B)c$$$$d");
+  EXPECT_EQ(EscapeKubeExpansion("plain"), "plain");
+}
+
+}  // namespace
+}  // namespace hybridjob::controller

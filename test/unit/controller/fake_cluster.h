@@ -1,0 +1,252 @@
+// Test support: an in-memory stand-in for the API server, the gang scheduler
+// and the kubelet, enough to run plans the way the reconciler will.
+#pragma once
+
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/api/json.h>
+#include <hybridjob/api/time.h>
+#include <hybridjob/controller/planner.h>
+
+namespace hybridjob::controller::testing {
+
+using nlohmann::json;
+
+inline api::TimePoint T0() {
+  return std::chrono::sys_days(std::chrono::year(2024) / 5 / 1) + std::chrono::hours(12);
+}
+
+template <typename T>
+std::vector<T> ActionsOf(const Plan& plan) {
+  std::vector<T> out;
+  for (const Action& action : plan.actions) {
+    if (const T* typed = std::get_if<T>(&action)) {
+      out.push_back(*typed);
+    }
+  }
+  return out;
+}
+
+inline std::vector<std::string> CreatedPods(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const CreatePod& create : ActionsOf<CreatePod>(plan)) {
+    names.push_back(create.pod["metadata"]["name"].get<std::string>());
+  }
+  return names;
+}
+
+inline std::vector<std::string> DeletedPods(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    names.push_back(removal.name);
+  }
+  return names;
+}
+
+inline std::vector<std::string> EventReasons(const Plan& plan) {
+  std::vector<std::string> reasons;
+  for (const RecordEvent& event : ActionsOf<RecordEvent>(plan)) {
+    reasons.push_back(event.reason);
+  }
+  return reasons;
+}
+
+// Position of the first action of type T, or -1.
+template <typename T>
+int IndexOf(const Plan& plan) {
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    if (std::holds_alternative<T>(plan.actions[i])) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+inline std::string Describe(const Plan& plan) {
+  std::string out;
+  for (const Action& action : plan.actions) {
+    out += "  " + controller::Describe(action) + "\n";
+  }
+  return out;
+}
+
+class FakeCluster {
+ public:
+  explicit FakeCluster(json job, PlannerOptions options = {})
+      : job_(std::move(job)), options_(std::move(options)) {}
+
+  Observed Observe() const {
+    Observed observed;
+    for (const auto& [name, pod] : pods_) {
+      observed.pods.push_back(ObservePod(pod));
+    }
+    for (const auto& [name, object] : services_) {
+      observed.services.push_back(object);
+    }
+    for (const auto& [name, object] : config_maps_) {
+      observed.config_maps.push_back(object);
+    }
+    for (const auto& [name, object] : claims_) {
+      observed.claims.push_back(object);
+    }
+    for (const auto& [name, object] : deployments_) {
+      observed.deployments.push_back(object);
+    }
+    return observed;
+  }
+
+  controller::Plan Reconcile(api::TimePoint now) const {
+    return PlanJob(job_, Observe(), now, options_);
+  }
+
+  void Apply(const controller::Plan& plan) {
+    for (const Action& action : plan.actions) {
+      std::visit([this](const auto& a) { ApplyOne(a); }, action);
+    }
+  }
+
+  // Plan, apply, and check that planning again on the result asks for nothing.
+  controller::Plan Step(api::TimePoint now) {
+    controller::Plan plan = Reconcile(now);
+    Apply(plan);
+    controller::Plan again = Reconcile(now);
+    EXPECT_TRUE(again.actions.empty()) << "planning again asked for:\n" << testing::Describe(again);
+    return plan;
+  }
+
+  // --- the scheduler and the kubelet ---------------------------------------
+
+  void Bind(const std::string& name, const std::string& node = "node-1") {
+    PodRef(name)["spec"]["nodeName"] = node;
+  }
+
+  void MarkSurplus(const std::string& name) {
+    PodRef(name)["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                             {"status", "False"},
+                                             {"reason", "GangSurplus"},
+                                             {"message", "left out of the placement"}}};
+  }
+
+  void Run(const std::string& name) { PodRef(name)["status"]["phase"] = "Running"; }
+
+  void Exit(const std::string& name, int exit_code) {
+    json& pod = PodRef(name);
+    pod["status"]["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
+    pod["status"]["containerStatuses"] = {
+        {{"name", "main"}, {"state", {{"terminated", {{"exitCode", exit_code}}}}}}};
+  }
+
+  void MarkTerminating(const std::string& name) {
+    PodRef(name)["metadata"]["deletionTimestamp"] = "2024-05-01T11:00:00Z";
+  }
+
+  // --- inspection ----------------------------------------------------------
+
+  bool HasPod(const std::string& name) const { return pods_.count(name) != 0; }
+  const json& Pod(const std::string& name) const { return pods_.at(name); }
+  json& PodRef(const std::string& name) {
+    EXPECT_TRUE(HasPod(name)) << name;
+    return pods_[name];
+  }
+  std::vector<std::string> PodNames() const {
+    std::vector<std::string> names;
+    for (const auto& entry : pods_) {
+      names.push_back(entry.first);
+    }
+    return names;
+  }
+  void AddPod(json pod) {
+    std::string name = pod["metadata"]["name"].get<std::string>();
+    pods_[name] = std::move(pod);
+  }
+  void RemovePod(const std::string& name) { pods_.erase(name); }
+
+  const json* ConfigMap(const std::string& name) const {
+    auto it = config_maps_.find(name);
+    return it == config_maps_.end() ? nullptr : &it->second;
+  }
+  json& ConfigMapRef(const std::string& name) { return config_maps_.at(name); }
+  void RemoveConfigMap(const std::string& name) { config_maps_.erase(name); }
+  const std::map<std::string, json>& Services() const { return services_; }
+  const std::map<std::string, json>& Claims() const { return claims_; }
+  const std::map<std::string, json>& Deployments() const { return deployments_; }
+
+  json& Job() { return job_; }
+  api::HybridJobStatus Status() const {
+    return job_.contains("status") ? api::ParseHybridJobStatus(job_["status"])
+                                   : api::HybridJobStatus{};
+  }
+  bool JobDeleted() const { return job_deleted_; }
+  const std::vector<RecordEvent>& Events() const { return events_; }
+  // Pods ever created, by name: a crash loop must not leave more than one.
+  int CreateCount(const std::string& name) const {
+    auto it = creates_.find(name);
+    return it == creates_.end() ? 0 : it->second;
+  }
+
+ private:
+  json WithIdentity(json object) {
+    object["metadata"]["uid"] = "uid-" + std::to_string(++next_uid_);
+    object["metadata"]["resourceVersion"] = std::to_string(next_uid_);
+    return object;
+  }
+
+  static std::string NameOf(const json& object) {
+    return object["metadata"]["name"].get<std::string>();
+  }
+
+  void Store(std::map<std::string, json>& store, const json& object) {
+    const std::string name = NameOf(object);
+    if (store.count(name) == 0) {  // otherwise AlreadyExists, which is success
+      store[name] = WithIdentity(object);
+    }
+  }
+
+  void ApplyOne(const UpdateStatus& update) { job_["status"] = api::ToJson(update.status); }
+  void ApplyOne(const RecordEvent& event) { events_.push_back(event); }
+  void ApplyOne(const CreatePod& create) {
+    const std::string name = NameOf(create.pod);
+    ASSERT_EQ(pods_.count(name), 0u) << "the planner created " << name << " while it exists";
+    ++creates_[name];
+    Store(pods_, create.pod);
+  }
+  void ApplyOne(const DeletePod& removal) {
+    auto it = pods_.find(removal.name);
+    if (it != pods_.end() &&
+        (removal.uid.empty() || it->second["metadata"].value("uid", "") == removal.uid)) {
+      pods_.erase(it);
+    }
+  }
+  void ApplyOne(const CreateService& create) { Store(services_, create.service); }
+  void ApplyOne(const CreateConfigMap& create) { Store(config_maps_, create.config_map); }
+  void ApplyOne(const UpdateConfigMap& update) {
+    const std::string name = NameOf(update.config_map);
+    ASSERT_EQ(config_maps_.count(name), 1u);
+    ASSERT_EQ(config_maps_[name]["metadata"]["resourceVersion"],
+              update.config_map["metadata"]["resourceVersion"]);
+    config_maps_[name] = WithIdentity(update.config_map);
+  }
+  void ApplyOne(const CreatePVC& create) { Store(claims_, create.claim); }
+  void ApplyOne(const CreateDeployment& create) { Store(deployments_, create.deployment); }
+  void ApplyOne(const DeleteJob&) { job_deleted_ = true; }
+
+  json job_;
+  PlannerOptions options_;
+  std::map<std::string, json> pods_;
+  std::map<std::string, json> services_;
+  std::map<std::string, json> config_maps_;
+  std::map<std::string, json> claims_;
+  std::map<std::string, json> deployments_;
+  std::vector<RecordEvent> events_;
+  std::map<std::string, int> creates_;
+  bool job_deleted_ = false;
+  int next_uid_ = 0;
+};
+
+}  // namespace hybridjob::controller::testing

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <hybridjob/controller/observed.h>
+
+namespace hybridjob::controller {
+namespace {
+
+using nlohmann::json;
+
+json FullPod() {
+  return {
+      {"metadata",
+       {{"name", "mnist-worker-3"},
+        {"uid", "pod-uid"},
+        {"labels",
+         {{"batch.hybridjob.io/job-name", "mnist"},
+          {"batch.hybridjob.io/role", "worker"},
+          {"batch.hybridjob.io/index", "3"}}},
+        {"ownerReferences",
+         {{{"kind", "Other"}, {"uid", "other"}},
+          {{"kind", "HybridJob"}, {"uid", "job-uid"}, {"controller", true}}}},
+        {"deletionTimestamp", "2024-05-01T12:00:00Z"}}},
+      {"spec",
+       {{"nodeName", "gpu-7"},
+        {"containers",
+         {{{"name", "a"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}},
+          {{"name", "b"}, {"resources", {{"requests", {{"nvidia.com/gpu", 1}}}}}}}}}},
+      {"status",
+       {{"phase", "Failed"},
+        {"reason", "Evicted"},
+        {"conditions",
+         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "GangSurplus"}}}},
+        {"containerStatuses",
+         {{{"name", "a"}, {"state", {{"terminated", {{"exitCode", 0}}}}}},
+          {{"name", "b"}, {"state", {{"terminated", {{"exitCode", 137}}}}}}}}}},
+  };
+}
+
+TEST(ControllerObservedTest, ReadsWhatThePlannerNeeds) {
+  ObservedPod pod = ObservePod(FullPod());
+  EXPECT_EQ(pod.name, "mnist-worker-3");
+  EXPECT_EQ(pod.uid, "pod-uid");
+  EXPECT_EQ(pod.job_name, "mnist");
+  EXPECT_EQ(pod.role, "worker");
+  EXPECT_EQ(pod.index, 3);
+  EXPECT_EQ(pod.controller_uid, "job-uid");
+  EXPECT_EQ(pod.phase, PodPhase::kFailed);
+  EXPECT_EQ(pod.node_name, "gpu-7");
+  EXPECT_TRUE(pod.bound());
+  EXPECT_TRUE(pod.surplus);
+  EXPECT_TRUE(pod.terminating);
+  EXPECT_EQ(pod.exit_code, 137);
+  EXPECT_EQ(pod.reason, "Evicted");
+  EXPECT_EQ(pod.gpus, 3);
+  EXPECT_FALSE(pod.active());
+}
+
+TEST(ControllerObservedTest, DefaultsForANewPod) {
+  ObservedPod pod = ObservePod({{"metadata", {{"name", "p"}}}});
+  EXPECT_EQ(pod.phase, PodPhase::kPending);
+  EXPECT_FALSE(pod.bound());
+  EXPECT_FALSE(pod.surplus);
+  EXPECT_FALSE(pod.terminating);
+  EXPECT_FALSE(pod.exit_code.has_value());
+  EXPECT_EQ(pod.index, -1);
+  EXPECT_TRUE(pod.active());
+}
+
+TEST(ControllerObservedTest, WaitingIsNotSurplus) {
+  json pod = FullPod();
+  pod["status"]["conditions"][0]["reason"] = "Unschedulable";
+  EXPECT_FALSE(ObservePod(pod).surplus);
+}
+
+TEST(ControllerObservedTest, MalformedIndexLabels) {
+  for (const char* index : {"", "-1", "x", "01", "3a", "99999999999"}) {
+    json pod = FullPod();
+    pod["metadata"]["labels"]["batch.hybridjob.io/index"] = index;
+    EXPECT_EQ(ObservePod(pod).index, -1) << index;
+  }
+}
+
+TEST(ControllerObservedTest, NeverThrowsOnGarbage) {
+  for (const json& garbage :
+       {json(nullptr), json(42), json::array(), json{{"metadata", 5}},
+        json{{"metadata", {{"labels", {{"batch.hybridjob.io/index", 3}}}}}},
+        json{{"status", {{"containerStatuses", {{{"state", {{"terminated", "x"}}}}}}}}},
+        json{{"spec",
+              {{"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "lots"}}}}}}}}}}}}) {
+    EXPECT_NO_THROW(ObservePod(garbage)) << garbage.dump();
+  }
+}
+
+TEST(ControllerObservedTest, PhaseNames) {
+  EXPECT_EQ(ToString(PodPhase::kRunning), "Running");
+  EXPECT_EQ(ToString(PodPhase::kSucceeded), "Succeeded");
+}
+
+}  // namespace
+}  // namespace hybridjob::controller

@@ -1,0 +1,783 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/controller/children.h>
+#include <hybridjob/controller/planner.h>
+
+#include "fake_cluster.h"
+#include "job_fixtures.h"
+#include "shell.h"
+
+namespace hybridjob::controller {
+namespace {
+
+using api::JobPhase;
+using nlohmann::json;
+using std::chrono::seconds;
+using testing::ActionsOf;
+using ::testing::Contains;
+using testing::CreatedPods;
+using testing::DeletedPods;
+using ::testing::ElementsAre;
+using testing::EventReasons;
+using testing::FakeCluster;
+using ::testing::HasSubstr;
+using testing::IndexOf;
+using ::testing::IsEmpty;
+using testing::T0;
+using ::testing::UnorderedElementsAre;
+
+json TfJob() {
+  return hybridjob::testing::TfJobJson();
+}
+
+// Every pod of the job exists and the scheduler placed `bound` of them; the
+// rest are marked surplus.
+void Place(FakeCluster& cluster, const std::vector<std::string>& bound) {
+  for (const std::string& name : cluster.PodNames()) {
+    if (std::find(bound.begin(), bound.end(), name) != bound.end()) {
+      cluster.Bind(name);
+    } else {
+      cluster.MarkSurplus(name);
+    }
+  }
+}
+
+void RunAll(FakeCluster& cluster) {
+  for (const std::string& name : cluster.PodNames()) {
+    if (!cluster.Pod(name)["spec"].value("nodeName", "").empty()) {
+      cluster.Run(name);
+    }
+  }
+}
+
+// A TF job whose gang was placed with ps-0 and workers 0 and 1.
+FakeCluster PlacedTfJob(json job = TfJob()) {
+  FakeCluster cluster(std::move(job));
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0());
+  return cluster;
+}
+
+std::string WorkerEnvValue(const json& config_map, int index, const std::string& variable) {
+  testing::ShellResult result =
+      testing::RunShell("HYBRIDJOB_INDEX=" + std::to_string(index) + "\n" +
+                        config_map["data"]["worker.env"].get<std::string>() + "\nprintf '%s' \"$" +
+                        variable + "\"\n");
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  return result.output;
+}
+
+TEST(ControllerPlannerTest, FirstPassCreatesTheWholeGang) {
+  FakeCluster cluster(TfJob());
+  Plan plan = cluster.Reconcile(T0());
+
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                             "mnist-worker-2", "mnist-worker-3"));
+  ASSERT_EQ(ActionsOf<CreateService>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<CreateService>(plan)[0].service["metadata"]["name"], "mnist");
+  EXPECT_TRUE(ActionsOf<CreateConfigMap>(plan).empty());  // not before placement
+  EXPECT_TRUE(DeletedPods(plan).empty());
+  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0) << "status goes first";
+  EXPECT_LT(IndexOf<CreateService>(plan), IndexOf<CreatePod>(plan));
+
+  const api::HybridJobStatus status = ActionsOf<UpdateStatus>(plan)[0].status;
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  EXPECT_EQ(status.start_time, "2024-05-01T12:00:00Z");
+  EXPECT_EQ(status.observed_generation, 1);
+  EXPECT_EQ(status.ready_members, "0/3");
+  EXPECT_TRUE(status.HasTrueCondition("Created"));
+  EXPECT_FALSE(status.HasTrueCondition("Scheduled"));
+  ASSERT_EQ(status.replica_statuses.size(), 2u);
+  EXPECT_EQ(status.FindReplicaStatus("worker")->active, 4);
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 0);
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Created"));
+
+  const json worker3 = ActionsOf<CreatePod>(plan)[4].pod;
+  EXPECT_EQ(worker3["metadata"]["labels"]["batch.hybridjob.io/index"], "3");
+  EXPECT_EQ(worker3["spec"]["hostname"], "mnist-worker-3");
+  EXPECT_EQ(worker3["spec"]["subdomain"], "mnist");
+  EXPECT_EQ(worker3["spec"]["schedulerName"], "gang-scheduler");
+  EXPECT_EQ(worker3["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(worker3["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  EXPECT_TRUE(worker3["metadata"]["annotations"].contains("batch.hybridjob.io/group-spec"));
+}
+
+TEST(ControllerPlannerTest, WaitsQuietlyWhilePlacementIsIncomplete) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  cluster.Bind("mnist-ps-0");
+  cluster.Bind("mnist-worker-0");
+  cluster.MarkSurplus("mnist-worker-3");
+  // worker-1 and worker-2 are neither bound nor surplus: the scheduler is not done.
+  Plan plan = cluster.Step(T0() + seconds(5));
+  // Only the counts move: nothing is created, deleted or published yet.
+  ASSERT_EQ(plan.actions.size(), 1u) << testing::Describe(plan);
+  EXPECT_EQ(ActionsOf<UpdateStatus>(plan).size(), 1u);
+  EXPECT_FALSE(plan.requeue_after.has_value());
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  EXPECT_FALSE(status.HasTrueCondition("Scheduled"));
+  EXPECT_EQ(status.FindReplicaStatus("worker")->scheduled, 1);
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 0);
+}
+
+TEST(ControllerPlannerTest, SurplusIsDeletedAndTheClusterSpecListsBoundMembers) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  Plan plan = cluster.Step(T0() + seconds(3));
+
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "surplus");
+    EXPECT_FALSE(removal.uid.empty());
+  }
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  ASSERT_EQ(ActionsOf<CreateConfigMap>(plan).size(), 1u);
+  EXPECT_LT(IndexOf<CreateConfigMap>(plan), IndexOf<DeletePod>(plan))
+      << "the membership is recorded before surplus pods go";
+
+  const json config_map = ActionsOf<CreateConfigMap>(plan)[0].config_map;
+  EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");
+  EXPECT_EQ(config_map["metadata"]["annotations"][std::string(api::kMembersAnnotation)],
+            R"({"ps":1,"worker":2})");
+  EXPECT_EQ(config_map["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  json cluster_json = json::parse(config_map["data"]["cluster.json"].get<std::string>());
+  EXPECT_EQ(cluster_json["worker"],
+            json({"mnist-worker-0.mnist.team-a.svc:2222", "mnist-worker-1.mnist.team-a.svc:2222"}));
+
+  json tf_config = json::parse(WorkerEnvValue(config_map, 1, "TF_CONFIG"));
+  EXPECT_EQ(tf_config["cluster"]["worker"].size(), 2u);
+  EXPECT_EQ(tf_config["cluster"]["ps"], json({"mnist-ps-0.mnist.team-a.svc:2222"}));
+  EXPECT_EQ(tf_config["task"], json({{"type", "worker"}, {"index", 1}}));
+  EXPECT_EQ(WorkerEnvValue(config_map, 1, "HYBRIDJOB_WORLD_SIZE"), "3");
+
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kRunning);
+  EXPECT_TRUE(status.HasTrueCondition("Scheduled"));
+  EXPECT_THAT(status.FindCondition("Scheduled")->message,
+              HasSubstr("ps 1/1 worker 2/4; deleting 2 surplus pods"));
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(status.FindReplicaStatus("worker")->scheduled, 2);
+  EXPECT_EQ(status.FindReplicaStatus("ps")->members, 1);
+  EXPECT_EQ(status.ready_members, "0/3");
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Scheduled", "Running"));
+}
+
+TEST(ControllerPlannerTest, SurplusIsNeverRecreated) {
+  FakeCluster cluster = PlacedTfJob();
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_EQ(cluster.Status().ready_members, "3/3");
+  for (int minute = 1; minute <= 3; ++minute) {
+    EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::minutes(minute)).actions, IsEmpty());
+  }
+  // Even with the ConfigMap gone, the status still records the membership.
+  cluster.RemoveConfigMap("mnist-cluster");
+  Plan plan = cluster.Step(T0() + std::chrono::minutes(4));
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  ASSERT_EQ(ActionsOf<CreateConfigMap>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<CreateConfigMap>(plan)[0]
+                .config_map["metadata"]["annotations"][std::string(api::kMembersAnnotation)],
+            R"({"ps":1,"worker":2})");
+}
+
+TEST(ControllerPlannerTest, EditedConfigMapIsRestored) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.ConfigMapRef("mnist-cluster")["data"]["worker.env"] = "export TF_CONFIG=tampered\n";
+  const json observed_version =
+      cluster.ConfigMap("mnist-cluster")->at("metadata").at("resourceVersion");
+  Plan plan = cluster.Step(T0() + seconds(30));
+  ASSERT_EQ(ActionsOf<UpdateConfigMap>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<UpdateConfigMap>(plan)[0].config_map["metadata"]["resourceVersion"],
+            observed_version);
+  EXPECT_TRUE(ActionsOf<UpdateStatus>(plan).empty());
+  EXPECT_THAT(cluster.ConfigMap("mnist-cluster")->at("data").at("worker.env").get<std::string>(),
+              HasSubstr("TF_CONFIG"));
+  EXPECT_THAT(cluster.ConfigMap("mnist-cluster")->at("data").at("worker.env").get<std::string>(),
+              ::testing::Not(HasSubstr("tampered")));
+}
+
+TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["minReplicas"] = 1;
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  // Index 1 was left out but 2 was bound: only worker-0 can be a member, since
+  // task indices must be 0..k-1.
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-2"});
+  Plan plan = cluster.Step(T0());
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-worker-1", "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 1);
+}
+
+TEST(ControllerPlannerTest, PlacementBelowAMinimumIsNotCommitted) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0"});  // workers need 2
+  Plan plan = cluster.Step(T0());
+  EXPECT_TRUE(DeletedPods(plan).empty());
+  EXPECT_TRUE(ActionsOf<CreateConfigMap>(plan).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kQueued);
+}
+
+TEST(ControllerPlannerTest, ReplacementLeftOutByTheSchedulerIsKept) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Exit("mnist-worker-1", 1);
+  cluster.Step(T0() + seconds(10));
+  cluster.Step(T0() + seconds(20));
+  ASSERT_TRUE(cluster.HasPod("mnist-worker-1"));
+  cluster.MarkSurplus("mnist-worker-1");
+  Plan plan = cluster.Step(T0() + seconds(30));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "a member is never surplus";
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRestarting);
+}
+
+TEST(ControllerPlannerTest, PytorchElasticWorldSize) {
+  json object = TfJob();
+  object["metadata"]["name"] = "ddp";
+  object["spec"]["framework"] = "pytorch";
+  object["spec"]["replicaSpecs"][0]["name"] = "master";
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1"});
+  Plan plan = cluster.Step(T0());
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
+  const json config_map = *cluster.ConfigMap("ddp-cluster");
+  EXPECT_EQ(WorkerEnvValue(config_map, 1, "WORLD_SIZE"), "3");
+  EXPECT_EQ(WorkerEnvValue(config_map, 0, "RANK"), "1");
+  EXPECT_EQ(WorkerEnvValue(config_map, 1, "RANK"), "2");
+  EXPECT_EQ(WorkerEnvValue(config_map, 1, "MASTER_ADDR"), "ddp-master-0.ddp.team-a.svc");
+  EXPECT_EQ(WorkerEnvValue(config_map, 1, "MASTER_PORT"), "23456");
+}
+
+TEST(ControllerPlannerTest, StaticJobKnowsItsMembershipUpfront) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["maxReplicas"] = 2;
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  ASSERT_EQ(CreatedPods(plan).size(), 3u);
+  const json worker = ActionsOf<CreatePod>(plan)[2].pod;
+  json tf_config;
+  for (const json& entry : worker["spec"]["containers"][0]["env"]) {
+    if (entry["name"] == "TF_CONFIG") {
+      tf_config = json::parse(entry["value"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(tf_config["task"], json({{"type", "worker"}, {"index", 1}}));
+  EXPECT_EQ(tf_config["cluster"]["worker"].size(), 2u);
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  plan = cluster.Step(T0());
+  EXPECT_TRUE(DeletedPods(plan).empty());
+  EXPECT_EQ(ActionsOf<CreateConfigMap>(plan).size(), 1u);
+}
+
+TEST(ControllerPlannerTest, SuccessDeletesTheParameterServers) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Exit("mnist-worker-0", 0);
+  Plan partial = cluster.Step(T0() + seconds(50));  // one worker is not enough
+  EXPECT_TRUE(DeletedPods(partial).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 1);
+  EXPECT_EQ(cluster.Status().ready_members, "2/3");
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(60));
+
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
+  EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "cleanup");
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-worker-0", "mnist-worker-1"));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(status.completion_time, "2024-05-01T12:01:00Z");
+  EXPECT_TRUE(status.HasTrueCondition("Succeeded"));
+  EXPECT_FALSE(status.HasTrueCondition("Running"));
+  EXPECT_THAT(status.FindCondition("Succeeded")->message,
+              HasSubstr("all 2 members of worker succeeded"));
+  EXPECT_EQ(status.FindReplicaStatus("worker")->succeeded, 2);
+  EXPECT_EQ(status.FindReplicaStatus("ps")->active, 0);
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Succeeded"));
+  // Finished: nothing more, ever.
+  EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::hours(5)).actions, IsEmpty());
+}
+
+TEST(ControllerPlannerTest, CleanPodPolicyAllAndNone) {
+  json all = TfJob();
+  all["spec"]["runPolicy"] = {{"cleanPodPolicy", "All"}};
+  FakeCluster cluster = PlacedTfJob(all);
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(60));
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 2) << "counted before cleanup";
+
+  json none = TfJob();
+  none["spec"]["runPolicy"] = {{"cleanPodPolicy", "None"}};
+  FakeCluster kept = PlacedTfJob(none);
+  kept.Exit("mnist-worker-0", 0);
+  kept.Exit("mnist-worker-1", 0);
+  plan = kept.Step(T0() + seconds(60));
+  EXPECT_TRUE(DeletedPods(plan).empty());
+  EXPECT_EQ(kept.Status().phase, JobPhase::kSucceeded);
+}
+
+TEST(ControllerPlannerTest, PlacementAndSuccessSeenInOnePass) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"cleanPodPolicy", "None"}};
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Run("mnist-ps-0");
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(5));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kSucceeded);
+  EXPECT_TRUE(status.HasTrueCondition("Scheduled"));
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  // Surplus pods go; members stay (cleanPodPolicy None), now and later.
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
+  EXPECT_THAT(cluster.Reconcile(T0() + seconds(60)).actions, IsEmpty());
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+}
+
+TEST(ControllerPlannerTest, ChiefDecidesSuccess) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"].push_back(
+      {{"name", "chief"}, {"minReplicas", 1}, {"template", hybridjob::testing::PodTemplate()}});
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-chief-0"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0());
+  cluster.Exit("mnist-chief-0", 0);
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+}
+
+TEST(ControllerPlannerTest, FailedWorkerIsRecreatedWithTheSameIndex) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Exit("mnist-worker-1", 1);  // OnFailure
+  const std::string old_uid = cluster.Pod("mnist-worker-1")["metadata"]["uid"];
+
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0);
+  EXPECT_LT(IndexOf<UpdateStatus>(plan), IndexOf<DeletePod>(plan))
+      << "the restart is counted before the pod goes";
+  ASSERT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-1"));
+  EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].uid, old_uid);
+  EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "restart");
+  EXPECT_TRUE(CreatedPods(plan).empty()) << "never two pods for one member";
+  EXPECT_EQ(plan.requeue_after, seconds(10));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Restarting"));
+  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("mnist-worker-1"));
+  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("exit code 1"));
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
+
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kRestarting);
+  EXPECT_EQ(status.restart_count, 1);
+  EXPECT_EQ(status.last_restart_time, "2024-05-01T12:01:40Z");
+  EXPECT_EQ(status.FindReplicaStatus("worker")->restarts, 1);
+  EXPECT_TRUE(status.HasTrueCondition("Restarting"));
+  EXPECT_FALSE(status.HasTrueCondition("Running"));
+
+  // Within the backoff: wait.
+  plan = cluster.Step(T0() + seconds(105));
+  EXPECT_THAT(plan.actions, IsEmpty());
+  EXPECT_EQ(plan.requeue_after, seconds(5));
+
+  // After it: the same member comes back, same name and index, same cluster spec.
+  plan = cluster.Step(T0() + seconds(110));
+  ASSERT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-1"));
+  const json pod = ActionsOf<CreatePod>(plan)[0].pod;
+  EXPECT_EQ(pod["metadata"]["labels"]["batch.hybridjob.io/index"], "1");
+  EXPECT_EQ(pod["spec"]["hostname"], "mnist-worker-1");
+  EXPECT_NE(cluster.Pod("mnist-worker-1")["metadata"]["uid"], old_uid);
+  EXPECT_TRUE(ActionsOf<CreateConfigMap>(plan).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRestarting);
+
+  cluster.Bind("mnist-worker-1");
+  cluster.Run("mnist-worker-1");
+  plan = cluster.Step(T0() + seconds(120));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+  EXPECT_FALSE(cluster.Status().HasTrueCondition("Restarting"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Running"));
+  EXPECT_EQ(cluster.CreateCount("mnist-worker-1"), 2);
+}
+
+TEST(ControllerPlannerTest, RestartPolicyNeverFailsTheJob) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Exit("mnist-ps-0", 2);  // ps: Never
+  Plan plan = cluster.Step(T0() + seconds(30));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kFailed);
+  EXPECT_EQ(status.FindCondition("Failed")->reason, "MemberFailed");
+  EXPECT_THAT(status.FindCondition("Failed")->message,
+              HasSubstr("mnist-ps-0 failed with exit code 2; role ps has restartPolicy Never"));
+  EXPECT_EQ(status.FindReplicaStatus("ps")->failed, 1);
+  // cleanPodPolicy Running: the running workers stop, the failed pod stays for its logs.
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("MemberFailed"));
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
+}
+
+TEST(ControllerPlannerTest, ExitCodePolicyRetriesOnlySignals) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["restartPolicy"] = "ExitCode";
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-worker-0", 137);
+  Plan plan = cluster.Step(T0() + seconds(30));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-0"));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRestarting);
+
+  cluster.Exit("mnist-worker-1", 127);
+  plan = cluster.Step(T0() + seconds(31));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "MemberFailed");
+  EXPECT_THAT(cluster.Status().FindCondition("Failed")->message, HasSubstr("exit code 127"));
+}
+
+TEST(ControllerPlannerTest, FailureWithoutExitCodeIsRetriedUnderExitCode) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["restartPolicy"] = "ExitCode";
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.PodRef("mnist-worker-0")["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  Plan plan = cluster.Step(T0() + seconds(30));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-0"));
+  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("(Evicted)"));
+}
+
+TEST(ControllerPlannerTest, AlwaysRestartsSucceededMembersToo) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][0]["restartPolicy"] = "Always";
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-ps-0", 0);
+  Plan plan = cluster.Step(T0() + seconds(30));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
+  EXPECT_EQ(cluster.Status().restart_count, 1);
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("ps")->restarts, 1);
+}
+
+TEST(ControllerPlannerTest, BackoffDoublesAndIsCapped) {
+  PlannerOptions options;
+  EXPECT_EQ(RestartBackoff(0, options), seconds(0));
+  EXPECT_EQ(RestartBackoff(1, options), seconds(10));
+  EXPECT_EQ(RestartBackoff(2, options), seconds(20));
+  EXPECT_EQ(RestartBackoff(3, options), seconds(40));
+  EXPECT_EQ(RestartBackoff(6, options), seconds(320));
+  EXPECT_EQ(RestartBackoff(7, options), seconds(360));
+  EXPECT_EQ(RestartBackoff(1000, options), seconds(360));
+  options.restart_backoff_base = seconds(1);
+  options.restart_backoff_cap = seconds(5);
+  EXPECT_EQ(RestartBackoff(3, options), seconds(4));
+  EXPECT_EQ(RestartBackoff(4, options), seconds(5));
+}
+
+TEST(ControllerPlannerTest, CrashLoopEndsAtTheBackoffLimit) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"backoffLimit", 3}};
+  FakeCluster cluster = PlacedTfJob(object);
+  api::TimePoint now = T0() + seconds(60);
+  std::vector<seconds> waits;
+  for (int failure = 1; failure <= 4; ++failure) {
+    cluster.Exit("mnist-worker-0", 1);
+    Plan plan = cluster.Step(now);
+    if (failure == 4) {
+      EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+      EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "BackoffLimitExceeded");
+      EXPECT_THAT(EventReasons(plan), ElementsAre("BackoffLimitExceeded"));
+      EXPECT_THAT(cluster.Status().FindCondition("Failed")->message,
+                  HasSubstr("after 3 restarts; backoffLimit is 3"));
+      break;
+    }
+    ASSERT_TRUE(plan.requeue_after.has_value());
+    waits.push_back(*plan.requeue_after);
+    EXPECT_FALSE(cluster.HasPod("mnist-worker-0"));
+    now += *plan.requeue_after;
+    plan = cluster.Step(now);
+    ASSERT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-0"));
+    cluster.Bind("mnist-worker-0");
+    cluster.Run("mnist-worker-0");
+    cluster.Step(now);
+    EXPECT_LE(cluster.PodNames().size(), 3u) << "dead pods never pile up";
+  }
+  EXPECT_THAT(waits, ElementsAre(seconds(10), seconds(20), seconds(40)));
+  EXPECT_EQ(cluster.Status().restart_count, 3);
+  EXPECT_EQ(cluster.CreateCount("mnist-worker-0"), 4);
+}
+
+TEST(ControllerPlannerTest, SimultaneousFailuresCountSeparately) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"backoffLimit", 1}};
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-worker-0", 1);
+  cluster.Exit("mnist-worker-1", 1);
+  cluster.Step(T0() + seconds(30));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "BackoffLimitExceeded");
+}
+
+TEST(ControllerPlannerTest, DeadlineStopsEverything) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 600}, {"cleanPodPolicy", "None"}};
+  FakeCluster cluster = PlacedTfJob(object);
+  Plan plan = cluster.Reconcile(T0() + seconds(599));
+  EXPECT_THAT(plan.actions, IsEmpty());
+  EXPECT_EQ(plan.requeue_after, seconds(1));
+
+  plan = cluster.Step(T0() + seconds(600));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "DeadlineExceeded");
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "deadline");
+  EXPECT_THAT(EventReasons(plan), ElementsAre("DeadlineExceeded"));
+  EXPECT_THAT(cluster.PodNames(), IsEmpty());
+}
+
+TEST(ControllerPlannerTest, DeadlineAlsoEndsAJobThatNeverGotPlaced) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 60}};
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  cluster.Bind("mnist-ps-0");  // partly bound, never completed
+  Plan plan = cluster.Step(T0() + seconds(60));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_THAT(cluster.PodNames(), IsEmpty()) << testing::Describe(plan);
+}
+
+TEST(ControllerPlannerTest, FinishedJobIsOnlyRequeuedForItsTtl) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 600}};
+  FakeCluster cluster = PlacedTfJob(object);
+  EXPECT_EQ(cluster.Reconcile(T0() + seconds(100)).requeue_after, seconds(500));
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  EXPECT_FALSE(plan.requeue_after.has_value());
+  // The deadline no longer applies to a finished job.
+  EXPECT_THAT(cluster.Reconcile(T0() + seconds(700)).actions, IsEmpty());
+}
+
+TEST(ControllerPlannerTest, TtlDeletesTheFinishedJob) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 300}};
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(plan.requeue_after, seconds(300));
+
+  plan = cluster.Reconcile(T0() + seconds(399));
+  EXPECT_THAT(plan.actions, IsEmpty());
+  EXPECT_EQ(plan.requeue_after, seconds(1));
+
+  plan = cluster.Reconcile(T0() + seconds(400));
+  ASSERT_EQ(ActionsOf<DeleteJob>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<DeleteJob>(plan)[0].uid, "job-uid-1");
+  cluster.Apply(plan);
+  EXPECT_TRUE(cluster.JobDeleted());
+}
+
+TEST(ControllerPlannerTest, ZeroTtlDeletesRightAway) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}};
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-ps-0", 1);
+  Plan plan = cluster.Reconcile(T0() + seconds(100));
+  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0);
+  EXPECT_EQ(IndexOf<DeleteJob>(plan), static_cast<int>(plan.actions.size()) - 1);
+}
+
+TEST(ControllerPlannerTest, InvalidJobIsReportedAndCreatesNothing) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["minReplicas"] = 5;  // > maxReplicas 4
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  EXPECT_TRUE(ActionsOf<CreateService>(plan).empty());
+  ASSERT_EQ(ActionsOf<UpdateStatus>(plan).size(), 1u);
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kFailed);
+  ASSERT_TRUE(status.HasTrueCondition("Invalid"));
+  EXPECT_EQ(status.FindCondition("Invalid")->reason, "Invalid");
+  EXPECT_THAT(status.FindCondition("Invalid")->message,
+              HasSubstr("spec.replicaSpecs[1].maxReplicas: must be greater than or equal to "
+                        "minReplicas (5)"));
+  EXPECT_EQ(status.FindCondition("Failed")->reason, "Invalid");
+  ASSERT_EQ(ActionsOf<RecordEvent>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].reason, "Invalid");
+  EXPECT_THAT(cluster.PodNames(), IsEmpty());
+  EXPECT_THAT(cluster.Services(), IsEmpty());
+}
+
+TEST(ControllerPlannerTest, UnparseableJobIsReportedToo) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["minReplicas"] = "two";
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_THAT(cluster.Status().FindCondition("Invalid")->message,
+              HasSubstr("spec.replicaSpecs[1].minReplicas: must be an integer"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Invalid"));
+  EXPECT_NO_THROW(PlanJob(json("garbage"), {}, T0()));
+  EXPECT_NO_THROW(PlanJob(json::array(), {}, T0()));
+}
+
+TEST(ControllerPlannerTest, JobBeingDeletedIsLeftToTheGarbageCollector) {
+  json object = TfJob();
+  object["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z";
+  FakeCluster cluster(object);
+  Plan plan = cluster.Reconcile(T0());
+  EXPECT_THAT(plan.actions, IsEmpty());
+}
+
+TEST(ControllerPlannerTest, PodsOfAnotherIncarnationBlockTheirNames) {
+  FakeCluster cluster(TfJob());
+  json stale = {{"metadata",
+                 {{"name", "mnist-worker-0"},
+                  {"uid", "old"},
+                  {"labels",
+                   {{"batch.hybridjob.io/job-name", "mnist"},
+                    {"batch.hybridjob.io/role", "worker"},
+                    {"batch.hybridjob.io/index", "0"}}},
+                  {"ownerReferences", {{{"uid", "previous-job"}, {"controller", true}}}}}}};
+  cluster.AddPod(stale);
+  Plan plan = cluster.Reconcile(T0());
+  EXPECT_THAT(CreatedPods(plan), ::testing::Not(Contains("mnist-worker-0")));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "never delete what is not ours";
+  EXPECT_EQ(ActionsOf<UpdateStatus>(plan)[0].status.phase, JobPhase::kPending);
+  cluster.Apply(plan);
+  cluster.RemovePod("mnist-worker-0");  // the garbage collector took it
+  plan = cluster.Step(T0() + seconds(1));
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-0"));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kQueued);
+}
+
+TEST(ControllerPlannerTest, TerminatingPodIsNotReplacedUntilGone) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.MarkTerminating("mnist-worker-1");
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRestarting);
+  cluster.RemovePod("mnist-worker-1");
+  plan = cluster.Step(T0() + seconds(11));
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-1"));
+}
+
+TEST(ControllerPlannerTest, VolumesAndTensorboardAreCreated) {
+  json object = TfJob();
+  object["spec"]["volumes"] = {
+      {{"name", "data"}, {"size", "10Gi"}, {"mountPath", "/data"}},
+      {{"name", "keep"}, {"size", "1Gi"}, {"mountPath", "/keep"}, {"retain", true}},
+      {{"name", "shared"}, {"existingClaim", "team"}, {"mountPath", "/shared"}}};
+  object["spec"]["tensorboard"] = {{"logDir", "/data/logs"}};
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  std::vector<std::string> claims;
+  for (const CreatePVC& create : ActionsOf<CreatePVC>(plan)) {
+    claims.push_back(create.claim["metadata"]["name"]);
+  }
+  EXPECT_THAT(claims, ElementsAre("mnist-data", "mnist-keep"));
+  EXPECT_FALSE(ActionsOf<CreatePVC>(plan)[1].claim["metadata"].contains("ownerReferences"));
+  EXPECT_LT(IndexOf<CreatePVC>(plan), IndexOf<CreatePod>(plan));
+  EXPECT_EQ(ActionsOf<CreateDeployment>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<CreateService>(plan).size(), 2u);
+  EXPECT_EQ(cluster.Services().size(), 2u);
+  EXPECT_EQ(cluster.Claims().size(), 2u);
+  EXPECT_EQ(cluster.Deployments().size(), 1u);
+}
+
+TEST(ControllerPlannerTest, ConditionTimesMoveOnlyOnTransitions) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  const api::Condition created = *cluster.Status().FindCondition("Created");
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0() + seconds(20));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(*status.FindCondition("Created"), created);
+  EXPECT_EQ(status.FindCondition("Scheduled")->last_transition_time, "2024-05-01T12:00:20Z");
+  EXPECT_EQ(status.FindCondition("Running")->last_transition_time, "2024-05-01T12:00:20Z");
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(40));  // pods running: counts change, conditions do not
+  EXPECT_EQ(cluster.Status().FindCondition("Running")->last_transition_time,
+            "2024-05-01T12:00:20Z");
+  EXPECT_EQ(cluster.Status().ready_members, "3/3");
+}
+
+TEST(ControllerPlannerTest, ObservedGenerationFollowsTheSpec) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Job()["metadata"]["generation"] = 2;
+  Plan plan = cluster.Step(T0() + seconds(5));
+  ASSERT_EQ(ActionsOf<UpdateStatus>(plan).size(), 1u);
+  EXPECT_EQ(cluster.Status().observed_generation, 2);
+}
+
+TEST(ControllerPlannerTest, WholeLifeConvergesAndEveryStepIsIdempotent) {
+  for (const char* framework : {"tensorflow", "pytorch", "mxnet", "mpi", "generic"}) {
+    SCOPED_TRACE(framework);
+    json object = TfJob();
+    object["spec"]["framework"] = framework;
+    json roles = json::array();
+    auto role = [](const std::string& name, int min, int max) {
+      return json{{"name", name},
+                  {"minReplicas", min},
+                  {"maxReplicas", max},
+                  {"restartPolicy", "OnFailure"},
+                  {"template", hybridjob::testing::PodTemplate(1)}};
+    };
+    const std::string lead = std::string(framework) == "mxnet" ? "scheduler"
+                             : std::string(framework) == "mpi" ? "launcher"
+                                                               : "ps";
+    roles.push_back(role(lead, 1, 1));
+    roles.push_back(role("worker", 1, 5));
+    object["spec"]["replicaSpecs"] = roles;
+    object["spec"]["successPolicy"] = {{"roles", {"worker"}}};
+    FakeCluster cluster(object);
+
+    api::TimePoint now = T0();
+    cluster.Step(now);
+    // The scheduler fits the lead and three of five workers.
+    Place(cluster, {"mnist-" + lead + "-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+    cluster.Step(now += seconds(1));
+    EXPECT_EQ(cluster.PodNames().size(), 4u);
+    RunAll(cluster);
+    cluster.Step(now += seconds(1));
+    EXPECT_EQ(cluster.Status().ready_members, "4/4");
+    cluster.Exit("mnist-worker-2", 143);
+    Plan plan = cluster.Step(now += seconds(1));
+    now += *plan.requeue_after;
+    cluster.Step(now);
+    cluster.Bind("mnist-worker-2");
+    cluster.Run("mnist-worker-2");
+    cluster.Step(now += seconds(1));
+    EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+    for (const char* worker : {"mnist-worker-0", "mnist-worker-1", "mnist-worker-2"}) {
+      cluster.Exit(worker, 0);
+    }
+    cluster.Step(now += seconds(1));
+    EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+    EXPECT_FALSE(cluster.HasPod("mnist-" + lead + "-0"));
+    EXPECT_EQ(cluster.Status().restart_count, 1);
+    const json* config_map = cluster.ConfigMap("mnist-cluster");
+    ASSERT_NE(config_map, nullptr);
+    EXPECT_EQ((*config_map)["metadata"]["annotations"][std::string(api::kMembersAnnotation)],
+              "{\"" + lead + "\":1,\"worker\":3}");
+  }
+}
+
+}  // namespace
+}  // namespace hybridjob::controller
