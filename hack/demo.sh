@@ -14,11 +14,12 @@ mkdir -p "$LOG_DIR"
 PIDS=()
 START=$SECONDS
 
-say() { printf '[%3ds] %s\n' "$((SECONDS - START))" "$*"; }
+say() { printf '[%3ds] %s\n' "$((SECONDS - START))" "$*" 2>/dev/null || true; }
 
 cleanup() {
-  trap - EXIT INT TERM
-  echo
+  trap - EXIT INT TERM HUP
+  trap '' PIPE
+  set +e  # tear down everything even if a step fails
   say "tearing down"
   local pid
   for pid in "${PIDS[@]}"; do
@@ -32,7 +33,9 @@ cleanup() {
   say "done; logs are in $LOG_DIR"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
+# Output closed (e.g. piped into head): still tear everything down.
+trap 'trap "" PIPE; exit 141' PIPE
 
 say "starting a local Kubernetes v1.20.2 control plane (etcd, kube-apiserver, kube-controller-manager)"
 eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER_DIR/cluster")"

@@ -1,0 +1,316 @@
+// Scheduling throughput on a real API server, one scheduler at a time.
+//
+//   bench_scheduling --kubeconfig FILE --scheduler-name NAME [--pods 10000]
+//       [--group-size 10] [--concurrency 16] [--bind-self] [--scheduler-pid PID]
+//       [--label TEXT]
+//
+// Creates --pods pods in groups of --group-size (one worker role, min = max =
+// group size, 1 GPU each) with schedulerName NAME, from --concurrency writers,
+// and watches them until every pod is bound. With --bind-self the harness is
+// the scheduler: a trivial binder that POSTs a binding for each pod as it
+// appears, round-robin over the nodes, --concurrency at a time (the ceiling).
+// Prints one Markdown table row: pods/s from first create to last bind, p50
+// and p99 gang latency (last member bound - first member created), and the
+// scheduler process's CPU seconds and peak RSS when --scheduler-pid is given.
+#include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/rest_client.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+#include <hybridjob/common/flags.h>
+
+namespace {
+
+namespace k8s = hybridjob::k8s;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  double peak_rss_mib = 0;
+};
+
+ProcessUsage UsageOf(int64_t pid) {
+  ProcessUsage usage;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream fields(text.substr(close + 2));
+    std::string field;
+    std::vector<std::string> values;
+    while (fields >> field) {
+      values.push_back(field);
+    }
+    // utime and stime are fields 14 and 15 (1-based) of /proc/pid/stat.
+    if (values.size() > 13) {
+      const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+      usage.cpu_seconds = (std::stod(values[11]) + std::stod(values[12])) / ticks;
+    }
+  }
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      usage.peak_rss_mib = std::stod(line.substr(6)) / 1024.0;
+    }
+  }
+  return usage;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) {
+    return 0;
+  }
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5));
+  return values[index];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string kubeconfig;
+  std::string scheduler_name = "gang-scheduler";
+  std::string label = "";
+  int64_t pods = 10000;
+  int64_t group_size = 10;
+  int64_t concurrency = 16;
+  int64_t scheduler_pid = 0;
+  bool bind_self = false;
+  hybridjob::FlagSet flags("bench_scheduling");
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig");
+  flags.String("scheduler-name", &scheduler_name, "spec.schedulerName of the pods");
+  flags.String("label", &label, "name of this run in the table");
+  flags.Int("pods", &pods, "pods to create");
+  flags.Int("group-size", &group_size, "pods per group");
+  flags.Int("concurrency", &concurrency, "writers, and binds in flight with --bind-self");
+  flags.Int("scheduler-pid", &scheduler_pid, "process to report CPU and memory of");
+  flags.Bool("bind-self", &bind_self, "bind the pods here (the raw bind ceiling)");
+  if (auto status = flags.Parse(argc, argv); !status.ok() || flags.help_requested()) {
+    std::cerr << (status.ok() ? "" : status.message() + "\n") << flags.Usage();
+    return status.ok() ? 0 : 2;
+  }
+  auto config = k8s::ResolveClientConfig(kubeconfig);
+  if (!config) {
+    std::cerr << config.status().ToString() << "\n";
+    return 1;
+  }
+  config->qps = 0;
+  config->max_in_flight = static_cast<int>(concurrency * 2 + 8);
+  auto client_result = k8s::RestClient::Create(*config);
+  if (!client_result) {
+    std::cerr << client_result.status().ToString() << "\n";
+    return 1;
+  }
+  auto& client = **client_result;
+  auto nodes = k8s::ListAll(client, k8s::resources::Nodes(), "", {});
+  if (!nodes || nodes->items.empty()) {
+    std::cerr << "no nodes\n";
+    return 1;
+  }
+  std::vector<std::string> node_names;
+  for (const auto& node : nodes->items) {
+    node_names.push_back(node["metadata"]["name"]);
+  }
+  const std::string ns = "bench-" + std::to_string(::getpid());
+  (void)client.Create(k8s::resources::Namespaces(), "",
+                      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  while (!client.Get(k8s::resources::ServiceAccounts(), ns, "default").ok()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  std::mutex mu;
+  std::unordered_map<std::string, Clock::time_point> created_at;
+  std::unordered_map<std::string, Clock::time_point> bound_at;
+  std::atomic<int64_t> bound_count{0};
+
+  // Observe bindings (and, as the ceiling binder, pods to bind).
+  std::atomic<bool> stop{false};
+  std::vector<std::string> to_bind;
+  std::condition_variable bind_cv;
+  std::string list_rv;
+  if (auto initial = client.List(k8s::resources::Pods(), ns, {}); initial) {
+    list_rv = initial->resource_version;
+  }
+  std::unique_ptr<k8s::WatchStream> active_watch;
+  std::thread watcher([&] {
+    std::string rv = list_rv;
+    while (!stop) {
+      k8s::WatchOptions options;
+      options.resource_version = rv;
+      options.timeout = std::chrono::seconds(600);
+      auto watch = client.Watch(k8s::resources::Pods(), ns, options);
+      if (!watch) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        continue;
+      }
+      {
+        std::lock_guard lock(mu);
+        active_watch = std::move(*watch);
+      }
+      while (!stop) {
+        auto event = active_watch->Next();
+        if (!event || !event->has_value()) {
+          break;
+        }
+        const json& pod = (*event)->object;
+        rv = pod["metadata"].value("resourceVersion", rv);
+        const std::string name = pod["metadata"].value("name", "");
+        const std::string node = pod["spec"].value("nodeName", "");
+        std::lock_guard lock(mu);
+        if (!node.empty()) {
+          if (bound_at.emplace(name, Clock::now()).second) {
+            ++bound_count;
+          }
+        } else if (bind_self && (*event)->type == k8s::WatchEventType::kAdded) {
+          to_bind.push_back(name);
+          bind_cv.notify_one();
+        }
+      }
+    }
+  });
+
+  std::vector<std::thread> binders;
+  std::atomic<uint64_t> next_node{0};
+  if (bind_self) {
+    for (int64_t b = 0; b < concurrency; ++b) {
+      binders.emplace_back([&] {
+        while (true) {
+          std::string name;
+          {
+            std::unique_lock lock(mu);
+            bind_cv.wait(lock, [&] { return stop || !to_bind.empty(); });
+            if (to_bind.empty()) {
+              return;
+            }
+            name = std::move(to_bind.back());
+            to_bind.pop_back();
+          }
+          const std::string& node = node_names[next_node++ % node_names.size()];
+          (void)k8s::BindPod(client, ns, name, "", node);
+        }
+      });
+    }
+  }
+
+  const int64_t groups = (pods + group_size - 1) / group_size;
+  const std::string group_spec =
+      json({{"roles", json::array({{{"name", "worker"},
+                                    {"min", group_size},
+                                    {"max", group_size},
+                                    {"priority", 0}}})},
+            {"queue", "default"},
+            {"scheduleTimeoutSeconds", 300}})
+          .dump();
+  std::atomic<int64_t> next_pod{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> writers;
+  for (int64_t w = 0; w < concurrency; ++w) {
+    writers.emplace_back([&] {
+      for (int64_t i = next_pod++; i < pods; i = next_pod++) {
+        const int64_t group = i / group_size;
+        const int64_t index = i % group_size;
+        const std::string job = "g" + std::to_string(group);
+        const std::string name = job + "-worker-" + std::to_string(index);
+        json pod = {
+            {"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata",
+             {{"name", name},
+              {"labels",
+               {{std::string(hybridjob::api::kJobNameLabel), job},
+                {std::string(hybridjob::api::kRoleLabel), "worker"},
+                {std::string(hybridjob::api::kIndexLabel), std::to_string(index)}}},
+              {"annotations", {{std::string(hybridjob::api::kGroupSpecAnnotation), group_spec}}}}},
+            {"spec",
+             {{"schedulerName", scheduler_name},
+              {"terminationGracePeriodSeconds", 0},
+              {"containers",
+               json::array({{{"name", "main"},
+                             {"image", "trainer"},
+                             {"resources",
+                              {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
+                               {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+        const auto before = Clock::now();
+        auto created = client.Create(k8s::resources::Pods(), ns, pod);
+        if (created) {
+          std::lock_guard lock(mu);
+          created_at[name] = before;
+        }
+      }
+    });
+  }
+  for (auto& writer : writers) {
+    writer.join();
+  }
+  const auto created_all = Clock::now();
+  const auto deadline = created_all + std::chrono::minutes(10);
+  while (bound_count.load() < pods && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop = true;
+  bind_cv.notify_all();
+  {
+    std::lock_guard lock(mu);
+    if (active_watch) {
+      active_watch->Cancel();
+    }
+  }
+  watcher.join();
+  for (auto& binder : binders) {
+    binder.join();
+  }
+
+  Clock::time_point last_bind = start;
+  std::vector<double> gang_latencies;
+  {
+    std::lock_guard lock(mu);
+    std::map<std::string, std::pair<Clock::time_point, Clock::time_point>> per_group;
+    for (const auto& [name, bound] : bound_at) {
+      last_bind = std::max(last_bind, bound);
+      const std::string job = name.substr(0, name.find("-worker-"));
+      auto created = created_at.find(name);
+      if (created == created_at.end()) {
+        continue;
+      }
+      auto [it, inserted] = per_group.try_emplace(job, created->second, bound);
+      if (!inserted) {
+        it->second.first = std::min(it->second.first, created->second);
+        it->second.second = std::max(it->second.second, bound);
+      }
+    }
+    for (const auto& [job, times] : per_group) {
+      gang_latencies.push_back(std::chrono::duration<double>(times.second - times.first).count());
+    }
+  }
+  const double seconds = std::chrono::duration<double>(last_bind - start).count();
+  const double create_seconds = std::chrono::duration<double>(created_all - start).count();
+  ProcessUsage usage;
+  if (scheduler_pid > 0) {
+    usage = UsageOf(scheduler_pid);
+  }
+  std::printf("| %s | %lld/%lld | %lld x %lld | %.0f | %.0f | %.2f | %.2f | %s | %s |\n",
+              label.empty() ? scheduler_name.c_str() : label.c_str(),
+              static_cast<long long>(bound_count.load()), static_cast<long long>(pods),
+              static_cast<long long>(groups), static_cast<long long>(group_size),
+              pods / create_seconds, bound_count.load() / seconds, Percentile(gang_latencies, 0.5),
+              Percentile(gang_latencies, 0.99),
+              scheduler_pid > 0 ? std::to_string(usage.cpu_seconds).substr(0, 5).c_str() : "-",
+              scheduler_pid > 0 ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
+                                : "-");
+  return bound_count.load() == pods ? 0 : 1;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, in one run on this machine, written into
+# docs/benchmarks.md (between the generated-section markers) and printed.
+#
+#   hack/bench.sh [BUILD_DIR]
+# Environment: BENCH_PODS (10000), BENCH_NODES (1000), BENCH_GROUP (10),
+# BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="$(cd "${1:-$ROOT/build}" && pwd)"
+BIN="$BUILD_DIR/bin"
+PODS="${BENCH_PODS:-10000}"
+NODES="${BENCH_NODES:-1000}"
+GROUP="${BENCH_GROUP:-10}"
+CONCURRENCY="${BENCH_CONCURRENCY:-16}"
+INFORMER_PODS="${BENCH_INFORMER_PODS:-5000}"
+JOBS="${BENCH_JOBS:-1000}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/hybridjob-bench.XXXXXX")"
+OUT="$WORK/report.md"
+CLUSTER=""
+PIDS=()
+
+log() { echo "bench: $*" >&2; }
+
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+  if [ -n "$CLUSTER" ]; then
+    "$ROOT/hack/local-cluster.sh" down --dir "$CLUSTER" >/dev/null 2>&1 || true
+    CLUSTER=""
+  fi
+}
+trap 'stop_all; rm -rf "$WORK"' EXIT
+
+fresh_cluster() {
+  stop_all
+  CLUSTER="$WORK/cluster-$1"
+  eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER")"
+  KUBECTL="$(cat "$CLUSTER/k8s-bin-dir")/kubectl"
+}
+
+# Registers the simulated nodes, then stops the simulator but keeps them: the
+# scheduling runs measure binding alone, with no kubelet traffic.
+register_nodes() {
+  "$BIN/hybridjob-sim" --nodes "$NODES" --gpus-per-node 16 --cpu 128 --memory 1Ti --keep-nodes \
+    --workers 32 --qps 0 >"$WORK/sim-$1.log" 2>&1 &
+  local sim=$!
+  until [ "$("$KUBECTL" get nodes --no-headers 2>/dev/null | wc -l)" -ge "$NODES" ]; do sleep 1; done
+  sleep 1
+  kill -TERM "$sim"
+  wait "$sim" 2>/dev/null || true
+}
+
+{
+  echo "Machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), $(free -g | awk '/Mem:/ {print $2}') GiB RAM; $(date -u +%Y-%m-%d)."
+  echo
+  echo "Command: \`make bench\` (BENCH_PODS=$PODS BENCH_NODES=$NODES BENCH_GROUP=$GROUP BENCH_CONCURRENCY=$CONCURRENCY)."
+  echo
+} >"$OUT"
+
+log "planner micro-benchmarks"
+{
+  echo "### Gang planner, in memory (\`build/bin/bench_scheduler_planner\`)"
+  echo
+  echo '```'
+  "$BIN/bench_scheduler_planner" --benchmark_min_time=0.5 2>/dev/null | grep -vE '^\*\*\*|^-+$' || true
+  echo '```'
+  echo
+} >>"$OUT"
+
+log "informer throughput and memory ($INFORMER_PODS pods)"
+fresh_cluster informer
+{
+  echo "### Informer (\`build/bin/bench_k8s_informer --pods $INFORMER_PODS\`)"
+  echo
+  "$BIN/bench_k8s_informer" --kubeconfig "$CLUSTER/kubeconfig" --pods "$INFORMER_PODS" || echo "(failed)"
+  echo
+} >>"$OUT"
+
+SCHED_HEADER="| scheduler | bound | groups | creates/s | binds/s | gang p50 s | gang p99 s | CPU s | peak RSS |
+|---|---|---|---|---|---|---|---|---|"
+ROWS=""
+
+log "raw bind ceiling"
+fresh_cluster ceiling
+register_nodes ceiling
+ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" --scheduler-name nobody \
+  --label "raw bind ceiling (harness binds)" --bind-self --pods "$PODS" --group-size "$GROUP" \
+  --concurrency "$CONCURRENCY" || true)"$'\n'
+
+log "kube-scheduler v1.20.2"
+fresh_cluster kube-scheduler
+register_nodes kube-scheduler
+cat >"$WORK/kube-scheduler.yaml" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1beta1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $CLUSTER/kubeconfig
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+YAML
+"$(cat "$CLUSTER/k8s-bin-dir")/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 \
+  --secure-port 0 >"$WORK/kube-scheduler.log" 2>&1 &
+KS=$!
+PIDS+=("$KS")
+sleep 2
+ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
+  --scheduler-name default-scheduler --label "kube-scheduler v1.20.2 (no groups)" \
+  --scheduler-pid "$KS" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" || true)"$'\n'
+
+log "gang-scheduler"
+fresh_cluster gang-scheduler
+register_nodes gang-scheduler
+cat >"$WORK/gang-scheduler.yaml" <<YAML
+clientQPS: 5000
+clientBurst: 5000
+bindConcurrency: $CONCURRENCY
+metricsAddr: "0"
+healthAddr: "0"
+YAML
+"$BIN/gang-scheduler" --kubeconfig "$CLUSTER/kubeconfig" --config "$WORK/gang-scheduler.yaml" \
+  --log-level warn >"$WORK/gang-scheduler.log" 2>&1 &
+GS=$!
+PIDS+=("$GS")
+sleep 2
+ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
+  --scheduler-name gang-scheduler --label "gang-scheduler (groups of $GROUP)" \
+  --scheduler-pid "$GS" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" || true)"$'\n'
+stop_all
+
+{
+  echo "### Scheduling on the real API server: $PODS pods in groups of $GROUP on $NODES simulated nodes (\`build/bin/bench_scheduling\`)"
+  echo
+  echo "$SCHED_HEADER"
+  printf '%s' "$ROWS"
+  echo
+  echo "binds/s counts from the first pod created to the last bound, so it cannot exceed the"
+  echo "creation rate; gang latency runs from a group's first member created to its last bound."
+  echo
+} >>"$OUT"
+
+if [ -x "$BIN/bench_controller" ]; then
+  log "controller ($JOBS jobs x 10 members)"
+  fresh_cluster controller
+  {
+    echo "### Controller (\`build/bin/bench_controller --jobs $JOBS\`)"
+    echo
+    "$BIN/bench_controller" --kubeconfig "$CLUSTER/kubeconfig" --jobs "$JOBS" || echo "(failed)"
+    echo
+  } >>"$OUT"
+  stop_all
+fi
+
+cat "$OUT"
+DOC="$ROOT/docs/benchmarks.md"
+BEGIN="<!-- BEGIN generated by make bench -->"
+END="<!-- END generated by make bench -->"
+if [ ! -f "$DOC" ]; then
+  printf '# Benchmarks\n\n%s\n%s\n' "$BEGIN" "$END" >"$DOC"
+fi
+if ! grep -qF "$BEGIN" "$DOC"; then
+  printf '\n## Latest `make bench`\n\n%s\n%s\n' "$BEGIN" "$END" >>"$DOC"
+fi
+python3 - "$DOC" "$OUT" "$BEGIN" "$END" <<'PY'
+import sys
+doc, out, begin, end = sys.argv[1:]
+text = open(doc).read()
+report = open(out).read()
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(doc, "w").write(head + begin + "\n" + report + end + tail)
+PY
+log "written to docs/benchmarks.md"
