@@ -73,6 +73,14 @@ log "planner micro-benchmarks"
   echo
 } >>"$OUT"
 
+log "scheduler cache memory"
+{
+  echo "### Scheduler cache memory (\`build/bin/bench_scheduler_cache_memory\`, target <= 200 MiB)"
+  echo
+  "$BIN/bench_scheduler_cache_memory" || echo "(failed)"
+  echo
+} >>"$OUT"
+
 log "informer throughput and memory ($INFORMER_PODS pods)"
 fresh_cluster informer
 {

@@ -8,6 +8,16 @@
 // BM_CycleOfBacklog:  1,000 pending groups of 10 pods (1 PS + 9 workers,
 //                     worker min 4) grouped, ordered, planned and committed in
 //                     one cycle. Target: <= 1 s.
+// BM_PolicyCycleOfBacklog: the same backlog spread over four weighted queues
+//                     (one with a guarantee, one with a GPU ceiling) through
+//                     PlanCycleWithPolicies: groups start at their minimum in
+//                     DRF order, then grow. Target: <= 1 s.
+// BM_ReclaimForWaitingGang: the cluster full of 1,000 elastic groups (40
+//                     one-GPU workers each, min 8) in one queue; a 64-worker
+//                     gang of another queue waits. One cycle: usage from the
+//                     snapshot, the failed placement, the victim search and
+//                     its what-if plans (victims are not applied, so every
+//                     iteration sees the same cluster). Target: <= 200 ms.
 // The /busy variants first load the cluster with 50,000 running pods (10 per
 // node, a share of the GPUs taken) so scans meet full and partly used nodes.
 #include <memory>
@@ -19,6 +29,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/snapshot.h>
 
 namespace {
@@ -110,11 +121,13 @@ struct Backlog {
   std::vector<const PodInfo*> pending;
 };
 
-Backlog MakeBacklog(int groups, int workers_per_group, int32_t worker_min) {
+Backlog MakeBacklog(int groups, int workers_per_group, int32_t worker_min,
+                    const std::vector<std::string>& queues = {"default"}) {
   Backlog backlog;
   for (int g = 0; g < groups; ++g) {
     std::string job = "job-" + std::to_string(g);
     GroupSpec spec;
+    spec.queue = queues[static_cast<size_t>(g) % queues.size()];
     spec.roles = {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", worker_min, workers_per_group, 0}};
     backlog.pods.push_back(std::make_unique<PodInfo>(MakeMember(job, spec, "ps", 0, 0, g)));
     for (int w = 0; w < workers_per_group; ++w) {
@@ -191,6 +204,116 @@ BENCHMARK(BM_CycleOfBacklog)
     ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+PolicyConfig FourQueues() {
+  PolicyConfig policy;
+  QueueSpec research;
+  research.name = "research";
+  research.weight = 2;
+  research.guaranteed.SetScalar("nvidia.com/gpu", 4000);
+  QueueSpec production;
+  production.name = "production";
+  production.max.Set("nvidia.com/gpu", 6000);
+  QueueSpec interns;
+  interns.name = "interns";
+  interns.weight = 0.5;
+  QueueSpec fallback;
+  fallback.name = "default";
+  policy.queues = {research, production, interns, fallback};
+  return policy;
+}
+
+void BM_PolicyCycleOfBacklog(benchmark::State& state) {
+  bool busy = state.range(0) != 0;
+  Backlog backlog = MakeBacklog(1000, 9, 4, {"research", "production", "interns", "default"});
+  PlannerConfig config;
+  PolicyConfig policy = FourQueues();
+  size_t placed_pods = 0;
+  size_t placed_groups = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Snapshot> cluster = MakeCluster(busy);
+    state.ResumeTiming();
+
+    std::vector<PodGroup> groups = BuildGroups(backlog.pending, *cluster);
+    PolicyCycleResult result = PlanCycleWithPolicies(
+        *cluster, std::move(groups), policy, config, Timestamp{std::chrono::seconds{1000000}});
+    placed_pods = 0;
+    placed_groups = 0;
+    for (const PolicyDecision& decision : result.decisions) {
+      if (decision.plan.placed()) {
+        ++placed_groups;
+        placed_pods += decision.plan.assignments.size();
+      }
+    }
+    benchmark::DoNotOptimize(result);
+
+    state.PauseTiming();
+    cluster.reset();
+    state.ResumeTiming();
+  }
+  state.counters["groups_placed"] = static_cast<double>(placed_groups);
+  state.counters["pods_placed"] = static_cast<double>(placed_pods);
+}
+BENCHMARK(BM_PolicyCycleOfBacklog)
+    ->ArgName("busy")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+void BM_ReclaimForWaitingGang(benchmark::State& state) {
+  auto cluster = std::make_unique<Snapshot>();
+  for (int n = 0; n < kNodes; ++n) {
+    (void)cluster->UpsertNode(MakeNode(n));
+  }
+  GroupSpec elastic;
+  elastic.queue = "batch";
+  elastic.roles = {RoleSpec{"worker", 8, 40, 0}};
+  for (int g = 0; g < 1000; ++g) {
+    std::string job = "elastic-" + std::to_string(g);
+    for (int w = 0; w < 40; ++w) {
+      PodInfo pod = MakeMember(job, elastic, "worker", w, 1, g);
+      pod.node_name = "node-" + std::to_string((g * 40 + w) / kGpusPerNode);
+      pod.phase = "Running";
+      (void)cluster->AddPod(std::move(pod));
+    }
+  }
+  GroupSpec gang;
+  gang.queue = "research";
+  gang.roles = {RoleSpec{"worker", 64, 64, 0}};
+  Backlog waiting;
+  for (int w = 0; w < 64; ++w) {
+    waiting.pods.push_back(
+        std::make_unique<PodInfo>(MakeMember("gang", gang, "worker", w, 1, 5000)));
+    waiting.pending.push_back(waiting.pods.back().get());
+  }
+  PolicyConfig policy;
+  QueueSpec batch;
+  batch.name = "batch";
+  QueueSpec research;
+  research.name = "research";
+  policy.queues = {batch, research};
+  PlannerConfig config;
+  size_t evictions = 0;
+  for (auto _ : state) {
+    PolicyCycleResult result =
+        PlanCycleWithPolicies(*cluster, BuildGroups(waiting.pending, *cluster), policy, config,
+                              Timestamp{std::chrono::seconds{1000000}});
+    evictions = result.evictions.size();
+    benchmark::DoNotOptimize(result);
+  }
+  if (evictions != 64) {
+    state.SkipWithError("expected 64 evictions");
+  }
+  state.counters["evictions"] = static_cast<double>(evictions);
+}
+BENCHMARK(BM_ReclaimForWaitingGang)
+    ->Unit(benchmark::kMillisecond)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
