@@ -87,8 +87,15 @@ struct GangScheduler::BindTask {
   Member member;
 };
 
-GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config)
-    : client_(client), config_(std::move(config)), cache_(config_.scheduler_name) {
+GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind)
+    : client_(client),
+      config_(std::move(config)),
+      bind_(bind ? std::move(bind)
+                 : BindFunction([](k8s::ApiClient& c, const std::string& ns, const std::string& pod,
+                                   const std::string& uid, const std::string& node) {
+                     return k8s::BindPod(c, ns, pod, uid, node);
+                   })),
+      cache_(config_.scheduler_name) {
   planner_config_.packing = config_.scoring;
   planner_config_.gpu_resource_names = config_.gpu_resources;
   planner_config_.percentage_of_nodes_to_score = config_.percentage_of_nodes_to_score;
@@ -347,8 +354,7 @@ void GangScheduler::BinderWorker() {
       bind_queue_.pop_front();
     }
     const Member& member = task.member;
-    Status status =
-        k8s::BindPod(client_, member.namespace_name, member.name, member.uid, member.node);
+    Status status = bind_(client_, member.namespace_name, member.name, member.uid, member.node);
     {
       std::lock_guard lock(task.group->mu);
       if (status.ok()) {

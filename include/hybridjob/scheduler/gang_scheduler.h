@@ -39,9 +39,15 @@ struct SchedulerStats {
 // Observes each placed group from its first member's creation to its last bind.
 using GangLatencyObserver = std::function<void(std::chrono::duration<double> latency)>;
 
+// Binds one pod to a node (pods/binding). Replaceable for fault-injection
+// tests of the rollback path; the default is k8s::BindPod.
+using BindFunction = std::function<Status(k8s::ApiClient& client, const std::string& ns,
+                                          const std::string& pod, const std::string& uid,
+                                          const std::string& node)>;
+
 class GangScheduler {
  public:
-  GangScheduler(k8s::ApiClient& client, SchedulerConfig config);
+  GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind = nullptr);
   ~GangScheduler();
   GangScheduler(const GangScheduler&) = delete;
   GangScheduler& operator=(const GangScheduler&) = delete;
@@ -76,6 +82,7 @@ class GangScheduler {
 
   k8s::ApiClient& client_;
   SchedulerConfig config_;
+  BindFunction bind_;
   PlannerConfig planner_config_;
   SchedulerCache cache_;
   SchedulerStats stats_;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 
 #include "test_cluster.h"
@@ -60,12 +61,12 @@ class GangSchedulerTest : public ::testing::Test {
     ASSERT_TRUE(sim_->Start().ok());
   }
 
-  void StartScheduler() {
+  void StartScheduler(BindFunction bind = nullptr) {
     SchedulerConfig config;
     config.scheduler_name = scheduler_name_;
     config.gang_backoff_seconds = 1;
     config.bind_concurrency = 8;
-    scheduler_ = std::make_unique<GangScheduler>(*client_, config);
+    scheduler_ = std::make_unique<GangScheduler>(*client_, config, std::move(bind));
     scheduler_->Start();
     ASSERT_TRUE(scheduler_->WaitForCacheSync(30s));
     scheduler_->SetActive(true);
@@ -238,6 +239,41 @@ TEST_F(GangSchedulerTest, PodsOfOtherSchedulersAreAccounted) {
   CreateGroup("nofit", {{"worker", 1, 1, 1}});
   ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("nofit-worker-0").first == "Unschedulable"; },
                       30s));
+}
+
+// A bind that fails part-way (here: one member's binding is refused) rolls the
+// whole group back: members that did bind are deleted, so the controller can
+// recreate them unbound; no partial gang stays on the nodes.
+TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
+  StartNodes(2, 4);
+  std::atomic<int> refused{0};
+  StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
+                     const std::string& uid, const std::string& node) -> Status {
+    if (pod == "rb-worker-2") {
+      ++refused;
+      return Status(StatusCode::kInternal, "injected bind failure");
+    }
+    return k8s::BindPod(client, ns, pod, uid, node);
+  });
+  CreateGroup("rb", {{"worker", 4, 4, 1}});
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().groups_rolled_back.load() >= 1; }, 30s));
+  // Every member that had bound is gone; the refused one is pending again.
+  ASSERT_TRUE(WaitFor([&] {
+    for (int i : {0, 1, 3}) {
+      if (!Pod("rb-worker-" + std::to_string(i)).is_null()) {
+        return false;
+      }
+    }
+    return true;
+  }, 30s)) << "bound members of a failed gang were not rolled back";
+  EXPECT_TRUE(NodeOf("rb-worker-2").empty());
+  EXPECT_GE(refused.load(), 1);
+  k8s::ListOptions events;
+  events.field_selector = "reason=FailedBinding";
+  EXPECT_TRUE(WaitFor([&] {
+    auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
+    return list.ok() && !list->items.empty();
+  }));
 }
 
 }  // namespace
