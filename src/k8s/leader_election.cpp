@@ -1,6 +1,8 @@
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/leader_election.h>
 
+#include <spdlog/spdlog.h>
+
 #include <ctime>
 #include <random>
 
@@ -105,6 +107,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   auto current = client_.Get(resources::Leases(), config_.lease_namespace, config_.lease_name);
   if (!current) {
     if (!IsNotFound(current.status())) {
+      LogFailure("read", current.status());
       return false;
     }
     nlohmann::json lease = {
@@ -119,6 +122,7 @@ bool LeaderElector::TryAcquireOrRenew() {
           {"leaseTransitions", 0}}}};
     auto created = client_.Create(resources::Leases(), config_.lease_namespace, lease);
     if (!created) {
+      LogFailure("create", created.status());
       return false;
     }
     std::lock_guard lock(mu_);
@@ -159,6 +163,9 @@ bool LeaderElector::TryAcquireOrRenew() {
   // makes it a Conflict, never two leaders.
   auto updated = client_.Update(resources::Leases(), lease);
   if (!updated) {
+    if (!IsConflict(updated.status())) {  // a rival won this round: normal
+      LogFailure("update", updated.status());
+    }
     return false;
   }
   std::lock_guard lock(mu_);
@@ -166,6 +173,19 @@ bool LeaderElector::TryAcquireOrRenew() {
   observed_renew_time_ = now;
   observed_at_ = Clock::now();
   return true;
+}
+
+void LeaderElector::LogFailure(std::string_view verb, const Status& status) {
+  const auto now = Clock::now();
+  const std::string message = "leader election: cannot " + std::string(verb) + " Lease " +
+                              config_.lease_namespace + "/" + config_.lease_name + ": " +
+                              status.ToString();
+  if (message == last_error_ && now - last_error_logged_ < std::chrono::seconds(30)) {
+    return;
+  }
+  last_error_ = message;
+  last_error_logged_ = now;
+  spdlog::error("{}", message);
 }
 
 void LeaderElector::Release() {

@@ -1,6 +1,8 @@
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/reflector.h>
 
+#include <spdlog/spdlog.h>
+
 #include <random>
 
 namespace hybridjob::k8s {
@@ -20,6 +22,27 @@ double Jitter() {
 }
 
 }  // namespace
+
+// Says why listing or watching fails — once per distinct error, and again at
+// most every 30 s while it persists — so a missing RBAC verb or an unreachable
+// server is visible in the log, not only in metrics.
+void Reflector::ReportError(std::string_view what, const Status& status) {
+  const auto now = std::chrono::steady_clock::now();
+  std::string message = std::string(what) + " " + options_.resource.plural + ": " + status.ToString();
+  {
+    std::lock_guard lock(mu_);
+    if (message == last_error_ && now - last_error_logged_ < std::chrono::seconds(30)) {
+      return;
+    }
+    last_error_ = message;
+    last_error_logged_ = now;
+  }
+  if (status.code() == StatusCode::kForbidden || status.code() == StatusCode::kUnauthorized) {
+    spdlog::error("{} (check RBAC)", message);
+  } else {
+    spdlog::warn("{}", message);
+  }
+}
 
 Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorSink& sink)
     : client_(client), options_(std::move(options)), sink_(sink),
@@ -61,6 +84,7 @@ bool Reflector::ListAndReplace() {
   ++stats_.lists;
   if (!list) {
     ++stats_.errors;
+    ReportError("list", list.status());
     return false;
   }
   {
@@ -85,6 +109,7 @@ Reflector::WatchEnd Reflector::WatchOnce() {
   ++stats_.watches;
   if (!opened) {
     ++stats_.errors;
+    ReportError("watch", opened.status());
     if (IsGone(opened.status())) {
       return WatchEnd::kRelist;
     }

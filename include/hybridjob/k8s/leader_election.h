@@ -57,6 +57,8 @@ class LeaderElector {
   void Release();
   bool SleepUnlessStopped(std::chrono::milliseconds duration);
   void SetLeading(bool leading);
+  // Logged once per distinct error and then at most every 30 s (elector thread only).
+  void LogFailure(std::string_view verb, const Status& status);
 
   ApiClient& client_;
   LeaderElectionConfig config_;
@@ -71,6 +73,8 @@ class LeaderElector {
   std::string observed_holder_;
   std::string observed_renew_time_;
   std::chrono::steady_clock::time_point observed_at_{};
+  std::string last_error_;
+  std::chrono::steady_clock::time_point last_error_logged_{};
 };
 
 }  // namespace hybridjob::k8s

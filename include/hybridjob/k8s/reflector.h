@@ -71,6 +71,7 @@ class Reflector {
   bool Backoff();
   void ResetBackoff();
   bool Stopped() const { return stopped_.load(); }
+  void ReportError(std::string_view what, const Status& status);
 
   ApiClient& client_;
   ReflectorOptions options_;
@@ -83,6 +84,8 @@ class Reflector {
   std::string last_resource_version_;
   WatchStream* active_watch_ = nullptr;  // owned by WatchOnce; guarded by mu_
   Duration backoff_;
+  std::string last_error_;
+  std::chrono::steady_clock::time_point last_error_logged_{};
 };
 
 }  // namespace hybridjob::k8s

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   std::string lease_namespace = "hybridjob-system";
   std::string lease_name = "hybridjob-controller";
   bool leader_elect = false;
+  hybridjob::k8s::LeaderElectionConfig election;
   int64_t workers = 4;
   double qps = 100;
   int64_t burst = 200;
@@ -60,6 +61,12 @@ int main(int argc, char** argv) {
   flags.Bool("leader-elect", &leader_elect, "campaign for leadership before reconciling");
   flags.String("leader-election-namespace", &lease_namespace, "namespace of the leader Lease");
   flags.String("leader-election-id", &lease_name, "name of the leader Lease");
+  flags.Duration("leader-election-lease-duration", &election.lease_duration,
+                 "how long a standby waits after the last renewal before taking over");
+  flags.Duration("leader-election-renew-deadline", &election.renew_deadline,
+                 "how long the leader keeps trying to renew before it gives up leading");
+  flags.Duration("leader-election-retry-period", &election.retry_period,
+                 "interval between renewals and acquisition attempts");
   flags.String("metrics-addr", &metrics_addr, "host:port for /metrics (\"0\" disables)");
   flags.String("health-addr", &health_addr, "host:port for /healthz and /readyz (\"0\" disables)");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
@@ -84,6 +91,13 @@ int main(int argc, char** argv) {
   }
   if (workers < 1 || workers > 256) {
     return Fail("--workers must be between 1 and 256");
+  }
+  // Checked before connecting, so a bad combination fails at once.
+  if (!(election.lease_duration > election.renew_deadline &&
+        election.renew_deadline > election.retry_period && election.retry_period.count() > 0)) {
+    return Fail(
+        "need --leader-election-lease-duration > --leader-election-renew-deadline > "
+        "--leader-election-retry-period > 0");
   }
   options.workers = static_cast<int>(workers);
 
@@ -165,7 +179,6 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<hybridjob::k8s::LeaderElector> elector;
   if (leader_elect) {
-    hybridjob::k8s::LeaderElectionConfig election;
     election.lease_namespace = lease_namespace;
     election.lease_name = lease_name;
     election.identity = Identity();

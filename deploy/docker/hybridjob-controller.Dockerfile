@@ -1,0 +1,34 @@
+# The hybridjob-controller image: built from source on Debian bookworm, run on
+# bookworm-slim with only the shared libraries it links, as a non-root user.
+# From the repository root:
+#
+#   docker build -f deploy/docker/hybridjob-controller.Dockerfile -t hybridjob/controller:0.1.0 .
+#
+# The binary writes nothing to disk, so the container runs with
+# readOnlyRootFilesystem (deploy/ mounts an emptyDir at /tmp all the same).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config \
+      libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY cmake/ cmake/
+COPY include/ include/
+COPY src/ src/
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+      -DHYBRIDJOB_BUILD_TESTS=OFF -DHYBRIDJOB_BUILD_BENCH=OFF \
+ && cmake --build build -j "$(nproc)" --target hybridjob-controller \
+ && strip build/bin/hybridjob-controller
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      ca-certificates libcpprest2.10 libyaml-cpp0.7 libspdlog1.10 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/build/bin/hybridjob-controller /usr/local/bin/hybridjob-controller
+USER 65532:65532
+EXPOSE 10251 10252
+ENTRYPOINT ["/usr/local/bin/hybridjob-controller"]
