@@ -1,8 +1,10 @@
+#include <charconv>
+#include <iostream>
+#include <sstream>
+
 #include <hybridjob/common/duration.h>
 #include <hybridjob/common/flags.h>
-
-#include <charconv>
-#include <sstream>
+#include <hybridjob/common/logging.h>
 
 namespace hybridjob {
 
@@ -157,6 +159,36 @@ std::string FlagSet::Usage() const {
   }
   out << "  -h, --help                  show this help\n";
   return out.str();
+}
+
+void AddLoggingFlags(FlagSet& flags, LoggingFlags* logging) {
+  flags.String("log-level", &logging->level, "trace, debug, info, warn or error");
+  flags.String("log-format", &logging->format, "text or json");
+}
+
+int FailStartup(const std::string& program, const std::string& message) {
+  std::cerr << program << ": " << message << "\n";
+  return 1;
+}
+
+std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const* argv,
+                                    const LoggingFlags& logging) {
+  if (Status status = flags.Parse(argc, argv); !status.ok()) {
+    return FailStartup(flags.program(), status.message());
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    return FailStartup(flags.program(),
+                       "unexpected argument \"" + flags.positional().front() + "\" (see --help)");
+  }
+  if (Status status = ConfigureLogging(logging.level, logging.format, flags.program());
+      !status.ok()) {
+    return FailStartup(flags.program(), status.message());
+  }
+  return std::nullopt;
 }
 
 }  // namespace hybridjob

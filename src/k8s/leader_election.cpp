@@ -1,10 +1,11 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/leader_election.h>
+#include <ctime>
+#include <random>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
-#include <ctime>
-#include <random>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/leader_election.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -34,6 +35,13 @@ std::chrono::milliseconds Jittered(std::chrono::milliseconds base, double factor
 
 }  // namespace
 
+std::string DefaultLeaderIdentity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  return std::string(host) + "_" + std::to_string(random() % 1000000);
+}
+
 Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config) {
   if (config.lease_name.empty() || config.lease_namespace.empty()) {
     return InvalidArgument("leader election: lease name and namespace are required");
@@ -56,7 +64,9 @@ Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config) {
 LeaderElector::LeaderElector(ApiClient& client, LeaderElectionConfig config)
     : client_(client), config_(std::move(config)) {}
 
-LeaderElector::~LeaderElector() { Stop(); }
+LeaderElector::~LeaderElector() {
+  Stop();
+}
 
 void LeaderElector::Start() {
   std::lock_guard lock(mu_);
@@ -101,9 +111,8 @@ void LeaderElector::SetLeading(bool leading) {
 
 bool LeaderElector::TryAcquireOrRenew() {
   const std::string now = MicroTimeNow();
-  const int lease_seconds = static_cast<int>(
-      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration)
-                               .count()));
+  const int lease_seconds = static_cast<int>(std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count()));
   auto current = client_.Get(resources::Leases(), config_.lease_namespace, config_.lease_name);
   if (!current) {
     if (!IsNotFound(current.status())) {

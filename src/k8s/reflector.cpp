@@ -1,9 +1,9 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/reflector.h>
+#include <random>
 
 #include <spdlog/spdlog.h>
 
-#include <random>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/reflector.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -28,7 +28,8 @@ double Jitter() {
 // server is visible in the log, not only in metrics.
 void Reflector::ReportError(std::string_view what, const Status& status) {
   const auto now = std::chrono::steady_clock::now();
-  std::string message = std::string(what) + " " + options_.resource.plural + ": " + status.ToString();
+  std::string message =
+      std::string(what) + " " + options_.resource.plural + ": " + status.ToString();
   {
     std::lock_guard lock(mu_);
     if (message == last_error_ && now - last_error_logged_ < std::chrono::seconds(30)) {
@@ -45,7 +46,9 @@ void Reflector::ReportError(std::string_view what, const Status& status) {
 }
 
 Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorSink& sink)
-    : client_(client), options_(std::move(options)), sink_(sink),
+    : client_(client),
+      options_(std::move(options)),
+      sink_(sink),
       backoff_(options_.initial_backoff) {}
 
 std::string Reflector::LastResourceVersion() const {

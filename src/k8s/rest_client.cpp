@@ -1,11 +1,5 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/rest_client.h>
-
-#include <boost/asio/ssl.hpp>
-#include <cpprest/containerstream.h>
-#include <cpprest/http_client.h>
-
 #include <atomic>
+#include <boost/asio/ssl.hpp>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -13,8 +7,14 @@
 #include <sstream>
 #include <thread>
 
-#include "base64.h"
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
+
+#include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/rate_limiter.h>
+#include <hybridjob/k8s/rest_client.h>
+
+#include "base64.h"
 
 namespace hybridjob::k8s {
 namespace {
@@ -110,10 +110,14 @@ Result<nlohmann::json> ParseJson(const std::string& body) {
 
 std::string_view ContentType(PatchType type) {
   switch (type) {
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
-    case PatchType::kApply: return "application/apply-patch+yaml";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";
   }
   return "application/merge-patch+json";
 }
@@ -317,8 +321,7 @@ class RestClient::Impl {
       Observe("WATCH", resource, response.status_code(), Clock::now() - start);
       if (response.status_code() != http::status_codes::OK) {
         const std::string body = response.extract_utf8string(true).get();
-        return StatusFromHttpResponse(response.status_code(), body,
-                                      RetryAfter(response.headers()));
+        return StatusFromHttpResponse(response.status_code(), body, RetryAfter(response.headers()));
       }
       return std::unique_ptr<WatchStream>(
           std::make_unique<RestWatchStream>(std::move(response), std::move(cts)));
@@ -373,7 +376,9 @@ Result<std::unique_ptr<RestClient>> RestClient::Create(const ClientConfig& confi
 RestClient::RestClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RestClient::~RestClient() = default;
 
-const std::string& RestClient::DefaultNamespace() const { return impl_->config_.namespace_name; }
+const std::string& RestClient::DefaultNamespace() const {
+  return impl_->config_.namespace_name;
+}
 
 void RestClient::SetRequestObserver(RequestObserver observer) {
   std::lock_guard lock(impl_->observer_mu_);
@@ -390,8 +395,7 @@ Result<std::string> RestClient::GetRaw(const std::string& path) {
 
 Result<nlohmann::json> RestClient::Get(const Resource& resource, std::string_view ns,
                                        std::string_view name) {
-  return impl_->SendJson(http::methods::GET, "GET", resource.plural,
-                         resource.ObjectPath(ns, name));
+  return impl_->SendJson(http::methods::GET, "GET", resource.plural, resource.ObjectPath(ns, name));
 }
 
 Result<ObjectList> RestClient::List(const Resource& resource, std::string_view ns,
@@ -519,8 +523,8 @@ Status RestClient::Delete(const Resource& resource, std::string_view ns, std::st
   if (options.dry_run) {
     AppendQuery(path, "dryRun", "All");
   }
-  auto reply =
-      impl_->Send(http::methods::DEL, "DELETE", resource.plural, path, body.dump(), "application/json");
+  auto reply = impl_->Send(http::methods::DEL, "DELETE", resource.plural, path, body.dump(),
+                           "application/json");
   return reply ? Status::Ok() : reply.status();
 }
 
@@ -529,9 +533,9 @@ Result<nlohmann::json> RestClient::CreateSubresource(const Resource& resource, s
                                                      std::string_view subresource,
                                                      const nlohmann::json& body) {
   const std::string verb = subresource == "binding" ? "BIND" : "CREATE";
-  return impl_->SendJson(http::methods::POST, verb, resource.plural + "/" + std::string(subresource),
-                         resource.ObjectPath(ns, name, subresource), body.dump(),
-                         "application/json");
+  return impl_->SendJson(
+      http::methods::POST, verb, resource.plural + "/" + std::string(subresource),
+      resource.ObjectPath(ns, name, subresource), body.dump(), "application/json");
 }
 
 Result<std::unique_ptr<WatchStream>> RestClient::Watch(const Resource& resource,
@@ -603,6 +607,20 @@ Result<ObjectList> ListAll(ApiClient& client, const Resource& resource, std::str
     }
     return failure;
   }
+}
+
+Result<std::unique_ptr<RestClient>> ConnectFromFlags(const std::string& kubeconfig, double qps,
+                                                     int burst, int max_in_flight,
+                                                     const std::string& user_agent) {
+  auto config = ResolveClientConfig(kubeconfig);
+  if (!config) {
+    return config.status();
+  }
+  config->qps = qps;
+  config->burst = burst;
+  config->max_in_flight = max_in_flight;
+  config->user_agent = user_agent;
+  return RestClient::Create(*config);
 }
 
 }  // namespace hybridjob::k8s

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ class FlagSet {
   Status Parse(int argc, const char* const* argv, int first = 1);
 
   bool help_requested() const { return help_requested_; }
+  const std::string& program() const { return program_; }
   const std::vector<std::string>& positional() const { return positional_; }
   bool WasSet(const std::string& name) const;
   std::string Usage() const;
@@ -49,5 +51,19 @@ class FlagSet {
   std::vector<std::string> positional_;
   bool help_requested_ = false;
 };
+
+// The start every binary shares: --log-level/--log-format, parsing, --help,
+// no stray arguments, logging configured. Returns an exit code when the
+// program should stop now (help printed, or an error reported on stderr).
+struct LoggingFlags {
+  std::string level = "info";
+  std::string format = "text";
+};
+void AddLoggingFlags(FlagSet& flags, LoggingFlags* logging);
+std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const* argv,
+                                    const LoggingFlags& logging);
+
+// Prints "program: message" to stderr and returns 1, for main()'s early exits.
+int FailStartup(const std::string& program, const std::string& message);
 
 }  // namespace hybridjob

@@ -86,8 +86,8 @@ class ApiClient {
                                         std::string_view subresource = {},
                                         const WriteOptions& options = {}) = 0;
   virtual Result<nlohmann::json> Patch(const Resource& resource, std::string_view ns,
-                                       std::string_view name, PatchType type,
-                                       std::string_view body, const PatchOptions& options = {}) = 0;
+                                       std::string_view name, PatchType type, std::string_view body,
+                                       const PatchOptions& options = {}) = 0;
   virtual Status Delete(const Resource& resource, std::string_view ns, std::string_view name,
                         const DeleteOptions& options = {}) = 0;
   // POST to a subresource: pods/binding, pods/eviction, serviceaccounts/token.

@@ -19,10 +19,20 @@ Status StatusFromHttpResponse(int http_status, std::string_view body,
 // Maps a metav1.Status object (as carried by a watch ERROR event).
 Status StatusFromApiStatus(const nlohmann::json& status_object);
 
-inline bool IsNotFound(const Status& s) { return s.code() == StatusCode::kNotFound; }
-inline bool IsAlreadyExists(const Status& s) { return s.code() == StatusCode::kAlreadyExists; }
-inline bool IsConflict(const Status& s) { return s.code() == StatusCode::kConflict; }
-inline bool IsGone(const Status& s) { return s.code() == StatusCode::kGone; }
-inline bool IsForbidden(const Status& s) { return s.code() == StatusCode::kForbidden; }
+inline bool IsNotFound(const Status& s) {
+  return s.code() == StatusCode::kNotFound;
+}
+inline bool IsAlreadyExists(const Status& s) {
+  return s.code() == StatusCode::kAlreadyExists;
+}
+inline bool IsConflict(const Status& s) {
+  return s.code() == StatusCode::kConflict;
+}
+inline bool IsGone(const Status& s) {
+  return s.code() == StatusCode::kGone;
+}
+inline bool IsForbidden(const Status& s) {
+  return s.code() == StatusCode::kForbidden;
+}
 
 }  // namespace hybridjob::k8s

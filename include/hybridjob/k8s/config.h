@@ -45,7 +45,8 @@ Result<ClientConfig> LoadKubeconfigFile(const std::string& path,
 
 // The pod's service account: token, CA and namespace under root, server from
 // KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT.
-inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+inline constexpr std::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
 Result<ClientConfig> LoadInClusterConfig(const std::string& root = std::string(kServiceAccountDir));
 
 // --kubeconfig flag > $KUBECONFIG (first entry of a colon list) > in-cluster.

@@ -33,6 +33,9 @@ struct LeaderElectionConfig {
   std::function<void(const std::string& leader)> on_new_leader;
 };
 
+// hostname_<random>: unique per process, readable in the Lease.
+std::string DefaultLeaderIdentity();
+
 // Checks durations: lease > renew deadline > retry period > 0.
 Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config);
 

@@ -34,8 +34,8 @@ class RestClient final : public ApiClient {
   Result<nlohmann::json> Update(const Resource& resource, const nlohmann::json& object,
                                 std::string_view subresource = {},
                                 const WriteOptions& options = {}) override;
-  Result<nlohmann::json> Patch(const Resource& resource, std::string_view ns,
-                               std::string_view name, PatchType type, std::string_view body,
+  Result<nlohmann::json> Patch(const Resource& resource, std::string_view ns, std::string_view name,
+                               PatchType type, std::string_view body,
                                const PatchOptions& options = {}) override;
   Status Delete(const Resource& resource, std::string_view ns, std::string_view name,
                 const DeleteOptions& options = {}) override;
@@ -56,5 +56,11 @@ class RestClient final : public ApiClient {
   explicit RestClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// A client from the usual flags: --kubeconfig (else $KUBECONFIG, else the
+// in-cluster service account), with the given flow control and user agent.
+Result<std::unique_ptr<RestClient>> ConnectFromFlags(const std::string& kubeconfig, double qps,
+                                                     int burst, int max_in_flight,
+                                                     const std::string& user_agent);
 
 }  // namespace hybridjob::k8s

@@ -57,8 +57,8 @@ class WorkQueue {
   void ShutDown();
   bool ShuttingDown();
 
-  size_t Len();            // ready keys
-  size_t DelayedLen();     // keys waiting for their time
+  size_t Len();         // ready keys
+  size_t DelayedLen();  // keys waiting for their time
 
  private:
   using Time = std::chrono::steady_clock::time_point;

@@ -1,11 +1,11 @@
 // hybridjob-controller: flags, wiring, leader election, endpoints and signals
 // only; the logic lives in hybridjob_controller.
-#include <spdlog/spdlog.h>
-
 #include <csignal>
 #include <iostream>
 #include <random>
 #include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include <hybridjob/common/flags.h>
 #include <hybridjob/common/logging.h>
@@ -26,15 +26,7 @@ constexpr const char* kSummary =
     "cleanup of parameter servers and TTL deletion.";
 
 int Fail(const std::string& message) {
-  std::cerr << "hybridjob-controller: " << message << "\n";
-  return 1;
-}
-
-std::string Identity() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::random_device random;
-  return std::string(host) + "_" + std::to_string(random() % 1000000);
+  return hybridjob::FailStartup("hybridjob-controller", message);
 }
 
 }  // namespace
@@ -42,8 +34,7 @@ std::string Identity() {
 int main(int argc, char** argv) {
   hybridjob::BlockShutdownSignals();
   std::string kubeconfig;
-  std::string log_level = "info";
-  std::string log_format = "text";
+  hybridjob::LoggingFlags logging;
   std::string metrics_addr = "0.0.0.0:10251";
   std::string health_addr = "0.0.0.0:10252";
   std::string lease_namespace = "hybridjob-system";
@@ -69,25 +60,13 @@ int main(int argc, char** argv) {
                  "interval between renewals and acquisition attempts");
   flags.String("metrics-addr", &metrics_addr, "host:port for /metrics (\"0\" disables)");
   flags.String("health-addr", &health_addr, "host:port for /healthz and /readyz (\"0\" disables)");
-  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
-  flags.String("log-format", &log_format, "text or json");
+  hybridjob::AddLoggingFlags(flags, &logging);
   flags.Double("qps", &qps, "API requests per second");
   flags.Int("burst", &burst, "API request burst");
   flags.String("code-fetcher-image", &options.planner.code_fetcher_image,
                "image of the init container that fetches spec.code.source");
-  if (auto status = flags.Parse(argc, argv); !status.ok()) {
-    return Fail(status.message());
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
-  if (!flags.positional().empty()) {
-    return Fail("unexpected argument \"" + flags.positional().front() + "\" (see --help)");
-  }
-  if (auto status = hybridjob::ConfigureLogging(log_level, log_format, "hybridjob-controller");
-      !status.ok()) {
-    return Fail(status.message());
+  if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
+    return *exit_code;
   }
   if (workers < 1 || workers > 256) {
     return Fail("--workers must be between 1 and 256");
@@ -101,15 +80,9 @@ int main(int argc, char** argv) {
   }
   options.workers = static_cast<int>(workers);
 
-  auto config = hybridjob::k8s::ResolveClientConfig(kubeconfig);
-  if (!config) {
-    return Fail(config.status().message());
-  }
-  config->qps = qps;
-  config->burst = static_cast<int>(burst);
-  config->max_in_flight = std::max<int>(32, options.workers * 4);
-  config->user_agent = "hybridjob-controller";
-  auto client = hybridjob::k8s::RestClient::Create(*config);
+  auto client = hybridjob::k8s::ConnectFromFlags(kubeconfig, qps, static_cast<int>(burst),
+                                                 std::max<int>(32, options.workers * 4),
+                                                 "hybridjob-controller");
   if (!client) {
     return Fail(client.status().message());
   }
@@ -117,8 +90,8 @@ int main(int argc, char** argv) {
   // missing or RBAC forbids reading jobs.
   hybridjob::k8s::ListOptions one;
   one.limit = 1;
-  if (auto probe = (*client)->List(hybridjob::k8s::resources::HybridJobs(), options.namespace_name,
-                                   one);
+  if (auto probe =
+          (*client)->List(hybridjob::k8s::resources::HybridJobs(), options.namespace_name, one);
       !probe) {
     return Fail("cannot list hybridjobs: " + probe.status().ToString() +
                 (hybridjob::k8s::IsNotFound(probe.status())
@@ -130,9 +103,9 @@ int main(int argc, char** argv) {
   hybridjob::observability::InstrumentClient(**client, registry);
   hybridjob::controller::JobController controller(
       **client, options, hybridjob::observability::WorkQueueMetrics(registry, "hybridjob"));
-  auto& reconcile_seconds = registry.GetHistogram(
-      "hybridjob_controller_reconcile_duration_seconds", "Time to reconcile one job",
-      hybridjob::observability::LatencyBuckets());
+  auto& reconcile_seconds = registry.GetHistogram("hybridjob_controller_reconcile_duration_seconds",
+                                                  "Time to reconcile one job",
+                                                  hybridjob::observability::LatencyBuckets());
   auto& reconcile_errors = registry.GetCounter("hybridjob_controller_reconcile_errors_total",
                                                "Reconciles that failed and were requeued");
   controller.SetReconcileObserver([&](bool ok, std::chrono::steady_clock::duration duration) {
@@ -181,7 +154,7 @@ int main(int argc, char** argv) {
   if (leader_elect) {
     election.lease_namespace = lease_namespace;
     election.lease_name = lease_name;
-    election.identity = Identity();
+    election.identity = hybridjob::k8s::DefaultLeaderIdentity();
     election.on_started_leading = [&] {
       spdlog::info("became leader ({}); reconciling", election.identity);
       leading = true;

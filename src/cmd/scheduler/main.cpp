@@ -1,11 +1,11 @@
 // gang-scheduler: flags, wiring, leader election and signals only; the logic
 // lives in hybridjob_scheduler.
-#include <spdlog/spdlog.h>
-
 #include <csignal>
 #include <iostream>
 #include <random>
 #include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include <hybridjob/common/flags.h>
 #include <hybridjob/common/logging.h>
@@ -26,15 +26,7 @@ constexpr const char* kSummary =
     "maximum by priority. See docs/scheduler-config.md for the --config file.";
 
 int Fail(const std::string& message) {
-  std::cerr << "gang-scheduler: " << message << "\n";
-  return 1;
-}
-
-std::string Identity() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::random_device random;
-  return std::string(host) + "_" + std::to_string(random() % 1000000);
+  return hybridjob::FailStartup("gang-scheduler", message);
 }
 
 }  // namespace
@@ -43,8 +35,7 @@ int main(int argc, char** argv) {
   hybridjob::BlockShutdownSignals();
   std::string kubeconfig;
   std::string config_path;
-  std::string log_level = "info";
-  std::string log_format = "text";
+  hybridjob::LoggingFlags logging;
   bool leader_elect = false;
   std::string metrics_addr;
   std::string health_addr;
@@ -54,21 +45,9 @@ int main(int argc, char** argv) {
   flags.Bool("leader-elect", &leader_elect, "campaign for leadership (overrides the config file)");
   flags.String("metrics-addr", &metrics_addr, "overrides metricsAddr of the config file");
   flags.String("health-addr", &health_addr, "overrides healthAddr of the config file");
-  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
-  flags.String("log-format", &log_format, "text or json");
-  if (auto status = flags.Parse(argc, argv); !status.ok()) {
-    return Fail(status.message());
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
-  if (!flags.positional().empty()) {
-    return Fail("unexpected argument \"" + flags.positional().front() + "\" (see --help)");
-  }
-  if (auto status = hybridjob::ConfigureLogging(log_level, log_format, "gang-scheduler");
-      !status.ok()) {
-    return Fail(status.message());
+  hybridjob::AddLoggingFlags(flags, &logging);
+  if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
+    return *exit_code;
   }
   hybridjob::scheduler::SchedulerConfig config;
   if (!config_path.empty()) {
@@ -88,15 +67,9 @@ int main(int argc, char** argv) {
     config.health_addr = health_addr;
   }
 
-  auto client_config = hybridjob::k8s::ResolveClientConfig(kubeconfig);
-  if (!client_config) {
-    return Fail(client_config.status().message());
-  }
-  client_config->qps = config.client_qps;
-  client_config->burst = static_cast<int>(config.client_burst);
-  client_config->max_in_flight = static_cast<int>(config.bind_concurrency) + 16;
-  client_config->user_agent = "gang-scheduler";
-  auto client = hybridjob::k8s::RestClient::Create(*client_config);
+  auto client = hybridjob::k8s::ConnectFromFlags(
+      kubeconfig, config.client_qps, static_cast<int>(config.client_burst),
+      static_cast<int>(config.bind_concurrency) + 16, "gang-scheduler");
   if (!client) {
     return Fail(client.status().message());
   }
@@ -112,12 +85,13 @@ int main(int argc, char** argv) {
   obs::Registry registry;
   obs::InstrumentClient(**client, registry);
   hybridjob::scheduler::GangScheduler scheduler(**client, config);
-  auto& gang_latency = registry.GetHistogram(
-      "hybridjob_scheduler_gang_latency_seconds",
-      "From a group's oldest member's creation to its last member's binding",
-      obs::ExponentialBuckets(0.5, 2, 14));
-  scheduler.SetGangLatencyObserver(
-      [&gang_latency](std::chrono::duration<double> latency) { gang_latency.Observe(latency.count()); });
+  auto& gang_latency =
+      registry.GetHistogram("hybridjob_scheduler_gang_latency_seconds",
+                            "From a group's oldest member's creation to its last member's binding",
+                            obs::ExponentialBuckets(0.5, 2, 14));
+  scheduler.SetGangLatencyObserver([&gang_latency](std::chrono::duration<double> latency) {
+    gang_latency.Observe(latency.count());
+  });
   std::atomic<bool> leading{false};
   registry.AddCollector([&](obs::Registry& r) {
     const auto& stats = scheduler.stats();
@@ -183,7 +157,7 @@ int main(int argc, char** argv) {
     hybridjob::k8s::LeaderElectionConfig election;
     election.lease_namespace = config.leader_election.lease_namespace;
     election.lease_name = config.leader_election.lease_name;
-    election.identity = Identity();
+    election.identity = hybridjob::k8s::DefaultLeaderIdentity();
     election.lease_duration = config.leader_election.lease_duration;
     election.renew_deadline = config.leader_election.renew_deadline;
     election.retry_period = config.leader_election.retry_period;

@@ -1,8 +1,8 @@
 // hybridjob-sim: simulated GPU nodes and a kubelet for them. Flags, wiring and
 // signals only; the logic lives in hybridjob_sim.
-#include <spdlog/spdlog.h>
-
 #include <iostream>
+
+#include <spdlog/spdlog.h>
 
 #include <hybridjob/common/flags.h>
 #include <hybridjob/common/logging.h>
@@ -20,8 +20,7 @@ constexpr const char* kSummary =
     "on exit unless --keep-nodes.";
 
 int Fail(const std::string& message) {
-  std::cerr << "hybridjob-sim: " << message << "\n";
-  return 1;
+  return hybridjob::FailStartup("hybridjob-sim", message);
 }
 
 }  // namespace
@@ -32,8 +31,7 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string labels;
   std::string taints;
-  std::string log_level = "info";
-  std::string log_format = "text";
+  hybridjob::LoggingFlags logging;
   int64_t workers = options.workers;
   double qps = 500;
   int64_t burst = 1000;
@@ -53,21 +51,9 @@ int main(int argc, char** argv) {
   flags.Double("qps", &qps, "API requests per second (0 = unlimited)");
   flags.Int("burst", &burst, "API request burst");
   flags.Bool("keep-nodes", &options.keep_nodes, "leave the nodes registered on exit");
-  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
-  flags.String("log-format", &log_format, "text or json");
-  if (auto status = flags.Parse(argc, argv); !status.ok()) {
-    return Fail(status.message());
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
-  if (!flags.positional().empty()) {
-    return Fail("unexpected argument \"" + flags.positional().front() + "\" (see --help)");
-  }
-  if (auto status = hybridjob::ConfigureLogging(log_level, log_format, "hybridjob-sim");
-      !status.ok()) {
-    return Fail(status.message());
+  hybridjob::AddLoggingFlags(flags, &logging);
+  if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
+    return *exit_code;
   }
   auto parsed_labels = hybridjob::sim::ParseLabels(labels);
   if (!parsed_labels) {
@@ -84,15 +70,9 @@ int main(int argc, char** argv) {
     return Fail(status.message());
   }
 
-  auto config = hybridjob::k8s::ResolveClientConfig(kubeconfig);
-  if (!config) {
-    return Fail(config.status().message());
-  }
-  config->qps = qps;
-  config->burst = static_cast<int>(burst);
-  config->max_in_flight = std::max<int>(16, options.workers * 2);
-  config->user_agent = "hybridjob-sim";
-  auto client = hybridjob::k8s::RestClient::Create(*config);
+  auto client =
+      hybridjob::k8s::ConnectFromFlags(kubeconfig, qps, static_cast<int>(burst),
+                                       std::max<int>(16, options.workers * 2), "hybridjob-sim");
   if (!client) {
     return Fail(client.status().message());
   }
