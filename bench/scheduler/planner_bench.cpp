@@ -238,8 +238,8 @@ void BM_PolicyCycleOfBacklog(benchmark::State& state) {
     state.ResumeTiming();
 
     std::vector<PodGroup> groups = BuildGroups(backlog.pending, *cluster);
-    PolicyCycleResult result = PlanCycleWithPolicies(
-        *cluster, std::move(groups), policy, config, Timestamp{std::chrono::seconds{1000000}});
+    PolicyCycleResult result = PlanCycleWithPolicies(*cluster, std::move(groups), policy, config,
+                                                     Timestamp{std::chrono::seconds{1000000}});
     placed_pods = 0;
     placed_groups = 0;
     for (const PolicyDecision& decision : result.decisions) {

@@ -1,12 +1,12 @@
-#include <hybridjob/scheduler/config.h>
-
-#include <yaml-cpp/yaml.h>
-
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include <hybridjob/common/duration.h>
+#include <hybridjob/common/quantity.h>
+#include <hybridjob/scheduler/config.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -17,9 +17,7 @@ class FieldReader {
  public:
   FieldReader(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {}
 
-  std::string Path(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   template <typename T>
   Status Read(const std::string& key, T* target) {
@@ -106,10 +104,11 @@ class FieldReader {
   std::set<std::string> known_;
 };
 
-#define HJ_RETURN_IF_ERROR(expr)  \
-  do {                            \
+#define HJ_RETURN_IF_ERROR(expr)     \
+  do {                               \
     ::hybridjob::Status _s = (expr); \
-    if (!_s.ok()) return _s;      \
+    if (!_s.ok())                    \
+      return _s;                     \
   } while (false)
 
 Status ParseLeaderElection(const YAML::Node& node, LeaderElectionSettings* out) {
@@ -140,6 +139,126 @@ Status ParseLeaderElection(const YAML::Node& node, LeaderElectionSettings* out) 
   return Status::Ok();
 }
 
+// A map of resource name to quantity ("nvidia.com/gpu: 16", "cpu: 500m",
+// "memory: 64Gi"); cpu is kept in millicores as everywhere else.
+Status ParseResourceMap(const YAML::Node& node, const std::string& path,
+                        std::vector<ScalarResource>* out) {
+  out->clear();
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument(path + ": expected a map of resource name to quantity");
+  }
+  for (const auto& entry : node) {
+    const std::string name = entry.first.as<std::string>();
+    const std::string field = path + "." + name;
+    if (name.empty()) {
+      return InvalidArgument(path + ": resource names must not be empty");
+    }
+    if (!entry.second.IsScalar()) {
+      return InvalidArgument(field + ": expected a quantity");
+    }
+    const std::string text = entry.second.Scalar();
+    Result<int64_t> amount = name == "cpu" ? ParseQuantityMilli(text) : ParseQuantity(text);
+    if (!amount.ok()) {
+      return InvalidArgument(field + ": " + amount.status().message());
+    }
+    if (*amount < 0) {
+      return InvalidArgument(field + ": must not be negative");
+    }
+    out->push_back(ScalarResource{name, *amount});
+  }
+  return Status::Ok();
+}
+
+Status ParseQueue(const YAML::Node& node, const std::string& path, QueueSpec* out) {
+  if (!node.IsMap()) {
+    return InvalidArgument(path + ": expected a map");
+  }
+  FieldReader reader(node, path);
+  HJ_RETURN_IF_ERROR(reader.Read("name", &out->name));
+  HJ_RETURN_IF_ERROR(reader.Read("weight", &out->weight));
+  std::vector<ScalarResource> amounts;
+  const YAML::Node guaranteed = reader.Child("guaranteed");
+  HJ_RETURN_IF_ERROR(ParseResourceMap(guaranteed, path + ".guaranteed", &amounts));
+  for (const ScalarResource& amount : amounts) {
+    out->guaranteed.Set(amount.name, amount.amount);
+  }
+  const YAML::Node max = reader.Child("max");
+  HJ_RETURN_IF_ERROR(ParseResourceMap(max, path + ".max", &amounts));
+  for (const ScalarResource& amount : amounts) {
+    out->max.Set(amount.name, amount.amount);
+  }
+  return reader.RejectUnknown();
+}
+
+Status ParseQueues(const YAML::Node& node, std::vector<QueueSpec>* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsSequence()) {
+    return InvalidArgument("queues: expected a list");
+  }
+  out->clear();
+  for (size_t i = 0; i < node.size(); ++i) {
+    QueueSpec queue;
+    HJ_RETURN_IF_ERROR(ParseQueue(node[i], "queues[" + std::to_string(i) + "]", &queue));
+    out->push_back(std::move(queue));
+  }
+  return ValidateQueues(*out);
+}
+
+Status ParseReclaim(const YAML::Node& node, ReclaimSettings* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument("reclaim: expected a map");
+  }
+  FieldReader reader(node, "reclaim");
+  HJ_RETURN_IF_ERROR(reader.Read("enabled", &out->enabled));
+  HJ_RETURN_IF_ERROR(reader.Read("growth", &out->growth));
+  HJ_RETURN_IF_ERROR(reader.Read("maxGroupsPerCycle", &out->max_groups_per_cycle));
+  HJ_RETURN_IF_ERROR(reader.RejectUnknown());
+  if (out->max_groups_per_cycle < 0 || out->max_groups_per_cycle > 1000) {
+    return InvalidArgument("reclaim.maxGroupsPerCycle: must be between 0 and 1000");
+  }
+  return Status::Ok();
+}
+
+Status ParsePreemption(const YAML::Node& node, PreemptionSettings* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument("preemption: expected a map");
+  }
+  FieldReader reader(node, "preemption");
+  HJ_RETURN_IF_ERROR(reader.Read("enabled", &out->enabled));
+  return reader.RejectUnknown();
+}
+
+Status ParseStarvation(const YAML::Node& node, StarvationSettings* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument("starvation: expected a map");
+  }
+  FieldReader reader(node, "starvation");
+  HJ_RETURN_IF_ERROR(reader.Read("maxWaitSeconds", &out->max_wait_seconds));
+  HJ_RETURN_IF_ERROR(reader.Read("maxReservedGroups", &out->max_reserved_groups));
+  HJ_RETURN_IF_ERROR(reader.RejectUnknown());
+  if (out->max_wait_seconds < 0) {
+    return InvalidArgument("starvation.maxWaitSeconds: must not be negative");
+  }
+  if (out->max_reserved_groups < 0) {
+    return InvalidArgument("starvation.maxReservedGroups: must not be negative");
+  }
+  return Status::Ok();
+}
+
 Status ValidateAddress(const std::string& field, const std::string& address) {
   if (address.empty() || address == "0") {
     return Status::Ok();  // disabled
@@ -149,8 +268,9 @@ Status ValidateAddress(const std::string& field, const std::string& address) {
     return InvalidArgument(field + ": \"" + address + "\" must be host:port");
   }
   const std::string port = address.substr(colon + 1);
-  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port) > 65535) {
+  // At most five digits before converting, so no port string can overflow.
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
     return InvalidArgument(field + ": \"" + address + "\" has no valid port");
   }
   return Status::Ok();
@@ -177,6 +297,10 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   HJ_RETURN_IF_ERROR(reader.Read("metricsAddr", &config.metrics_addr));
   HJ_RETURN_IF_ERROR(reader.Read("healthAddr", &config.health_addr));
   HJ_RETURN_IF_ERROR(ParseLeaderElection(reader.Child("leaderElection"), &config.leader_election));
+  HJ_RETURN_IF_ERROR(ParseQueues(reader.Child("queues"), &config.queues));
+  HJ_RETURN_IF_ERROR(ParseReclaim(reader.Child("reclaim"), &config.reclaim));
+  HJ_RETURN_IF_ERROR(ParsePreemption(reader.Child("preemption"), &config.preemption));
+  HJ_RETURN_IF_ERROR(ParseStarvation(reader.Child("starvation"), &config.starvation));
   HJ_RETURN_IF_ERROR(reader.RejectUnknown());
 
   if (config.scheduler_name.empty()) {
@@ -215,6 +339,16 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
 #undef HJ_RETURN_IF_ERROR
 
 }  // namespace
+
+PolicyConfig PolicyConfigFrom(const SchedulerConfig& config) {
+  PolicyConfig policy;
+  policy.queues = config.queues;
+  policy.reclaim = config.reclaim;
+  policy.preemption = config.preemption;
+  policy.starvation = config.starvation;
+  policy.scheduler_name = config.scheduler_name;
+  return policy;
+}
 
 Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml_text) {
   try {

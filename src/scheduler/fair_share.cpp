@@ -22,7 +22,8 @@ double DominantShare(const ResourceList& usage, const ResourceList& capacity,
     if (total <= 0) {
       continue;
     }
-    dominant = std::max(dominant, static_cast<double>(usage.Get(name)) / static_cast<double>(total));
+    dominant =
+        std::max(dominant, static_cast<double>(usage.Get(name)) / static_cast<double>(total));
   }
   return dominant;
 }
@@ -111,7 +112,7 @@ double FairShare::WeightedShare(std::string_view queue) const {
   return account == nullptr ? 0.0 : WeightedShare(*account);
 }
 
-bool FairShare::BelowGuarantee(const QueueAccount& account) const {
+bool FairShare::BelowGuarantee(const QueueAccount& account) {
   bool below = false;
   ForEachResource(account.spec.guaranteed, [&](std::string_view name, int64_t amount) {
     if (amount > 0 && account.used.Get(name) < amount) {

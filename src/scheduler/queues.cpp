@@ -8,7 +8,9 @@
 namespace hybridjob::scheduler {
 namespace {
 
-std::string QueuePath(size_t index) { return "queues[" + std::to_string(index) + "]"; }
+std::string QueuePath(size_t index) {
+  return "queues[" + std::to_string(index) + "]";
+}
 
 std::string FormatAmount(std::string_view name, int64_t amount) {
   if (name == kResourceCpu) {
@@ -82,7 +84,8 @@ Status ValidateQueues(const std::vector<QueueSpec>& queues) {
     Status negative = Status::Ok();
     ForEachResource(queue.guaranteed, [&](std::string_view name, int64_t amount) {
       if (amount < 0 && negative.ok()) {
-        negative = InvalidArgument(path + ".guaranteed." + std::string(name) + ": must not be negative");
+        negative =
+            InvalidArgument(path + ".guaranteed." + std::string(name) + ": must not be negative");
       }
     });
     if (!negative.ok()) {
@@ -171,7 +174,13 @@ bool IsManagedPod(const PodInfo& pod, const PolicyConfig& policy) {
   return policy.scheduler_name.empty() || pod.scheduler_name == policy.scheduler_name;
 }
 
-std::string GroupKey(const PodGroup& group) { return PodKey(group.namespace_name, group.name); }
+std::string GroupKey(const PodGroup& group) {
+  std::string key = PodKey(group.namespace_name, group.name);
+  if (!group.pending.empty() && group.pending.front()->job_name.empty()) {
+    key += "|pod";  // a pod outside any group, as BuildGroups keys it
+  }
+  return key;
+}
 
 int32_t BoundInRole(const PodGroup& group, std::string_view role) {
   int32_t count = 0;
@@ -192,19 +201,52 @@ bool ReachedMinimum(const PodGroup& group) {
   });
 }
 
+std::vector<int32_t> StartingMinimums(const PodGroup& group) {
+  std::vector<int32_t> minimums;
+  bool any = !group.bound.empty();
+  for (const RoleSpec& role : group.spec.roles) {
+    minimums.push_back(role.min_replicas);
+    any |= role.min_replicas > 0;
+  }
+  if (any) {
+    return minimums;
+  }
+  const RoleSpec* first = nullptr;
+  size_t first_index = 0;
+  for (size_t i = 0; i < group.spec.roles.size(); ++i) {
+    const RoleSpec& role = group.spec.roles[i];
+    bool has_pending = std::any_of(group.pending.begin(), group.pending.end(),
+                                   [&](const PodInfo* pod) { return pod->role == role.name; });
+    if (role.max_replicas > 0 && has_pending &&
+        (first == nullptr || role.priority > first->priority)) {
+      first = &role;
+      first_index = i;
+    }
+  }
+  if (first != nullptr) {
+    minimums[first_index] = 1;
+  }
+  return minimums;
+}
+
 PodGroup AtMinimum(const PodGroup& group) {
+  std::vector<int32_t> minimums = StartingMinimums(group);
   PodGroup copy = group;
-  for (RoleSpec& role : copy.spec.roles) {
-    role.max_replicas = std::max(role.min_replicas, BoundInRole(group, role.name));
+  for (size_t i = 0; i < copy.spec.roles.size(); ++i) {
+    RoleSpec& role = copy.spec.roles[i];
+    role.min_replicas = minimums[i];
+    role.max_replicas = std::max(minimums[i], BoundInRole(group, role.name));
   }
   return copy;
 }
 
-ResourceList MinimumRequest(const PodGroup& group) {
-  ResourceList total;
+std::vector<const PodInfo*> MinimumMembers(const PodGroup& group) {
+  std::vector<int32_t> minimums = StartingMinimums(group);
+  std::vector<const PodInfo*> out;
   std::vector<const PodInfo*> members;
-  for (const RoleSpec& role : group.spec.roles) {
-    int32_t lacking = role.min_replicas - BoundInRole(group, role.name);
+  for (size_t i = 0; i < group.spec.roles.size(); ++i) {
+    const RoleSpec& role = group.spec.roles[i];
+    int32_t lacking = minimums[i] - BoundInRole(group, role.name);
     if (lacking <= 0) {
       continue;
     }
@@ -217,9 +259,17 @@ ResourceList MinimumRequest(const PodGroup& group) {
     std::sort(members.begin(), members.end(), [](const PodInfo* a, const PodInfo* b) {
       return a->index != b->index ? a->index < b->index : a->name < b->name;
     });
-    for (size_t i = 0; i < members.size() && static_cast<int32_t>(i) < lacking; ++i) {
-      total += members[i]->requests;
+    for (size_t k = 0; k < members.size() && static_cast<int32_t>(k) < lacking; ++k) {
+      out.push_back(members[k]);
     }
+  }
+  return out;
+}
+
+ResourceList MinimumRequest(const PodGroup& group) {
+  ResourceList total;
+  for (const PodInfo* pod : MinimumMembers(group)) {
+    total += pod->requests;
   }
   return total;
 }

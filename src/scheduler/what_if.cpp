@@ -23,7 +23,9 @@ int64_t FreeOf(int64_t allocatable, int64_t requested) {
 
 WhatIf::WhatIf(Snapshot& snapshot) : snapshot_(snapshot), base_(snapshot.TentativeMark()) {}
 
-WhatIf::~WhatIf() { Rollback(); }
+WhatIf::~WhatIf() {
+  Rollback();
+}
 
 bool WhatIf::Release(const PodInfo& pod) {
   std::optional<uint32_t> slot = snapshot_.FindNodeSlot(pod.node_name);
@@ -57,10 +59,16 @@ void WhatIf::Fill(uint32_t slot) {
   snapshot_.PlaceTentatively(fill, slot);
 }
 
-size_t WhatIf::Mark() const { return snapshot_.TentativeMark(); }
+size_t WhatIf::Mark() const {
+  return snapshot_.TentativeMark();
+}
 
-void WhatIf::RollbackTo(size_t mark) { snapshot_.RollbackTentative(std::max(mark, base_)); }
+void WhatIf::RollbackTo(size_t mark) {
+  snapshot_.RollbackTentative(std::max(mark, base_));
+}
 
-void WhatIf::Rollback() { snapshot_.RollbackTentative(base_); }
+void WhatIf::Rollback() {
+  snapshot_.RollbackTentative(base_);
+}
 
 }  // namespace hybridjob::scheduler

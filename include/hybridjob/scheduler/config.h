@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/queues.h>
 #include <hybridjob/scheduler/scorers.h>
 
 namespace hybridjob::scheduler {
@@ -35,7 +36,17 @@ struct SchedulerConfig {
   LeaderElectionSettings leader_election;
   std::string metrics_addr = "0.0.0.0:10261";
   std::string health_addr = "0.0.0.0:10262";
+  // Policies (docs/scheduler-policies.md). No queues configured: every group
+  // runs in the implicit `default` queue.
+  std::vector<QueueSpec> queues;
+  ReclaimSettings reclaim;
+  PreemptionSettings preemption;
+  StarvationSettings starvation;
 };
+
+// The policy layer's configuration from the file's: queues, switches, and the
+// scheduler name (pods of other schedulers belong to no queue).
+PolicyConfig PolicyConfigFrom(const SchedulerConfig& config);
 
 Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml_text);
 Result<SchedulerConfig> LoadSchedulerConfigFile(const std::string& path);

@@ -131,7 +131,8 @@ std::string_view QueueOfPod(const PodInfo& pod);
 // Whether the policies account and may evict the pod (see scheduler_name).
 bool IsManagedPod(const PodInfo& pod, const PolicyConfig& policy);
 
-// "namespace/name" of a group.
+// "namespace/name" of a group; "namespace/name|pod" for a pod outside any
+// group, so it never collides with a job of the same name.
 std::string GroupKey(const PodGroup& group);
 
 // Members per role of a group as it stands: bound members by role name.
@@ -141,12 +142,20 @@ int32_t BoundInRole(const PodGroup& group, std::string_view role);
 // grows from here.
 bool ReachedMinimum(const PodGroup& group);
 
-// A copy of `group` whose roles may not grow past max(min, bound): planning it
-// places exactly what the group lacks to reach its minimum.
+// The minimum each role must reach for the group to run, in spec order: the
+// roles' minReplicas, except that a group with nothing bound whose minimums
+// are all 0 starts with one member of its highest-priority role that has a
+// pending member (a group is never "placed" with no member at all).
+std::vector<int32_t> StartingMinimums(const PodGroup& group);
+
+// A copy of `group` that must reach StartingMinimums and may not grow past
+// max(minimum, bound): planning it places exactly what the group lacks.
 PodGroup AtMinimum(const PodGroup& group);
 
-// What the pending members a group needs to reach its minimum request: per
-// role, the lowest-indexed (min - bound) pending members.
+// The pending members the group lacks to reach StartingMinimums: per role the
+// lowest-indexed ones.
+std::vector<const PodInfo*> MinimumMembers(const PodGroup& group);
+// Their summed requests.
 ResourceList MinimumRequest(const PodGroup& group);
 
 // Sum of the requests of the pods of a plan's assignments.

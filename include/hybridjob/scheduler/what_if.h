@@ -5,8 +5,10 @@
 // the scope ends; while it is open the snapshot's mutating calls fail.
 //
 // Both edits are accounting only: a released pod still counts for host ports
-// and inter-pod (anti-)affinity, which can only make a what-if plan more
-// cautious than reality, never place a pod where it would not fit.
+// and inter-pod (anti-)affinity (more cautious than reality, except for a pod
+// with required affinity to the released one), and the placeholder pods carry
+// no namespace or labels, so no selector of a real pod picks them. What-if
+// plans decide evictions; nothing is bound on the strength of one.
 #pragma once
 
 #include <cstddef>

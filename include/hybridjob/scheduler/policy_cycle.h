@@ -1,0 +1,145 @@
+// One scheduling cycle with queues, fair share, elastic reclaim and growth,
+// priority preemption and starvation control. Pure: the caller (the
+// scheduler's shell, or a trace simulator in virtual time) owns the snapshot,
+// carries PolicyState from one cycle to the next, and carries out what the
+// cycle decides: bind the placed plans (already assumed into the snapshot),
+// evict the victims, report why groups wait.
+//
+// A cycle:
+//  1. Starting groups (and running groups below a role's minimum) are placed
+//     at their minimum, across queues in weighted-DRF order (a queue below its
+//     guarantee first, then the lowest weighted dominant share), within a
+//     queue by priority then age. A group whose minimum would take its queue
+//     over max waits; a group naming an unknown queue waits. No group but the
+//     holder is placed on a reserved node.
+//  2. For groups that still cannot reach their minimum, elastic reclaim (and,
+//     when enabled, priority preemption) chooses victims: the fewest, in
+//     policy order, after which the group fits (reclaim.h, preemption.h).
+//     The group is not placed in this cycle: the capacity frees when the
+//     victims are gone, and their nodes are reserved for it meanwhile.
+//  3. Groups waiting for capacity longer than starvation.maxWaitSeconds get
+//     the nodes they need reserved (starvation.h).
+//  4. If no group waits for capacity it could ever get, running groups (and
+//     those started in step 1) grow toward their maximum, one member at a
+//     time to the queue with the lowest weighted share, within queue max.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/queues.h>
+#include <hybridjob/scheduler/reclaim.h>
+#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/starvation.h>
+
+namespace hybridjob::scheduler {
+
+// An eviction the cycle decided, to be carried out through the Eviction API
+// (policy/v1 Eviction of the pod, with the pod's uid as a precondition and
+// without a grace period override, so the pod's own
+// terminationGracePeriodSeconds applies).
+struct Eviction {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string node_name;
+  EvictionCause cause = EvictionCause::kReclaim;
+  std::string victim_group;  // key of the victim's group (RunningGroup::Key)
+  std::string victim_queue;
+  std::string for_group;  // key of the waiting group it makes room for (GroupKey)
+  std::string for_queue;
+  // For the Event and the pod's DisruptionTarget condition, e.g.
+  // "Reclaim: making room for team/big (queue a); team/elastic worker shrinks
+  // to 6 members (min 2)".
+  std::string message;
+};
+
+// An eviction decided by an earlier cycle; its pod may still be terminating.
+struct InFlightEviction {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string for_group;
+  EvictionCause cause = EvictionCause::kReclaim;
+  Timestamp issued{};
+
+  friend bool operator==(const InFlightEviction&, const InFlightEviction&) = default;
+};
+
+// What the policies carry from one cycle to the next: plain data, valid
+// across snapshot changes. The caller stores the result's state and hands it
+// back; a caller whose eviction was refused (e.g. by a PodDisruptionBudget)
+// removes it from `evictions`, so its pod may be chosen again.
+struct PolicyState {
+  std::vector<InFlightEviction> evictions;
+  std::vector<Reservation> reservations;
+
+  friend bool operator==(const PolicyState&, const PolicyState&) = default;
+};
+
+enum class WaitCause : uint8_t {
+  kNone,            // placed, or grown
+  kAssembling,      // member pods are still being created
+  kInvalid,         // the group itself is wrong; retrying will not help
+  kUnknownQueue,    // the group names a queue the configuration does not have
+  kOverQueueMax,    // its minimum would take its queue over max
+  kNoCapacity,      // it cannot reach its minimum now
+  kEvicting,        // victims are being evicted to make room for it
+  kGrowthDeferred,  // a running group's extra members wait: others wait for capacity
+  kNoRoomToGrow,    // a running group's extra members fit nowhere, or queue max is reached
+};
+
+// "Assembling", "UnknownQueue", ...: for conditions and metrics.
+std::string_view WaitCauseName(WaitCause cause);
+
+struct PolicyDecision {
+  PodGroup group;
+  // Placed: the assignments are committed to the snapshot (bind them). For a
+  // group that had no member bound, pending members left out are surplus, as
+  // RunCycle reports them; a group with bound members keeps its other pending
+  // members pending (they may grow later). Otherwise kWait or kInvalid with
+  // the reason.
+  GroupPlan plan;
+  std::string queue;
+  WaitCause cause = WaitCause::kNone;
+  // Assignments beyond the roles' minimums.
+  int32_t grown = 0;
+};
+
+struct QueueStatus {
+  std::string name;
+  bool configured = true;
+  double weight = 1.0;
+  ResourceList used;  // after this cycle's placements
+  ResourceList guaranteed;
+  ResourceCeiling max;
+  double dominant_share = 0;
+  double weighted_share = 0;
+  int32_t waiting_groups = 0;
+  int32_t placed_groups = 0;
+};
+
+struct PolicyCycleResult {
+  // One per input group: planned groups in the order they were planned, then
+  // the others (assembling, invalid, unknown queue).
+  std::vector<PolicyDecision> decisions;
+  std::vector<Eviction> evictions;        // decided in this cycle: carry them out
+  std::vector<Reservation> reservations;  // held after this cycle
+  PolicyState state;                      // hand back to the next cycle
+  std::vector<QueueStatus> queues;        // sorted by name
+  uint32_t next_start_slot = 0;
+};
+
+// Runs one cycle over `groups` (from BuildGroups; every pending group, so
+// reservations follow their holders). The snapshot must have no tentative
+// placement open; placed plans are assumed into it.
+PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup> groups,
+                                        const PolicyConfig& policy, const PlannerConfig& planner,
+                                        Timestamp now, const PolicyState& previous = {},
+                                        uint32_t start_slot = 0);
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,150 @@
+// Elastic reclaim: when a waiting group cannot reach its minimum, running
+// groups give back elastic members (those above a role's minReplicas).
+//
+// Victims are taken from the queue furthest over its fair share first (highest
+// weighted dominant share, re-evaluated after every victim), then the lowest
+// role priority, then the highest index, so the survivors of every role stay
+// indices 0..k-1. A queue gives back only while it is over the waiting group's
+// queue's share (or the waiting queue is still within its guarantee), and
+// never below its own guarantee. Within one queue, a waiting group takes only
+// from groups of no higher priority.
+//
+// The search is exact about capacity: every candidate is released on the
+// snapshot through what-if edits and the real planner checks whether the
+// waiting group then reaches its minimum; nothing is evicted unless it does,
+// and victims that turn out not to be needed are dropped again (minimal set).
+// Priority preemption (preemption.h) feeds more candidates to the same search.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <hybridjob/scheduler/fair_share.h>
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/queues.h>
+#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/what_if.h>
+
+namespace hybridjob::scheduler {
+
+enum class EvictionCause : uint8_t { kReclaim, kPreemption };
+
+// "Reclaim" or "Preemption".
+std::string_view EvictionCauseName(EvictionCause cause);
+
+struct RunningRole {
+  std::string name;
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
+  int32_t priority = 0;
+  std::vector<const PodInfo*> members;  // staying members, lowest index first
+};
+
+// A group with members bound or assumed in the snapshot, as reclaim and
+// preemption see it. Pointers refer to pods the snapshot owns.
+struct RunningGroup {
+  std::string namespace_name;
+  std::string name;  // the job-name label, or the pod's name for a pod outside any group
+  bool single_pod = false;
+  std::string queue;
+  int32_t priority = 0;       // highest member priority
+  Timestamp creation_time{};  // the oldest member's creation
+  // Members can be shrunk down to each role's minimum. False when the group
+  // spec is unknown or a member does not fit it: then only whole.
+  bool elastic_shape = false;
+  std::vector<RunningRole> roles;
+  std::vector<const PodInfo*> members;  // every staying member
+  int32_t leaving = 0;                  // members already being evicted
+  // Placed in this cycle: never a victim.
+  bool placed_this_cycle = false;
+
+  // "namespace/name", with "|pod" appended for a pod outside any group (the
+  // same keys BuildGroups uses).
+  std::string Key() const;
+  ResourceList Requests() const;
+};
+
+class RunningGroups {
+ public:
+  // Every group of managed pods in the snapshot. Pods whose keys are in
+  // `leaving` are being evicted: left out of the members and counted apart.
+  static RunningGroups FromSnapshot(const Snapshot& snapshot, const PolicyConfig& policy,
+                                    const std::unordered_set<std::string>& leaving);
+
+  std::vector<RunningGroup>& groups() { return groups_; }
+  const std::vector<RunningGroup>& groups() const { return groups_; }
+  RunningGroup* Find(std::string_view key);
+
+  // Takes the pods out of their group's members (they are being evicted).
+  void MarkLeaving(size_t group, const std::vector<const PodInfo*>& pods);
+
+ private:
+  std::vector<RunningGroup> groups_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
+};
+
+// One unit of eviction: an elastic member, or every staying member of a group.
+struct VictimUnit {
+  size_t group = 0;   // index into RunningGroups::groups()
+  int32_t role = -1;  // an elastic member: index of its role; -1: the whole group
+  std::vector<const PodInfo*> pods;
+  ResourceList requests;
+  EvictionCause cause = EvictionCause::kReclaim;
+
+  bool whole() const { return role < 0; }
+};
+
+// Elastic members of a group, per role (in spec order) the highest index
+// first, as units. A group whose minimums are all 0 keeps one member.
+std::vector<VictimUnit> ElasticUnits(const RunningGroups& running, size_t group,
+                                     EvictionCause cause);
+
+// The group that waits, and what the search may do for it.
+struct EvictionRequest {
+  std::string group_key;  // GroupKey() of the waiting group (never its own victim)
+  std::string queue;
+  int32_t priority = 0;
+  ResourceList need;  // its minimum request, MinimumRequest()
+  bool reclaim = true;
+  // Extra candidates after the reclaim ones (see preemption.h), tried in order.
+  std::vector<VictimUnit> preemption_candidates;
+  // Nodes the group may not use (reserved for others): victims there free
+  // nothing for it. Indexed by slot; may be shorter than the slot table.
+  const std::vector<uint8_t>* blocked_slots = nullptr;
+  // The group is known not to fit before any victim is taken (the caller just
+  // planned it in the same state): the search skips that first check.
+  bool known_not_to_fit = false;
+  // Plan calls allowed in one search; bounds its cost on huge clusters.
+  int32_t max_fit_checks = 48;
+};
+
+struct EvictionChoice {
+  // The waiting group reaches its minimum once the victims (and whatever was
+  // released before the search) are gone.
+  bool fits = false;
+  std::vector<VictimUnit> victims;  // in the order chosen
+  int32_t fit_checks = 0;
+};
+
+// Whether the waiting group reaches its minimum on the snapshot as it stands
+// (with the what-if edits made so far).
+using FitCheck = std::function<bool()>;
+
+// Searches for the fewest victims, in policy order, after which `fits` holds.
+// The caller has already made its what-if edits (nodes reserved for others
+// filled, victims evicted earlier for this group released); the search adds
+// its own on `what_if` and removes them before returning. `share` is the
+// projected usage: what each queue will use once earlier decisions of the
+// cycle take effect. Returns fits=false and no victims when no allowed set
+// of victims makes the group fit.
+EvictionChoice FindEvictions(Snapshot& snapshot, WhatIf& what_if, const RunningGroups& running,
+                             const FairShare& share, const EvictionRequest& request,
+                             const FitCheck& fits);
+
+}  // namespace hybridjob::scheduler

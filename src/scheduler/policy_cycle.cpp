@@ -1,0 +1,1023 @@
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/fair_share.h>
+#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/preemption.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+using std::chrono::seconds;
+
+// One input group through the cycle.
+struct Entry {
+  PodGroup group;
+  std::string key;
+  std::string queue;
+  size_t input_order = 0;
+  int64_t sequence = -1;   // when it was planned; -1: never
+  bool lone = false;       // a pod outside any group
+  bool had_bound = false;  // members were bound before this cycle
+  bool running = false;    // every role had its minimum before this cycle
+  bool starting = false;   // to be placed at its minimum in this cycle
+  WaitCause cause = WaitCause::kNone;
+  GroupPlan plan;       // the plan at minimum (placed or not), or a plan carrying the reason
+  bool placed = false;  // placed at its minimum in this cycle
+  std::vector<Assignment> assignments;  // everything committed in this cycle
+  int32_t grown = 0;
+  ResourceList need;               // MinimumRequest
+  std::vector<std::string> notes;  // appended to the reason
+};
+
+std::string Plural(size_t count, std::string_view one, std::string_view many) {
+  return std::to_string(count) + " " + std::string(count == 1 ? one : many);
+}
+
+// "nvidia.com/gpu 40 over max 32"
+std::string DescribeOverMax(const ResourceCeiling& max, const ResourceList& usage) {
+  std::string_view name = max.FirstExceeded(usage);
+  ResourceList used;
+  used.Set(name, usage.Get(name));
+  ResourceList limit;
+  limit.Set(name, *max.Limit(name));
+  return used.ToString() + " over its max " + limit.ToString();
+}
+
+class PolicyCycle {
+ public:
+  PolicyCycle(Snapshot& snapshot, const PolicyConfig& policy, const PlannerConfig& planner,
+              Timestamp now, const PolicyState& previous, uint32_t start_slot)
+      : snapshot_(snapshot),
+        policy_(policy),
+        planner_(planner),
+        now_(now),
+        previous_(previous),
+        table_(policy.queues),
+        share_(FairShare::FromSnapshot(snapshot, table_, policy,
+                                       DrfResources(planner.gpu_resource_names))),
+        start_slot_(start_slot) {}
+
+  PolicyCycleResult Run(std::vector<PodGroup> groups);
+
+ private:
+  void PruneState();
+  void Classify(std::vector<PodGroup> groups);
+  void PlaceMinimums();
+  void PlaceAtMinimum(Entry& entry);
+  void ChooseEvictions();
+  void EvictFor(Entry& entry, const EvictionChoice& choice);
+  void UpdateReservations();
+  void ReserveForStarved();
+  void Grow();
+  bool SomethingWaitsForCapacity();
+  bool AmpleCapacityFor(const std::vector<size_t>& growers) const;
+  void GrowFully(Entry& entry);
+  bool GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
+                     std::vector<int32_t>& grown_in_role);
+  PodGroup Current(const Entry& entry) const;
+  bool Commit(Entry& entry, GroupPlan& plan);
+  GroupPlan PlanWithReservations(const PodGroup& group, const std::string& key);
+  void RebuildReserved();
+  Reservation* FindReservation(const std::string& key);
+  void DropReservation(const std::string& key);
+  RunningGroups& Running();
+  PolicyDecision Decide(Entry& entry) const;
+  void FillQueues(PolicyCycleResult& result) const;
+
+  Snapshot& snapshot_;
+  const PolicyConfig& policy_;
+  const PlannerConfig& planner_;
+  Timestamp now_;
+  const PolicyState& previous_;
+  QueueTable table_;
+  FairShare share_;
+  uint32_t start_slot_;
+  int64_t next_sequence_ = 0;
+
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, size_t> entry_by_key_;
+  std::unordered_set<std::string> placed_keys_;
+
+  // In-flight evictions whose pods are still there, and by whom they were made.
+  std::vector<InFlightEviction> in_flight_;
+  std::unordered_set<std::string> leaving_;                                   // pod keys
+  std::unordered_map<std::string, std::vector<const PodInfo*>> leaving_for_;  // group key
+  std::vector<Eviction> evictions_;  // decided in this cycle
+
+  std::vector<Reservation> reservations_;
+  std::unique_ptr<ReservedSlots> reserved_;
+  std::optional<RunningGroups> running_;
+};
+
+void PolicyCycle::PruneState() {
+  for (const InFlightEviction& eviction : previous_.evictions) {
+    if (now_ - eviction.issued > seconds{policy_.eviction_timeout_seconds}) {
+      continue;
+    }
+    const PodInfo* pod = snapshot_.FindPod(eviction.namespace_name, eviction.name);
+    if (pod == nullptr || (!eviction.uid.empty() && pod->uid != eviction.uid)) {
+      continue;  // gone: its capacity is free
+    }
+    in_flight_.push_back(eviction);
+    leaving_.insert(pod->Key());
+    leaving_for_[eviction.for_group].push_back(pod);
+  }
+  for (const Reservation& reservation : previous_.reservations) {
+    if (now_ - reservation.last_seen > seconds{policy_.reservation_forget_after_seconds}) {
+      continue;
+    }
+    reservations_.push_back(reservation);
+  }
+  RebuildReserved();
+}
+
+void PolicyCycle::RebuildReserved() {
+  reserved_ = std::make_unique<ReservedSlots>(snapshot_, reservations_);
+}
+
+Reservation* PolicyCycle::FindReservation(const std::string& key) {
+  for (Reservation& reservation : reservations_) {
+    if (reservation.group_key == key) {
+      return &reservation;
+    }
+  }
+  return nullptr;
+}
+
+void PolicyCycle::DropReservation(const std::string& key) {
+  size_t before = reservations_.size();
+  std::erase_if(reservations_,
+                [&key](const Reservation& reservation) { return reservation.group_key == key; });
+  if (reservations_.size() != before) {
+    RebuildReserved();
+  }
+}
+
+void PolicyCycle::Classify(std::vector<PodGroup> groups) {
+  entries_.reserve(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    Entry entry;
+    entry.group = std::move(groups[i]);
+    entry.input_order = i;
+    entry.key = GroupKey(entry.group);
+    entry.lone = !entry.group.pending.empty() && entry.group.pending.front()->job_name.empty();
+    entry.had_bound = !entry.group.bound.empty();
+    if (entry.lone) {
+      entry.queue = std::string(QueueOfPod(*entry.group.pending.front()));
+    } else {
+      entry.queue =
+          entry.group.spec.queue.empty() ? std::string(kDefaultQueueName) : entry.group.spec.queue;
+    }
+    entry.plan.next_start_slot = start_slot_;
+    if (!entry.group.invalid_reason.empty() || entry.group.spec.roles.empty()) {
+      entry.cause = WaitCause::kInvalid;
+      entry.plan.outcome = PlanOutcome::kInvalid;
+      entry.plan.reason = entry.group.invalid_reason.empty() ? "group spec has no roles"
+                                                             : entry.group.invalid_reason;
+    } else if (table_.Find(entry.queue) == nullptr) {
+      entry.cause = WaitCause::kUnknownQueue;
+      entry.plan.reason =
+          "queue \"" + entry.queue + "\" is not configured; configured queues: " + table_.Names();
+    } else {
+      entry.running = ReachedMinimum(entry.group);
+      if (!entry.running) {
+        std::string missing;
+        if (!entry.lone && entry.group.spec.schedule_timeout_seconds > 0) {
+          missing = MissingMembers(entry.group);
+        }
+        Timestamp deadline =
+            entry.group.creation_time + seconds{entry.group.spec.schedule_timeout_seconds};
+        if (!missing.empty() && now_ < deadline) {
+          entry.cause = WaitCause::kAssembling;
+          entry.plan.reason = "waiting for member pods: " + missing;
+        } else {
+          entry.starting = true;
+        }
+      }
+    }
+    entry_by_key_.emplace(entry.key, entries_.size());
+    entries_.push_back(std::move(entry));
+  }
+}
+
+GroupPlan PolicyCycle::PlanWithReservations(const PodGroup& group, const std::string& key) {
+  WhatIf what_if(snapshot_);
+  reserved_->FillFor(what_if, key);
+  GroupPlan plan = PlanGroup(snapshot_, group, planner_, start_slot_);
+  start_slot_ = plan.next_start_slot;
+  return plan;
+}
+
+bool PolicyCycle::Commit(Entry& entry, GroupPlan& plan) {
+  if (Status status = CommitPlan(snapshot_, plan); !status.ok()) {
+    entry.notes.push_back("could not assume the plan: " + status.ToString());
+    return false;
+  }
+  share_.Add(entry.queue, PlanRequest(plan), static_cast<int64_t>(plan.assignments.size()));
+  entry.assignments.insert(entry.assignments.end(), plan.assignments.begin(),
+                           plan.assignments.end());
+  return true;
+}
+
+void PolicyCycle::PlaceAtMinimum(Entry& entry) {
+  entry.sequence = next_sequence_++;
+  QueueAccount& account = share_.Account(entry.queue);
+  entry.need = MinimumRequest(entry.group);
+  if (!account.spec.max.FirstExceeded(account.used + entry.need).empty()) {
+    entry.cause = WaitCause::kOverQueueMax;
+    entry.plan.reason = "queue " + entry.queue + " would use " +
+                        DescribeOverMax(account.spec.max, account.used + entry.need) +
+                        " with this group's minimum";
+    return;
+  }
+  GroupPlan plan = PlanWithReservations(AtMinimum(entry.group), entry.key);
+  if (!plan.placed()) {
+    entry.cause =
+        plan.outcome == PlanOutcome::kInvalid ? WaitCause::kInvalid : WaitCause::kNoCapacity;
+    entry.plan = std::move(plan);
+    size_t held = reserved_->CountHeldForOthers(entry.key);
+    if (held > 0 && entry.cause == WaitCause::kNoCapacity) {
+      entry.notes.push_back(Plural(held, "node is", "nodes are") + " reserved for other groups");
+    }
+    return;
+  }
+  ResourceList request = PlanRequest(plan);
+  if (!account.spec.max.FirstExceeded(account.used + request).empty()) {
+    entry.cause = WaitCause::kOverQueueMax;
+    entry.plan.reason = "queue " + entry.queue + " would use " +
+                        DescribeOverMax(account.spec.max, account.used + request) +
+                        " with this group's minimum";
+    return;
+  }
+  if (!Commit(entry, plan)) {
+    entry.cause = WaitCause::kNoCapacity;
+    entry.plan.reason = entry.notes.back();
+    entry.notes.pop_back();
+    return;
+  }
+  entry.placed = true;
+  entry.cause = WaitCause::kNone;
+  entry.plan = std::move(plan);
+  placed_keys_.insert(entry.key);
+  DropReservation(entry.key);
+}
+
+void PolicyCycle::PlaceMinimums() {
+  std::map<std::string, std::vector<size_t>> by_queue;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].starting) {
+      by_queue[entries_[i].queue].push_back(i);
+    }
+  }
+  for (auto& [queue, list] : by_queue) {
+    std::stable_sort(list.begin(), list.end(), [this](size_t a, size_t b) {
+      return GroupGoesFirst(entries_[a].group, entries_[b].group);
+    });
+  }
+  std::map<std::string, size_t> next;
+  while (true) {
+    const std::string* best = nullptr;
+    for (const auto& [queue, list] : by_queue) {
+      if (next[queue] >= list.size()) {
+        continue;
+      }
+      if (best == nullptr || share_.GoesFirst(*share_.Find(queue), *share_.Find(*best))) {
+        best = &queue;
+      }
+    }
+    if (best == nullptr) {
+      return;
+    }
+    size_t index = by_queue[*best][next[*best]++];
+    PlaceAtMinimum(entries_[index]);
+  }
+}
+
+RunningGroups& PolicyCycle::Running() {
+  if (!running_.has_value()) {
+    running_ = RunningGroups::FromSnapshot(snapshot_, policy_, leaving_);
+    for (RunningGroup& group : running_->groups()) {
+      group.placed_this_cycle = placed_keys_.contains(group.Key());
+    }
+  }
+  return *running_;
+}
+
+void PolicyCycle::EvictFor(Entry& entry, const EvictionChoice& choice) {
+  RunningGroups& running = Running();
+  std::set<std::string> nodes;
+  std::vector<std::string> names;
+  for (const VictimUnit& unit : choice.victims) {
+    RunningGroup& victim = running.groups()[unit.group];
+    std::string what;
+    if (unit.whole()) {
+      what = victim.Key() + " is evicted whole (priority " + std::to_string(victim.priority) +
+             " < " + std::to_string(entry.group.priority) + ")";
+    } else {
+      const RunningRole& role = victim.roles[static_cast<size_t>(unit.role)];
+      what = victim.Key() + " " + role.name + " shrinks to " +
+             std::to_string(role.members.size() - 1) + " members (min " +
+             std::to_string(role.min_replicas) + ")";
+    }
+    std::string message = std::string(EvictionCauseName(unit.cause)) + ": making room for " +
+                          entry.key + " (queue " + entry.queue + "); " + what;
+    for (const PodInfo* pod : unit.pods) {
+      Eviction eviction;
+      eviction.namespace_name = pod->namespace_name;
+      eviction.name = pod->name;
+      eviction.uid = pod->uid;
+      eviction.node_name = pod->node_name;
+      eviction.cause = unit.cause;
+      eviction.victim_group = victim.Key();
+      eviction.victim_queue = victim.queue;
+      eviction.for_group = entry.key;
+      eviction.for_queue = entry.queue;
+      eviction.message = message;
+      evictions_.push_back(std::move(eviction));
+      in_flight_.push_back(
+          InFlightEviction{pod->namespace_name, pod->name, pod->uid, entry.key, unit.cause, now_});
+      leaving_.insert(pod->Key());
+      leaving_for_[entry.key].push_back(pod);
+      nodes.insert(pod->node_name);
+      names.push_back(pod->Key());
+    }
+    running.MarkLeaving(unit.group, unit.pods);
+  }
+  for (const PodInfo* pod : leaving_for_[entry.key]) {
+    nodes.insert(pod->node_name);
+  }
+  entry.cause = WaitCause::kEvicting;
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) {
+    listed += (i == 0 ? "" : ", ") + names[i];
+  }
+  if (names.size() > 4) {
+    listed += ", ...";
+  }
+  entry.plan.reason =
+      "evicting " + Plural(names.size(), "pod", "pods") + " to make room for it: " + listed;
+
+  Reservation* reservation = FindReservation(entry.key);
+  if (reservation == nullptr) {
+    Reservation made;
+    made.group_key = entry.key;
+    made.namespace_name = entry.group.namespace_name;
+    made.group_name = entry.group.name;
+    made.since = now_;
+    reservations_.push_back(std::move(made));
+    reservation = &reservations_.back();
+  }
+  reservation->cause = ReservationCause::kEviction;
+  reservation->last_seen = now_;
+  nodes.insert(reservation->nodes.begin(), reservation->nodes.end());
+  reservation->nodes.assign(nodes.begin(), nodes.end());
+}
+
+void PolicyCycle::ChooseEvictions() {
+  bool reclaim = policy_.reclaim.enabled;
+  bool preempt = policy_.preemption.enabled;
+  std::vector<size_t> waiting;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].cause == WaitCause::kNoCapacity) {
+      waiting.push_back(i);
+    }
+  }
+  std::sort(waiting.begin(), waiting.end(),
+            [this](size_t a, size_t b) { return entries_[a].sequence < entries_[b].sequence; });
+  if (waiting.empty()) {
+    return;
+  }
+  // Projected usage: what each queue uses once the evictions in flight end.
+  std::optional<FairShare> projected;
+  int32_t searches = 0;
+  bool changed_reservations = false;
+  for (size_t index : waiting) {
+    Entry& entry = entries_[index];
+    auto leaving_it = leaving_for_.find(entry.key);
+    bool has_in_flight = leaving_it != leaving_for_.end() && !leaving_it->second.empty();
+    if (!has_in_flight && (!reclaim && !preempt)) {
+      continue;
+    }
+    if (!has_in_flight && searches >= policy_.reclaim.max_groups_per_cycle) {
+      continue;
+    }
+    RunningGroups& running = Running();
+    if (!projected.has_value()) {
+      projected = share_;
+      for (const auto& [group, pods] : leaving_for_) {
+        for (const PodInfo* pod : pods) {
+          projected->Remove(QueueOfPod(*pod), pod->requests, 1);
+        }
+      }
+    }
+    EvictionRequest request;
+    request.group_key = entry.key;
+    request.queue = entry.queue;
+    request.priority = entry.group.priority;
+    request.need = entry.need;
+    request.reclaim = reclaim;
+    request.known_not_to_fit = !has_in_flight;
+    if (preempt) {
+      request.preemption_candidates =
+          PreemptionCandidates(running, *projected, entry.key, entry.group.priority);
+    }
+    if (!has_in_flight && !request.reclaim && request.preemption_candidates.empty()) {
+      continue;
+    }
+    ++searches;
+    std::vector<uint8_t> blocked = reserved_->BlockedFor(entry.key);
+    request.blocked_slots = &blocked;
+    PodGroup at_minimum = AtMinimum(entry.group);
+    EvictionChoice choice;
+    {
+      WhatIf what_if(snapshot_);
+      reserved_->FillFor(what_if, entry.key);
+      if (has_in_flight) {
+        for (const PodInfo* pod : leaving_it->second) {
+          what_if.Release(*pod);
+        }
+      }
+      FitCheck fits = [&]() { return PlanGroup(snapshot_, at_minimum, planner_).placed(); };
+      choice = FindEvictions(snapshot_, what_if, running, *projected, request, fits);
+    }
+    if (!choice.fits) {
+      if (has_in_flight) {
+        entry.notes.push_back(
+            Plural(leaving_it->second.size(), "evicted pod is", "evicted pods are") +
+            " still ending");
+      }
+      continue;
+    }
+    if (choice.victims.empty()) {
+      if (has_in_flight) {
+        entry.cause = WaitCause::kEvicting;
+        entry.plan.reason = "waiting for " +
+                            Plural(leaving_it->second.size(), "evicted pod", "evicted pods") +
+                            " to end; their nodes are reserved for it";
+        if (Reservation* reservation = FindReservation(entry.key)) {
+          reservation->last_seen = now_;
+        }
+      }
+      continue;
+    }
+    for (const VictimUnit& unit : choice.victims) {
+      projected->Remove(running.groups()[unit.group].queue, unit.requests,
+                        static_cast<int64_t>(unit.pods.size()));
+    }
+    projected->Add(entry.queue, entry.need);
+    EvictFor(entry, choice);
+    changed_reservations = true;
+  }
+  if (changed_reservations) {
+    RebuildReserved();
+  }
+}
+
+void PolicyCycle::UpdateReservations() {
+  bool starvation_on =
+      policy_.starvation.max_wait_seconds > 0 && policy_.starvation.max_reserved_groups > 0;
+  std::vector<Reservation> kept;
+  for (Reservation& reservation : reservations_) {
+    auto it = entry_by_key_.find(reservation.group_key);
+    if (it == entry_by_key_.end()) {
+      kept.push_back(std::move(reservation));  // not seen: kept until forgotten
+      continue;
+    }
+    const Entry& entry = entries_[it->second];
+    bool in_flight = leaving_for_.contains(entry.key) && !leaving_for_.at(entry.key).empty();
+    bool keep = false;
+    if (entry.placed || entry.running) {
+      keep = false;
+    } else if (entry.cause == WaitCause::kEvicting || in_flight) {
+      keep = true;
+    } else if (entry.cause == WaitCause::kNoCapacity &&
+               reservation.cause == ReservationCause::kStarvation && starvation_on) {
+      // Still starved: keep the same nodes while every one is usable.
+      keep = std::all_of(reservation.nodes.begin(), reservation.nodes.end(),
+                         [this](const std::string& node) {
+                           const NodeState* state = snapshot_.FindNode(node);
+                           return state != nullptr && state->schedulable_slot() &&
+                                  state->info.ready && !state->info.unschedulable;
+                         });
+    }
+    if (keep) {
+      reservation.last_seen = now_;
+      kept.push_back(std::move(reservation));
+    }
+  }
+  reservations_ = std::move(kept);
+  RebuildReserved();
+}
+
+void PolicyCycle::ReserveForStarved() {
+  const StarvationSettings& settings = policy_.starvation;
+  if (settings.max_wait_seconds <= 0 || settings.max_reserved_groups <= 0) {
+    return;
+  }
+  int32_t held = static_cast<int32_t>(
+      std::count_if(reservations_.begin(), reservations_.end(),
+                    [](const Reservation& r) { return r.cause == ReservationCause::kStarvation; }));
+  std::vector<size_t> starved;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (entry.cause == WaitCause::kNoCapacity &&
+        now_ - entry.group.creation_time >= seconds{settings.max_wait_seconds}) {
+      starved.push_back(i);
+    }
+  }
+  std::stable_sort(starved.begin(), starved.end(), [this](size_t a, size_t b) {
+    return GroupGoesFirst(entries_[a].group, entries_[b].group);
+  });
+  for (size_t index : starved) {
+    Entry& entry = entries_[index];
+    if (const Reservation* reservation = FindReservation(entry.key)) {
+      std::string nodes;
+      for (const std::string& node : reservation->nodes) {
+        nodes += (nodes.empty() ? "" : ", ") + node;
+      }
+      entry.notes.push_back("starved; nodes reserved for it: " + nodes);
+      continue;
+    }
+    if (held >= settings.max_reserved_groups) {
+      continue;
+    }
+    std::vector<uint8_t> unavailable = reserved_->BlockedFor(entry.key);
+    ReservationChoice choice =
+        ChooseReservation(snapshot_, entry.group, policy_, planner_, unavailable);
+    if (!choice.possible) {
+      entry.notes.push_back("starved, but no reservation can help: " + choice.reason);
+      continue;
+    }
+    if (choice.slots.empty()) {
+      continue;
+    }
+    Reservation reservation;
+    reservation.group_key = entry.key;
+    reservation.namespace_name = entry.group.namespace_name;
+    reservation.group_name = entry.group.name;
+    reservation.cause = ReservationCause::kStarvation;
+    reservation.since = now_;
+    reservation.last_seen = now_;
+    std::string nodes;
+    for (uint32_t slot : choice.slots) {
+      reservation.nodes.push_back(snapshot_.slots()[slot].info.name);
+      nodes += (nodes.empty() ? "" : ", ") + reservation.nodes.back();
+    }
+    std::sort(reservation.nodes.begin(), reservation.nodes.end());
+    reservations_.push_back(std::move(reservation));
+    RebuildReserved();
+    ++held;
+    entry.notes.push_back("starved; nodes reserved for it: " + nodes);
+  }
+}
+
+bool PolicyCycle::SomethingWaitsForCapacity() {
+  for (const Entry& entry : entries_) {
+    if (entry.cause == WaitCause::kEvicting) {
+      return true;
+    }
+  }
+  for (const Entry& entry : entries_) {
+    if (entry.cause == WaitCause::kNoCapacity &&
+        ChooseReservation(snapshot_, entry.group, policy_, planner_, {}).possible) {
+      return true;  // it could fit some day: leave it the capacity that frees
+    }
+  }
+  return false;
+}
+
+bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
+  ResourceList demand;
+  for (size_t index : growers) {
+    const Entry& entry = entries_[index];
+    std::unordered_set<const PodInfo*> assigned;
+    for (const Assignment& assignment : entry.assignments) {
+      assigned.insert(assignment.pod);
+    }
+    for (const PodInfo* pod : entry.group.pending) {
+      if (!assigned.contains(pod)) {
+        demand += pod->requests;
+      }
+    }
+  }
+  ResourceList free;
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    const NodeState& node = slots[slot];
+    if (!node.schedulable_slot() || reserved_->Holder(slot) != nullptr) {
+      continue;
+    }
+    ForEachResource(demand, [&](std::string_view name, int64_t) {
+      int64_t left = node.info.allocatable.Get(name) - node.requested.Get(name);
+      if (left > 0) {
+        free.Set(name, free.Get(name) + left);
+      }
+    });
+  }
+  bool ample = true;
+  ForEachResource(demand, [&](std::string_view name, int64_t amount) {
+    if (amount > free.Get(name)) {
+      ample = false;
+    }
+  });
+  return ample;
+}
+
+PodGroup PolicyCycle::Current(const Entry& entry) const {
+  PodGroup current = entry.group;
+  current.bound = snapshot_.GroupMembers(entry.group.namespace_name, entry.group.name);
+  std::unordered_set<const PodInfo*> assigned;
+  for (const Assignment& assignment : entry.assignments) {
+    assigned.insert(assignment.pod);
+  }
+  std::erase_if(current.pending, [&](const PodInfo* pod) { return assigned.contains(pod); });
+  return current;
+}
+
+void PolicyCycle::GrowFully(Entry& entry) {
+  PodGroup current = Current(entry);
+  if (current.pending.empty()) {
+    return;
+  }
+  GroupPlan plan = PlanWithReservations(current, entry.key);
+  if (!plan.placed() || plan.assignments.empty()) {
+    if (!plan.reason.empty()) {
+      entry.notes.push_back("no room to grow: " + plan.reason);
+    }
+    return;
+  }
+  // Within queue max: give back the members that grew last (lowest role
+  // priority, highest index) until the queue fits under its ceiling.
+  const QueueAccount& account = share_.Account(entry.queue);
+  ResourceList total = account.used + PlanRequest(plan);
+  if (!account.spec.max.FirstExceeded(total).empty()) {
+    std::vector<size_t> order(plan.assignments.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      order[i] = i;
+    }
+    auto role_priority = [&](const PodInfo* pod) {
+      const RoleSpec* role = entry.group.spec.FindRole(pod->role);
+      return role != nullptr ? role->priority : 0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const PodInfo* pa = plan.assignments[a].pod;
+      const PodInfo* pb = plan.assignments[b].pod;
+      if (role_priority(pa) != role_priority(pb)) {
+        return role_priority(pa) < role_priority(pb);
+      }
+      return pa->index > pb->index;
+    });
+    std::vector<uint8_t> dropped(plan.assignments.size(), 0);
+    for (size_t i : order) {
+      if (account.spec.max.FirstExceeded(total).empty()) {
+        break;
+      }
+      total -= plan.assignments[i].pod->requests;
+      dropped[i] = 1;
+    }
+    std::vector<Assignment> kept;
+    for (size_t i = 0; i < plan.assignments.size(); ++i) {
+      if (dropped[i] == 0) {
+        kept.push_back(plan.assignments[i]);
+      }
+    }
+    plan.assignments = std::move(kept);
+    entry.notes.push_back("queue " + entry.queue + " reached its max");
+  }
+  if (plan.assignments.empty()) {
+    return;
+  }
+  size_t before = entry.assignments.size();
+  if (Commit(entry, plan)) {
+    entry.grown += static_cast<int32_t>(entry.assignments.size() - before);
+  }
+}
+
+bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
+                                std::vector<int32_t>& grown_in_role) {
+  PodGroup current = Current(entry);
+  const std::vector<RoleSpec>& roles = entry.group.spec.roles;
+  std::vector<int32_t> counts(roles.size(), 0);
+  for (size_t r = 0; r < roles.size(); ++r) {
+    counts[r] = BoundInRole(current, roles[r].name);
+  }
+  // Higher role priority first; equal priorities take turns.
+  std::optional<size_t> choice;
+  const PodInfo* next_member = nullptr;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    if (blocked_roles[r] != 0 || counts[r] >= roles[r].max_replicas) {
+      continue;
+    }
+    const PodInfo* lowest = nullptr;
+    for (const PodInfo* pod : current.pending) {
+      if (pod->role == roles[r].name && (lowest == nullptr || pod->index < lowest->index)) {
+        lowest = pod;
+      }
+    }
+    if (lowest == nullptr) {
+      continue;
+    }
+    if (!choice.has_value() || roles[r].priority > roles[*choice].priority ||
+        (roles[r].priority == roles[*choice].priority &&
+         grown_in_role[r] < grown_in_role[*choice])) {
+      choice = r;
+      next_member = lowest;
+    }
+  }
+  if (!choice.has_value()) {
+    return false;
+  }
+  size_t role = *choice;
+  const QueueAccount& account = share_.Account(entry.queue);
+  if (!account.spec.max.FirstExceeded(account.used + next_member->requests).empty()) {
+    blocked_roles[role] = 1;
+    entry.notes.push_back("queue " + entry.queue + " reached its max");
+    return true;
+  }
+  PodGroup one_more = current;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    RoleSpec& spec = one_more.spec.roles[r];
+    spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
+  }
+  GroupPlan plan = PlanWithReservations(one_more, entry.key);
+  if (!plan.placed() || plan.assignments.size() != 1 || !Commit(entry, plan)) {
+    blocked_roles[role] = 1;
+    return true;
+  }
+  ++grown_in_role[role];
+  ++entry.grown;
+  return true;
+}
+
+void PolicyCycle::Grow() {
+  std::vector<size_t> growers;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (entry.lone) {
+      continue;
+    }
+    if ((entry.running && entry.cause == WaitCause::kNone) || entry.placed) {
+      if (entry.group.pending.size() > entry.assignments.size()) {
+        growers.push_back(i);
+      }
+    }
+  }
+  if (growers.empty()) {
+    return;
+  }
+  auto defer = [&](WaitCause cause, const std::string& reason) {
+    for (size_t index : growers) {
+      Entry& entry = entries_[index];
+      if (entry.running) {
+        entry.cause = cause;
+        entry.plan.outcome = PlanOutcome::kWait;
+        entry.plan.reason = reason;
+      }
+    }
+  };
+  if (!policy_.reclaim.growth) {
+    defer(WaitCause::kNoRoomToGrow, "elastic growth is turned off");
+    return;
+  }
+  if (SomethingWaitsForCapacity()) {
+    defer(WaitCause::kGrowthDeferred, "growth deferred: other groups wait for capacity");
+    return;
+  }
+  std::stable_sort(growers.begin(), growers.end(), [this](size_t a, size_t b) {
+    return GroupGoesFirst(entries_[a].group, entries_[b].group);
+  });
+  std::map<std::string, std::vector<size_t>> by_queue;
+  for (size_t index : growers) {
+    by_queue[entries_[index].queue].push_back(index);
+  }
+  if (by_queue.size() == 1 || AmpleCapacityFor(growers)) {
+    // One queue, or room for everyone: fairness has nothing to share out.
+    for (size_t index : growers) {
+      GrowFully(entries_[index]);
+    }
+  } else {
+    // Water-filling: one member at a time to the queue with the lowest share.
+    std::unordered_map<size_t, std::vector<uint8_t>> blocked;
+    std::unordered_map<size_t, std::vector<int32_t>> grown;
+    for (size_t index : growers) {
+      size_t roles = entries_[index].group.spec.roles.size();
+      blocked[index].assign(roles, 0);
+      grown[index].assign(roles, 0);
+    }
+    std::map<std::string, size_t> cursor;
+    while (true) {
+      const std::string* best = nullptr;
+      for (const auto& [queue, list] : by_queue) {
+        if (cursor[queue] >= list.size()) {
+          continue;
+        }
+        if (best == nullptr || share_.GoesFirst(share_.Account(queue), share_.Account(*best))) {
+          best = &queue;
+        }
+      }
+      if (best == nullptr) {
+        break;
+      }
+      size_t index = by_queue[*best][cursor[*best]];
+      if (!GrowOneMember(entries_[index], blocked[index], grown[index])) {
+        ++cursor[*best];  // this group cannot grow further: the next one in the queue
+      }
+    }
+  }
+  for (size_t index : growers) {
+    Entry& entry = entries_[index];
+    if (entry.running && entry.grown == 0) {
+      entry.cause = WaitCause::kNoRoomToGrow;
+      entry.plan.outcome = PlanOutcome::kWait;
+      entry.plan.reason = "no room to grow";
+    }
+  }
+}
+
+PolicyDecision PolicyCycle::Decide(Entry& entry) const {
+  PolicyDecision decision;
+  decision.queue = entry.queue;
+  decision.cause = entry.cause;
+  decision.grown = entry.grown;
+  GroupPlan& plan = decision.plan;
+  if (entry.assignments.empty() && !entry.placed) {
+    plan = std::move(entry.plan);
+    if (plan.outcome == PlanOutcome::kPlaced) {
+      plan.outcome = PlanOutcome::kWait;
+    }
+    plan.assignments.clear();
+    plan.surplus.clear();
+    for (const std::string& note : entry.notes) {
+      plan.reason += (plan.reason.empty() ? "" : "; ") + note;
+    }
+    decision.group = std::move(entry.group);
+    return decision;
+  }
+  const GroupSpec& spec = entry.group.spec;
+  auto role_order = [&spec](const PodInfo* pod) {
+    for (size_t r = 0; r < spec.roles.size(); ++r) {
+      if (spec.roles[r].name == pod->role) {
+        return r;
+      }
+    }
+    return spec.roles.size();
+  };
+  plan.outcome = PlanOutcome::kPlaced;
+  plan.next_start_slot = entry.plan.next_start_slot;
+  plan.assignments = entry.assignments;
+  std::stable_sort(plan.assignments.begin(), plan.assignments.end(),
+                   [&](const Assignment& a, const Assignment& b) {
+                     if (role_order(a.pod) != role_order(b.pod)) {
+                       return role_order(a.pod) < role_order(b.pod);
+                     }
+                     return a.pod->index < b.pod->index;
+                   });
+  for (const RoleSpec& role : spec.roles) {
+    RoleSummary summary{role.name, role.min_replicas, role.max_replicas,
+                        BoundInRole(entry.group, role.name), 0};
+    for (const Assignment& assignment : plan.assignments) {
+      if (assignment.pod->role == role.name) {
+        ++summary.placed;
+      }
+    }
+    plan.roles.push_back(std::move(summary));
+  }
+  if (!entry.had_bound) {
+    // A first placement: what is left out is surplus (or ignored: no place in
+    // the spec, or a duplicate index), as the planner reports it.
+    std::unordered_set<const PodInfo*> assigned;
+    std::set<std::pair<std::string, int32_t>> taken;
+    for (const Assignment& assignment : plan.assignments) {
+      assigned.insert(assignment.pod);
+      taken.insert({assignment.pod->role, assignment.pod->index});
+    }
+    std::vector<const PodInfo*> rest;
+    for (const PodInfo* pod : entry.group.pending) {
+      if (!assigned.contains(pod)) {
+        rest.push_back(pod);
+      }
+    }
+    std::sort(rest.begin(), rest.end(), [](const PodInfo* a, const PodInfo* b) {
+      return a->index != b->index ? a->index < b->index : a->name < b->name;
+    });
+    for (const PodInfo* pod : rest) {
+      const RoleSpec* role = spec.FindRole(pod->role);
+      if (role == nullptr || pod->index >= role->max_replicas) {
+        plan.ignored.push_back(pod);
+      } else if (pod->index >= 0 && !taken.insert({pod->role, pod->index}).second) {
+        plan.ignored.push_back(pod);
+      } else {
+        plan.surplus.push_back(pod);
+      }
+    }
+  }
+  for (const std::string& note : entry.notes) {
+    plan.reason += (plan.reason.empty() ? "" : "; ") + note;
+  }
+  decision.group = std::move(entry.group);
+  return decision;
+}
+
+void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
+  for (const QueueAccount& account : share_.accounts()) {
+    QueueStatus status;
+    status.name = account.spec.name;
+    status.configured = account.configured;
+    status.weight = account.spec.weight;
+    status.used = account.used;
+    status.guaranteed = account.spec.guaranteed;
+    status.max = account.spec.max;
+    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.resources());
+    status.weighted_share = share_.WeightedShare(account);
+    for (const Entry& entry : entries_) {
+      if (entry.queue != account.spec.name) {
+        continue;
+      }
+      if (entry.placed) {
+        ++status.placed_groups;
+      } else if (!entry.running && entry.cause != WaitCause::kNone) {
+        ++status.waiting_groups;
+      }
+    }
+    result.queues.push_back(std::move(status));
+  }
+  std::sort(result.queues.begin(), result.queues.end(),
+            [](const QueueStatus& a, const QueueStatus& b) { return a.name < b.name; });
+}
+
+PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
+  PruneState();
+  Classify(std::move(groups));
+  PlaceMinimums();
+  ChooseEvictions();
+  UpdateReservations();
+  ReserveForStarved();
+  Grow();
+
+  PolicyCycleResult result;
+  std::vector<size_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    const Entry& ea = entries_[a];
+    const Entry& eb = entries_[b];
+    if ((ea.sequence < 0) != (eb.sequence < 0)) {
+      return ea.sequence >= 0;
+    }
+    return ea.sequence != eb.sequence ? ea.sequence < eb.sequence : ea.input_order < eb.input_order;
+  });
+  FillQueues(result);
+  for (size_t index : order) {
+    result.decisions.push_back(Decide(entries_[index]));
+  }
+  result.evictions = std::move(evictions_);
+  result.reservations = reservations_;
+  result.state.evictions = std::move(in_flight_);
+  result.state.reservations = std::move(reservations_);
+  result.next_start_slot = start_slot_;
+  return result;
+}
+
+}  // namespace
+
+std::string_view WaitCauseName(WaitCause cause) {
+  switch (cause) {
+    case WaitCause::kNone:
+      return "None";
+    case WaitCause::kAssembling:
+      return "Assembling";
+    case WaitCause::kInvalid:
+      return "Invalid";
+    case WaitCause::kUnknownQueue:
+      return "UnknownQueue";
+    case WaitCause::kOverQueueMax:
+      return "OverQueueMax";
+    case WaitCause::kNoCapacity:
+      return "NoCapacity";
+    case WaitCause::kEvicting:
+      return "Evicting";
+    case WaitCause::kGrowthDeferred:
+      return "GrowthDeferred";
+    case WaitCause::kNoRoomToGrow:
+      return "NoRoomToGrow";
+  }
+  return "Unknown";
+}
+
+PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup> groups,
+                                        const PolicyConfig& policy, const PlannerConfig& planner,
+                                        Timestamp now, const PolicyState& previous,
+                                        uint32_t start_slot) {
+  PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot);
+  return cycle.Run(std::move(groups));
+}
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,534 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <hybridjob/scheduler/reclaim.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+bool ByIndex(const PodInfo* a, const PodInfo* b) {
+  return a->index != b->index ? a->index < b->index : a->name < b->name;
+}
+
+// Sets up a group's roles from its spec; false when a member does not fit the
+// spec (unknown role, no index, an index past the maximum).
+bool AssignRoles(RunningGroup& group, const GroupSpec& spec) {
+  group.roles.clear();
+  for (const RoleSpec& role : spec.roles) {
+    group.roles.push_back(
+        RunningRole{role.name, role.min_replicas, role.max_replicas, role.priority, {}});
+  }
+  bool fits = true;
+  for (const PodInfo* pod : group.members) {
+    auto it = std::find_if(group.roles.begin(), group.roles.end(),
+                           [pod](const RunningRole& role) { return role.name == pod->role; });
+    if (it == group.roles.end() || pod->index < 0 || pod->index >= it->max_replicas) {
+      fits = false;
+      continue;
+    }
+    it->members.push_back(pod);
+  }
+  for (RunningRole& role : group.roles) {
+    std::sort(role.members.begin(), role.members.end(), ByIndex);
+  }
+  return fits;
+}
+
+// The running totals of one search.
+class Search {
+ public:
+  Search(Snapshot& snapshot, WhatIf& what_if, const RunningGroups& running, const FairShare& share,
+         const EvictionRequest& request, const FitCheck& fits)
+      : snapshot_(snapshot),
+        what_if_(what_if),
+        running_(running),
+        share_(share),
+        request_(request),
+        fits_(fits),
+        base_(what_if.Mark()) {
+    const QueueAccount* waiting = share_.Find(request_.queue);
+    if (waiting != nullptr) {
+      waiting_account_ = *waiting;
+    } else {
+      waiting_account_.spec.name = request_.queue;
+      waiting_account_.configured = false;
+    }
+    ResourceList waiting_used = waiting_account_.used + request_.need;
+    waiting_share_ = share_.WeightedShareOf(waiting_account_, waiting_used);
+    waiting_within_guarantee_ =
+        WithinGuarantee(waiting_used, request_.need, waiting_account_.spec.guaranteed);
+    CountFreeCapacity();
+  }
+
+  EvictionChoice Run();
+
+ private:
+  struct Chosen {
+    VictimUnit unit;
+    ResourceList useful;  // what it frees on nodes the waiting group may use
+    bool dropped = false;
+  };
+
+  void CountFreeCapacity();
+  bool Usable(const PodInfo& pod) const;
+  bool Covers(const ResourceList& freed) const;
+  bool Check();
+  bool CanCheck() const { return checks_ < request_.max_fit_checks; }
+  ResourceList QueueUsedAfter(const std::string& queue) const;
+  double QueueShareNow(const std::string& queue) const;
+  bool KeepsQueueGuarantee(const std::string& queue, const ResourceList& requests) const;
+  void Take(VictimUnit unit);
+  bool TryReclaim();
+  bool TryPreemption();
+  void Minimize();
+
+  Snapshot& snapshot_;
+  WhatIf& what_if_;
+  const RunningGroups& running_;
+  const FairShare& share_;
+  const EvictionRequest& request_;
+  const FitCheck& fits_;
+  size_t base_;
+
+  QueueAccount waiting_account_;
+  double waiting_share_ = 0;
+  bool waiting_within_guarantee_ = false;
+  ResourceList free_;                            // free capacity on usable nodes before the search
+  ResourceList freed_;                           // released by chosen victims on usable nodes
+  std::map<std::string, ResourceList> removed_;  // by queue
+  std::vector<Chosen> chosen_;
+  std::unordered_set<const PodInfo*> chosen_pods_;
+  std::set<std::pair<size_t, int32_t>> exhausted_;  // (group, role) that may give no more
+  int32_t checks_ = 0;
+};
+
+void Search::CountFreeCapacity() {
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    const NodeState& node = slots[slot];
+    if (!node.schedulable_slot()) {
+      continue;
+    }
+    ForEachResource(request_.need, [&](std::string_view name, int64_t amount) {
+      if (amount > 0) {
+        int64_t free = node.info.allocatable.Get(name) - node.requested.Get(name);
+        if (free > 0) {
+          free_.Set(name, free_.Get(name) + free);
+        }
+      }
+    });
+  }
+}
+
+bool Search::Usable(const PodInfo& pod) const {
+  std::optional<uint32_t> slot = snapshot_.FindNodeSlot(pod.node_name);
+  if (!slot.has_value() || !snapshot_.slots()[*slot].schedulable_slot()) {
+    return false;
+  }
+  const std::vector<uint8_t>* blocked = request_.blocked_slots;
+  return blocked == nullptr || *slot >= blocked->size() || (*blocked)[*slot] == 0;
+}
+
+bool Search::Covers(const ResourceList& freed) const {
+  bool covers = true;
+  ForEachResource(request_.need, [&](std::string_view name, int64_t amount) {
+    if (amount > 0 && free_.Get(name) + freed.Get(name) < amount) {
+      covers = false;
+    }
+  });
+  return covers;
+}
+
+bool Search::Check() {
+  ++checks_;
+  return fits_();
+}
+
+ResourceList Search::QueueUsedAfter(const std::string& queue) const {
+  const QueueAccount* account = share_.Find(queue);
+  ResourceList used = account != nullptr ? account->used : ResourceList{};
+  if (auto it = removed_.find(queue); it != removed_.end()) {
+    used -= it->second;
+  }
+  if (queue == request_.queue) {
+    used += request_.need;  // the waiting group lands in this queue
+  }
+  return used;
+}
+
+double Search::QueueShareNow(const std::string& queue) const {
+  const QueueAccount* account = share_.Find(queue);
+  if (account == nullptr) {
+    return 0;
+  }
+  return share_.WeightedShareOf(*account, QueueUsedAfter(queue));
+}
+
+bool Search::KeepsQueueGuarantee(const std::string& queue, const ResourceList& requests) const {
+  const QueueAccount* account = share_.Find(queue);
+  if (account == nullptr) {
+    return true;
+  }
+  return KeepsGuarantee(QueueUsedAfter(queue) - requests, requests, account->spec.guaranteed);
+}
+
+void Search::Take(VictimUnit unit) {
+  Chosen chosen;
+  for (const PodInfo* pod : unit.pods) {
+    what_if_.Release(*pod);
+    chosen_pods_.insert(pod);
+    if (Usable(*pod)) {
+      chosen.useful += pod->requests;
+    }
+  }
+  freed_ += chosen.useful;
+  removed_[running_.groups()[unit.group].queue] += unit.requests;
+  chosen.unit = std::move(unit);
+  chosen_.push_back(std::move(chosen));
+}
+
+bool Search::TryReclaim() {
+  // Candidates per queue, each list in victim order within its queue.
+  std::map<std::string, std::vector<VictimUnit>> lists;
+  const std::vector<RunningGroup>& groups = running_.groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const RunningGroup& group = groups[g];
+    if (group.placed_this_cycle || group.Key() == request_.group_key) {
+      continue;
+    }
+    if (group.queue == request_.queue && group.priority > request_.priority) {
+      continue;  // within a queue, only groups of no higher priority give back
+    }
+    std::vector<VictimUnit> units = ElasticUnits(running_, g, EvictionCause::kReclaim);
+    std::vector<VictimUnit>& list = lists[group.queue];
+    std::move(units.begin(), units.end(), std::back_inserter(list));
+  }
+  for (auto& [queue, list] : lists) {
+    std::stable_sort(list.begin(), list.end(), [&](const VictimUnit& a, const VictimUnit& b) {
+      const RunningGroup& ga = groups[a.group];
+      const RunningGroup& gb = groups[b.group];
+      int32_t role_a = ga.roles[static_cast<size_t>(a.role)].priority;
+      int32_t role_b = gb.roles[static_cast<size_t>(b.role)].priority;
+      if (role_a != role_b) {
+        return role_a < role_b;
+      }
+      if (a.pods.front()->index != b.pods.front()->index) {
+        return a.pods.front()->index > b.pods.front()->index;
+      }
+      if (ga.priority != gb.priority) {
+        return ga.priority < gb.priority;
+      }
+      return a.group < b.group;
+    });
+  }
+  std::map<std::string, size_t> next;
+  while (true) {
+    // The entitled queue furthest over its share gives the next victim.
+    const std::string* best = nullptr;
+    double best_share = 0;
+    for (auto& [queue, list] : lists) {
+      if (next[queue] >= list.size()) {
+        continue;
+      }
+      double queue_share = QueueShareNow(queue);
+      bool entitled =
+          queue == request_.queue || waiting_within_guarantee_ || queue_share > waiting_share_;
+      if (!entitled) {
+        continue;
+      }
+      if (best == nullptr || queue_share > best_share) {
+        best = &queue;
+        best_share = queue_share;
+      }
+    }
+    if (best == nullptr) {
+      return false;
+    }
+    std::vector<VictimUnit>& list = lists[*best];
+    VictimUnit& unit = list[next[*best]++];
+    std::pair<size_t, int32_t> role_key{unit.group, unit.role};
+    if (exhausted_.contains(role_key)) {
+      continue;
+    }
+    if (!KeepsQueueGuarantee(*best, unit.requests)) {
+      exhausted_.insert(role_key);  // lower indices would leave a gap
+      continue;
+    }
+    Take(std::move(unit));
+    if (Covers(freed_)) {
+      if (!CanCheck()) {
+        return false;
+      }
+      if (Check()) {
+        return true;
+      }
+    }
+  }
+}
+
+bool Search::TryPreemption() {
+  for (const VictimUnit& candidate : request_.preemption_candidates) {
+    VictimUnit unit = candidate;
+    if (!unit.whole()) {
+      if (chosen_pods_.contains(unit.pods.front())) {
+        continue;
+      }
+      if (exhausted_.contains({unit.group, unit.role})) {
+        continue;
+      }
+    } else {
+      std::erase_if(unit.pods, [&](const PodInfo* pod) { return chosen_pods_.contains(pod); });
+      if (unit.pods.empty()) {
+        continue;
+      }
+      unit.requests = ResourceList{};
+      for (const PodInfo* pod : unit.pods) {
+        unit.requests += pod->requests;
+      }
+    }
+    const std::string& queue = running_.groups()[unit.group].queue;
+    if (!KeepsQueueGuarantee(queue, unit.requests)) {
+      if (!unit.whole()) {
+        exhausted_.insert({unit.group, unit.role});
+      }
+      continue;
+    }
+    Take(std::move(unit));
+    if (Covers(freed_)) {
+      if (!CanCheck()) {
+        return false;
+      }
+      if (Check()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void Search::Minimize() {
+  // The last victim was needed with every other in place; try each earlier
+  // one, latest first, that can go without breaking a role's 0..k-1 run or
+  // leaving part of a gang chosen whole.
+  for (size_t i = chosen_.size() - 1; i-- > 0;) {
+    if (!CanCheck()) {
+      break;
+    }
+    const VictimUnit& unit = chosen_[i].unit;
+    if (!unit.whole()) {
+      bool pinned = false;
+      for (const Chosen& other : chosen_) {
+        if (other.dropped || &other.unit == &unit || other.unit.group != unit.group) {
+          continue;
+        }
+        if (other.unit.whole() || (other.unit.role == unit.role &&
+                                   other.unit.pods.front()->index < unit.pods.front()->index)) {
+          pinned = true;
+          break;
+        }
+      }
+      if (pinned) {
+        continue;
+      }
+    }
+    if (!Covers(freed_ - chosen_[i].useful)) {
+      continue;
+    }
+    what_if_.RollbackTo(base_);
+    for (size_t j = 0; j < chosen_.size(); ++j) {
+      if (j != i && !chosen_[j].dropped) {
+        for (const PodInfo* pod : chosen_[j].unit.pods) {
+          what_if_.Release(*pod);
+        }
+      }
+    }
+    if (Check()) {
+      chosen_[i].dropped = true;
+      freed_ -= chosen_[i].useful;
+    }
+  }
+}
+
+EvictionChoice Search::Run() {
+  EvictionChoice choice;
+  bool fits = !request_.known_not_to_fit && Covers(freed_) && CanCheck() && Check();
+  if (!fits && request_.reclaim) {
+    fits = TryReclaim();
+  }
+  if (!fits && !request_.preemption_candidates.empty()) {
+    fits = TryPreemption();
+  }
+  if (fits && chosen_.size() > 1) {
+    Minimize();
+  }
+  what_if_.RollbackTo(base_);
+  choice.fits = fits;
+  choice.fit_checks = checks_;
+  if (fits) {
+    for (Chosen& chosen : chosen_) {
+      if (!chosen.dropped) {
+        choice.victims.push_back(std::move(chosen.unit));
+      }
+    }
+  }
+  return choice;
+}
+
+}  // namespace
+
+std::string_view EvictionCauseName(EvictionCause cause) {
+  switch (cause) {
+    case EvictionCause::kReclaim:
+      return "Reclaim";
+    case EvictionCause::kPreemption:
+      return "Preemption";
+  }
+  return "Unknown";
+}
+
+std::string RunningGroup::Key() const {
+  std::string key = PodKey(namespace_name, name);
+  if (single_pod) {
+    key += "|pod";
+  }
+  return key;
+}
+
+ResourceList RunningGroup::Requests() const {
+  ResourceList total;
+  for (const PodInfo* pod : members) {
+    total += pod->requests;
+  }
+  return total;
+}
+
+RunningGroups RunningGroups::FromSnapshot(const Snapshot& snapshot, const PolicyConfig& policy,
+                                          const std::unordered_set<std::string>& leaving) {
+  RunningGroups out;
+  for (const NodeState& node : snapshot.slots()) {
+    if (!node.in_use) {
+      continue;
+    }
+    for (const PodInfo* pod : node.pods) {
+      if (!IsManagedPod(*pod, policy)) {
+        continue;
+      }
+      bool single = pod->job_name.empty();
+      std::string key = PodKey(pod->namespace_name, single ? pod->name : pod->job_name);
+      if (single) {
+        key += "|pod";
+      }
+      auto [it, inserted] = out.index_.emplace(std::move(key), out.groups_.size());
+      if (inserted) {
+        RunningGroup group;
+        group.namespace_name = pod->namespace_name;
+        group.name = single ? pod->name : pod->job_name;
+        group.single_pod = single;
+        group.priority = pod->priority;
+        group.creation_time = pod->creation_time;
+        out.groups_.push_back(std::move(group));
+      }
+      RunningGroup& group = out.groups_[it->second];
+      group.priority = std::max(group.priority, pod->priority);
+      group.creation_time = std::min(group.creation_time, pod->creation_time);
+      if (leaving.contains(pod->Key())) {
+        ++group.leaving;
+      } else {
+        group.members.push_back(pod);
+      }
+    }
+  }
+  for (RunningGroup& group : out.groups_) {
+    std::sort(group.members.begin(), group.members.end(),
+              [](const PodInfo* a, const PodInfo* b) { return a->name < b->name; });
+    const PodInfo* with_spec = nullptr;
+    for (const PodInfo* pod : group.members) {
+      if (pod->group_spec.has_value()) {
+        with_spec = pod;
+        break;
+      }
+    }
+    group.queue = group.members.empty() ? std::string(kDefaultQueueName)
+                                        : std::string(QueueOfPod(*group.members.front()));
+    if (with_spec != nullptr) {
+      group.queue = std::string(QueueOfPod(*with_spec));
+    }
+    if (group.single_pod || with_spec == nullptr) {
+      group.elastic_shape = false;
+      continue;
+    }
+    group.elastic_shape = AssignRoles(group, *with_spec->group_spec);
+  }
+  return out;
+}
+
+RunningGroup* RunningGroups::Find(std::string_view key) {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &groups_[it->second];
+}
+
+void RunningGroups::MarkLeaving(size_t group, const std::vector<const PodInfo*>& pods) {
+  RunningGroup& running = groups_[group];
+  for (const PodInfo* pod : pods) {
+    auto erase = [pod](std::vector<const PodInfo*>& list) {
+      auto it = std::find(list.begin(), list.end(), pod);
+      if (it == list.end()) {
+        return false;
+      }
+      list.erase(it);
+      return true;
+    };
+    if (erase(running.members)) {
+      ++running.leaving;
+    }
+    for (RunningRole& role : running.roles) {
+      erase(role.members);
+    }
+  }
+}
+
+std::vector<VictimUnit> ElasticUnits(const RunningGroups& running, size_t group,
+                                     EvictionCause cause) {
+  std::vector<VictimUnit> units;
+  const RunningGroup& running_group = running.groups()[group];
+  if (!running_group.elastic_shape) {
+    return units;
+  }
+  // A group whose minimums are all 0 still keeps one member (the lowest index
+  // of its highest-priority role, which would go last anyway): shrinking it
+  // to nothing would stop it, which is not what reclaim is for.
+  const PodInfo* keep = nullptr;
+  int32_t minimums = 0;
+  const RunningRole* first = nullptr;
+  for (const RunningRole& role : running_group.roles) {
+    minimums += role.min_replicas;
+    if (!role.members.empty() && (first == nullptr || role.priority > first->priority)) {
+      first = &role;
+    }
+  }
+  if (minimums == 0 && first != nullptr) {
+    keep = first->members.front();
+  }
+  for (size_t r = 0; r < running_group.roles.size(); ++r) {
+    const RunningRole& role = running_group.roles[r];
+    int64_t staying = static_cast<int64_t>(role.members.size());
+    for (int64_t k = staying - 1; k >= role.min_replicas && k >= 0; --k) {
+      const PodInfo* pod = role.members[static_cast<size_t>(k)];
+      if (pod != keep) {
+        units.push_back(VictimUnit{group, static_cast<int32_t>(r), {pod}, pod->requests, cause});
+      }
+    }
+  }
+  return units;
+}
+
+EvictionChoice FindEvictions(Snapshot& snapshot, WhatIf& what_if, const RunningGroups& running,
+                             const FairShare& share, const EvictionRequest& request,
+                             const FitCheck& fits) {
+  Search search(snapshot, what_if, running, share, request, fits);
+  return search.Run();
+}
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,290 @@
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/scheduler/config.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The error message of a config that must be refused.
+std::string Refusal(const std::string& yaml) {
+  Result<SchedulerConfig> config = ParseSchedulerConfig(yaml);
+  EXPECT_FALSE(config.ok()) << yaml;
+  return config.ok() ? "" : config.status().message();
+}
+
+TEST(SchedulerConfigTest, EmptyFileMeansEveryDefault) {
+  for (const char* text : {"", "\n", "# only a comment\n", "~"}) {
+    Result<SchedulerConfig> config = ParseSchedulerConfig(text);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_EQ(config->scheduler_name, "gang-scheduler");
+    EXPECT_THAT(config->gpu_resources, ElementsAre("nvidia.com/gpu"));
+    EXPECT_EQ(config->scoring, PackingPolicy::kGpuBinPacking);
+    EXPECT_EQ(config->percentage_of_nodes_to_score, 0);
+    EXPECT_EQ(config->gang_backoff_seconds, 5);
+    EXPECT_EQ(config->client_qps, 500);
+    EXPECT_EQ(config->client_burst, 1000);
+    EXPECT_EQ(config->bind_concurrency, 16);
+    EXPECT_FALSE(config->leader_election.enabled);
+    EXPECT_EQ(config->leader_election.lease_name, "gang-scheduler");
+    EXPECT_EQ(config->leader_election.lease_namespace, "hybridjob-system");
+    EXPECT_EQ(config->leader_election.lease_duration, std::chrono::seconds(15));
+    EXPECT_EQ(config->leader_election.renew_deadline, std::chrono::seconds(10));
+    EXPECT_EQ(config->leader_election.retry_period, std::chrono::seconds(2));
+    EXPECT_EQ(config->metrics_addr, "0.0.0.0:10261");
+    EXPECT_EQ(config->health_addr, "0.0.0.0:10262");
+    EXPECT_TRUE(config->queues.empty());
+    EXPECT_EQ(config->reclaim, ReclaimSettings{});
+    EXPECT_EQ(config->preemption, PreemptionSettings{});
+    EXPECT_EQ(config->starvation, StarvationSettings{});
+  }
+}
+
+TEST(SchedulerConfigTest, ReadsEveryField) {
+  Result<SchedulerConfig> config = ParseSchedulerConfig(R"(
+schedulerName: batch-scheduler
+gpuResources: [nvidia.com/gpu, amd.com/gpu]
+scoring: spread
+percentageOfNodesToScore: 30
+gangBackoffSeconds: 10
+clientQPS: 250.5
+clientBurst: 400
+bindConcurrency: 8
+metricsAddr: 127.0.0.1:9000
+healthAddr: "0"
+leaderElection:
+  enabled: true
+  leaseName: sched
+  leaseNamespace: kube-system
+  leaseDuration: 30s
+  renewDeadline: 20s
+  retryPeriod: 1500ms
+queues:
+  - name: research
+    weight: 2.5
+    guaranteed:
+      nvidia.com/gpu: 16
+      cpu: 64
+      memory: 512Gi
+    max:
+      nvidia.com/gpu: 32
+      cpu: 128
+  - name: default
+reclaim:
+  enabled: false
+  growth: false
+  maxGroupsPerCycle: 3
+preemption:
+  enabled: true
+starvation:
+  maxWaitSeconds: 1200
+  maxReservedGroups: 2
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->scheduler_name, "batch-scheduler");
+  EXPECT_THAT(config->gpu_resources, ElementsAre("nvidia.com/gpu", "amd.com/gpu"));
+  EXPECT_EQ(config->scoring, PackingPolicy::kSpread);
+  EXPECT_EQ(config->percentage_of_nodes_to_score, 30);
+  EXPECT_EQ(config->gang_backoff_seconds, 10);
+  EXPECT_DOUBLE_EQ(config->client_qps, 250.5);
+  EXPECT_EQ(config->client_burst, 400);
+  EXPECT_EQ(config->bind_concurrency, 8);
+  EXPECT_EQ(config->metrics_addr, "127.0.0.1:9000");
+  EXPECT_EQ(config->health_addr, "0");
+  EXPECT_TRUE(config->leader_election.enabled);
+  EXPECT_EQ(config->leader_election.lease_name, "sched");
+  EXPECT_EQ(config->leader_election.lease_namespace, "kube-system");
+  EXPECT_EQ(config->leader_election.lease_duration, std::chrono::seconds(30));
+  EXPECT_EQ(config->leader_election.renew_deadline, std::chrono::seconds(20));
+  EXPECT_EQ(config->leader_election.retry_period, std::chrono::milliseconds(1500));
+
+  ASSERT_EQ(config->queues.size(), 2u);
+  const QueueSpec& research = config->queues[0];
+  EXPECT_EQ(research.name, "research");
+  EXPECT_DOUBLE_EQ(research.weight, 2.5);
+  EXPECT_EQ(research.guaranteed.Scalar("nvidia.com/gpu"), 16);
+  EXPECT_EQ(research.guaranteed.milli_cpu, 64000);
+  EXPECT_EQ(research.guaranteed.memory, int64_t{512} << 30);
+  EXPECT_EQ(research.max.Limit("nvidia.com/gpu"), 32);
+  EXPECT_EQ(research.max.Limit("cpu"), 128000);
+  EXPECT_EQ(research.max.Limit("memory"), std::nullopt);
+  EXPECT_EQ(config->queues[1].name, "default");
+  EXPECT_DOUBLE_EQ(config->queues[1].weight, 1.0);
+  EXPECT_TRUE(config->queues[1].max.empty());
+
+  EXPECT_FALSE(config->reclaim.enabled);
+  EXPECT_FALSE(config->reclaim.growth);
+  EXPECT_EQ(config->reclaim.max_groups_per_cycle, 3);
+  EXPECT_TRUE(config->preemption.enabled);
+  EXPECT_EQ(config->starvation.max_wait_seconds, 1200);
+  EXPECT_EQ(config->starvation.max_reserved_groups, 2);
+
+  PolicyConfig policy = PolicyConfigFrom(*config);
+  EXPECT_EQ(policy.queues, config->queues);
+  EXPECT_EQ(policy.reclaim, config->reclaim);
+  EXPECT_EQ(policy.preemption, config->preemption);
+  EXPECT_EQ(policy.starvation, config->starvation);
+  EXPECT_EQ(policy.scheduler_name, "batch-scheduler");
+  EXPECT_TRUE(ValidatePolicyConfig(policy).ok());
+}
+
+TEST(SchedulerConfigTest, GuaranteeAboveMaxInTheSameUnitIsRefused) {
+  // 64 cpus guaranteed, 1.5 cpus max: compared in millicores.
+  EXPECT_EQ(Refusal(R"(
+queues:
+  - name: research
+    guaranteed: {cpu: 64}
+    max: {cpu: 1500m}
+)"),
+            "queues[0]: guaranteed cpu 64 exceeds max 1500m");
+}
+
+TEST(SchedulerConfigTest, UnknownFieldsAreRefusedEverywhere) {
+  EXPECT_EQ(Refusal("schedulerNmae: x\n"), "schedulerNmae: unknown field");
+  EXPECT_EQ(Refusal("leaderElection:\n  enabeld: true\n"), "leaderElection.enabeld: unknown field");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    wieght: 2\n"), "queues[0].wieght: unknown field");
+  EXPECT_EQ(Refusal("reclaim:\n  grow: true\n"), "reclaim.grow: unknown field");
+  EXPECT_EQ(Refusal("preemption:\n  on: true\n"), "preemption.on: unknown field");
+  EXPECT_EQ(Refusal("starvation:\n  maxWait: 10\n"), "starvation.maxWait: unknown field");
+}
+
+TEST(SchedulerConfigTest, BadValuesNameTheField) {
+  EXPECT_EQ(Refusal("schedulerName: ''\n"), "schedulerName: must not be empty");
+  EXPECT_EQ(Refusal("schedulerName: [a, b]\n"), "schedulerName: expected a single value");
+  EXPECT_EQ(Refusal("percentageOfNodesToScore: many\n"),
+            "percentageOfNodesToScore: \"many\" is not a valid integer");
+  EXPECT_EQ(Refusal("percentageOfNodesToScore: 101\n"),
+            "percentageOfNodesToScore: must be between 0 and 100");
+  EXPECT_EQ(Refusal("scoring: random\n"), "scoring: \"random\" is not binpack or spread");
+  EXPECT_EQ(Refusal("gangBackoffSeconds: -1\n"), "gangBackoffSeconds: must be between 0 and 3600");
+  EXPECT_EQ(Refusal("clientQPS: -5\n"), "clientQPS: must not be negative");
+  EXPECT_EQ(Refusal("clientQPS: fast\n"), "clientQPS: \"fast\" is not a valid number");
+  EXPECT_EQ(Refusal("clientBurst: 0\n"), "clientBurst: must be at least 1");
+  EXPECT_EQ(Refusal("bindConcurrency: 2000\n"), "bindConcurrency: must be between 1 and 1024");
+  EXPECT_EQ(Refusal("gpuResources: []\n"), "gpuResources: name at least one resource");
+  EXPECT_EQ(Refusal("gpuResources: nvidia.com/gpu\n"), "gpuResources: expected a list");
+  EXPECT_EQ(Refusal("gpuResources: [{a: b}]\n"),
+            "gpuResources: every entry must be a non-empty string");
+  EXPECT_EQ(Refusal("metricsAddr: nowhere\n"), "metricsAddr: \"nowhere\" must be host:port");
+  EXPECT_EQ(Refusal("healthAddr: \":99999\"\n"), "healthAddr: \":99999\" has no valid port");
+  EXPECT_EQ(Refusal("healthAddr: \"a:99999999999999999999\"\n"),
+            "healthAddr: \"a:99999999999999999999\" has no valid port");
+  EXPECT_EQ(Refusal("healthAddr: \"a:\"\n"), "healthAddr: \"a:\" has no valid port");
+  EXPECT_EQ(Refusal("leaderElection: yes\n"), "leaderElection: expected a map");
+}
+
+TEST(SchedulerConfigTest, MalformedYamlAndTopLevelShapeAreRefused) {
+  EXPECT_THAT(Refusal("a: [1, 2\n"), StartsWith("scheduler config: invalid YAML: "));
+  EXPECT_EQ(Refusal("- a\n- b\n"), "scheduler config: expected a YAML map at the top");
+  EXPECT_EQ(Refusal("just text\n"), "scheduler config: expected a YAML map at the top");
+}
+
+TEST(SchedulerConfigTest, BadDurationsAreRefused) {
+  EXPECT_THAT(Refusal("leaderElection:\n  leaseDuration: 5 parsecs\n"),
+              StartsWith("leaderElection.leaseDuration: "));
+  EXPECT_THAT(Refusal("leaderElection:\n  renewDeadline: 10\n"),
+              StartsWith("leaderElection.renewDeadline: "));
+  EXPECT_THAT(Refusal("leaderElection:\n  retryPeriod: -2s\n"),
+              AllOf(StartsWith("leaderElection.retryPeriod: "), HasSubstr("negative")));
+  EXPECT_THAT(Refusal("leaderElection:\n  leaseDuration: [1s]\n"),
+              StartsWith("leaderElection.leaseDuration: expected a single value"));
+}
+
+TEST(SchedulerConfigTest, LeaderElectionChecksOnlyWhenEnabled) {
+  const std::string inverted =
+      "leaderElection:\n  enabled: %s\n  leaseDuration: 5s\n  renewDeadline: 10s\n";
+  std::string disabled = inverted;
+  disabled.replace(disabled.find("%s"), 2, "false");
+  EXPECT_TRUE(ParseSchedulerConfig(disabled).ok());
+  std::string enabled = inverted;
+  enabled.replace(enabled.find("%s"), 2, "true");
+  EXPECT_EQ(Refusal(enabled),
+            "leaderElection: need leaseDuration > renewDeadline > retryPeriod > 0");
+  EXPECT_EQ(Refusal("leaderElection:\n  enabled: true\n  retryPeriod: 0s\n"),
+            "leaderElection: need leaseDuration > renewDeadline > retryPeriod > 0");
+  EXPECT_EQ(Refusal("leaderElection:\n  enabled: true\n  leaseName: ''\n"),
+            "leaderElection: leaseName and leaseNamespace are required");
+  EXPECT_EQ(Refusal("leaderElection:\n  enabled: maybe\n"),
+            "leaderElection.enabled: \"maybe\" is not a valid boolean");
+}
+
+TEST(SchedulerConfigTest, QueueErrorsNameTheQueueAndField) {
+  EXPECT_EQ(Refusal("queues: {name: a}\n"), "queues: expected a list");
+  EXPECT_EQ(Refusal("queues: [a]\n"), "queues[0]: expected a map");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n  - name: b\n    weight: 0\n"),
+            "queues[1].weight: must be positive");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    weight: -2\n"),
+            "queues[0].weight: must be positive");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    weight: heavy\n"),
+            "queues[0].weight: \"heavy\" is not a valid number");
+  EXPECT_EQ(Refusal("queues:\n  - weight: 1\n"), "queues[0].name: required");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n  - name: a\n"),
+            "queues[1].name: duplicate queue \"a\"");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    guaranteed: 16\n"),
+            "queues[0].guaranteed: expected a map of resource name to quantity");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    max: {nvidia.com/gpu: [1]}\n"),
+            "queues[0].max.nvidia.com/gpu: expected a quantity");
+  EXPECT_THAT(Refusal("queues:\n  - name: a\n    max: {memory: lots}\n"),
+              StartsWith("queues[0].max.memory: quantity \"lots\""));
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    guaranteed: {nvidia.com/gpu: -1}\n"),
+            "queues[0].guaranteed.nvidia.com/gpu: must not be negative");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    guaranteed: {nvidia.com/gpu: 16}\n"
+                    "    max: {nvidia.com/gpu: 8}\n"),
+            "queues[0]: guaranteed nvidia.com/gpu 16 exceeds max 8");
+}
+
+TEST(SchedulerConfigTest, PolicySwitchErrors) {
+  EXPECT_EQ(Refusal("reclaim: on\n"), "reclaim: expected a map");
+  EXPECT_EQ(Refusal("reclaim:\n  enabled: sometimes\n"),
+            "reclaim.enabled: \"sometimes\" is not a valid boolean");
+  EXPECT_EQ(Refusal("reclaim:\n  maxGroupsPerCycle: -1\n"),
+            "reclaim.maxGroupsPerCycle: must be between 0 and 1000");
+  EXPECT_EQ(Refusal("preemption: true\n"), "preemption: expected a map");
+  EXPECT_EQ(Refusal("starvation:\n  maxWaitSeconds: -1\n"),
+            "starvation.maxWaitSeconds: must not be negative");
+  EXPECT_EQ(Refusal("starvation:\n  maxWaitSeconds: 10m\n"),
+            "starvation.maxWaitSeconds: \"10m\" is not a valid integer");
+  EXPECT_EQ(Refusal("starvation:\n  maxReservedGroups: -3\n"),
+            "starvation.maxReservedGroups: must not be negative");
+  Result<SchedulerConfig> off = ParseSchedulerConfig("starvation:\n  maxWaitSeconds: 0\n");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->starvation.max_wait_seconds, 0);
+}
+
+TEST(SchedulerConfigFileTest, ReadsAFileAndPrefixesErrorsWithItsPath) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/scheduler-config-good.yaml";
+  {
+    std::ofstream out(good);
+    out << "schedulerName: from-file\nqueues:\n  - name: a\n    weight: 3\n";
+  }
+  Result<SchedulerConfig> config = LoadSchedulerConfigFile(good);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->scheduler_name, "from-file");
+  ASSERT_EQ(config->queues.size(), 1u);
+  EXPECT_DOUBLE_EQ(config->queues[0].weight, 3.0);
+
+  const std::string bad = dir + "/scheduler-config-bad.yaml";
+  {
+    std::ofstream out(bad);
+    out << "queues:\n  - name: a\n    weight: 0\n";
+  }
+  config = LoadSchedulerConfigFile(bad);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(), bad + ": queues[0].weight: must be positive");
+
+  config = LoadSchedulerConfigFile(dir + "/does-not-exist.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("cannot read"));
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,370 @@
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/scheduler/policy_cycle.h>
+
+#include "policy_fixture.h"
+
+namespace hybridjob::scheduler {
+namespace {
+
+using testing::At;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+using testing::Queue;
+using testing::QueueSpecFor;
+
+class PolicyCycleTest : public testing::PolicyTest {};
+
+TEST_F(PolicyCycleTest, WithoutQueuesEverythingRunsInDefaultLikeRunCycle) {
+  AddNodes("n", 2, 4);
+  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 3, 3, 0}});
+  AddPending("early", spec, "worker", 0, 3, 2, /*created=*/100);
+  AddPending("late", spec, "worker", 0, 3, 2, /*created=*/200);
+
+  PolicyCycleResult result = Run();
+  ASSERT_EQ(result.decisions.size(), 2u);
+  EXPECT_EQ(result.decisions[0].group.name, "early");
+  EXPECT_TRUE(result.decisions[0].plan.placed());
+  EXPECT_EQ(result.decisions[0].plan.assignments.size(), 3u);
+  EXPECT_EQ(result.decisions[1].group.name, "late");
+  EXPECT_EQ(result.decisions[1].cause, WaitCause::kNoCapacity);
+  EXPECT_FALSE(result.decisions[1].plan.placed());
+  EXPECT_THAT(result.decisions[1].plan.reason, HasSubstr("worker: 1 of min 3 placeable"));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  ASSERT_EQ(result.queues.size(), 1u);
+  EXPECT_EQ(result.queues[0].name, "default");
+  EXPECT_EQ(result.queues[0].used.Scalar("nvidia.com/gpu"), 6);
+  EXPECT_EQ(result.queues[0].placed_groups, 1);
+  EXPECT_EQ(result.queues[0].waiting_groups, 1);
+}
+
+TEST_F(PolicyCycleTest, UnknownQueueLeavesTheGroupQueuedWithAReason) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("research")};
+  AddPending("lost", QueueSpecFor("nowhere", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* lost = Find(result, "lost");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ(lost->cause, WaitCause::kUnknownQueue);
+  EXPECT_EQ(lost->plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(lost->plan.reason,
+            "queue \"nowhere\" is not configured; configured queues: default, research");
+  EXPECT_THAT(lost->plan.assignments, IsEmpty());
+  EXPECT_EQ(WaitCauseName(lost->cause), "UnknownQueue");
+}
+
+TEST_F(PolicyCycleTest, LonePodsGoToTheDefaultQueue) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("research")};
+  pods_.push_back(std::make_unique<PodInfo>(PodBuilder("solo").Gpus(1).Build()));
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* solo = Find(result, "solo");
+  ASSERT_NE(solo, nullptr);
+  EXPECT_TRUE(solo->plan.placed());
+  EXPECT_EQ(solo->queue, "default");
+  EXPECT_EQ(QueueGpus("default"), 1);
+}
+
+TEST_F(PolicyCycleTest, InvalidAndAssemblingGroupsAreReportedNotPlanned) {
+  AddNodes("n", 1, 8);
+  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 2, 4, 0}}, /*timeout=*/300);
+  AddPending("young", spec, "worker", 0, 2, 1, /*created=*/900);
+  pods_.push_back(std::make_unique<PodInfo>(
+      PodBuilder("broken-worker-0").Member("broken", "worker", 0).Build()));
+
+  PolicyCycleResult result = Run(At(1000));
+  const PolicyDecision* young = Find(result, "young");
+  ASSERT_NE(young, nullptr);
+  EXPECT_EQ(young->cause, WaitCause::kAssembling);
+  EXPECT_THAT(young->plan.reason, HasSubstr("waiting for member pods: worker has 2 of 4"));
+  const PolicyDecision* broken = Find(result, "broken");
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->cause, WaitCause::kInvalid);
+  EXPECT_EQ(broken->plan.outcome, PlanOutcome::kInvalid);
+  EXPECT_THAT(broken->plan.reason, HasSubstr("no group-spec annotation"));
+
+  // Past the schedule timeout the group is planned with the members it has.
+  result = Run(At(1300));
+  young = Find(result, "young");
+  ASSERT_NE(young, nullptr);
+  EXPECT_TRUE(young->plan.placed());
+  EXPECT_EQ(young->plan.assignments.size(), 2u);
+}
+
+TEST_F(PolicyCycleTest, WeightedDrfSharesGpusTwoToOne) {
+  AddNodes("n", 3, 10);
+  policy_.queues = {Queue("a", 2.0), Queue("b", 1.0)};
+  for (int i = 0; i < 40; ++i) {
+    std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
+    AddPending("a" + suffix, QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+    AddPending("b" + suffix, QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  }
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(QueueGpus("a"), 20);
+  EXPECT_EQ(QueueGpus("b"), 10);
+  ASSERT_EQ(result.queues.size(), 3u);
+  EXPECT_EQ(result.queues[0].name, "a");
+  EXPECT_DOUBLE_EQ(result.queues[0].dominant_share, 20.0 / 30.0);
+  EXPECT_DOUBLE_EQ(result.queues[0].weighted_share, 10.0 / 30.0);
+  EXPECT_DOUBLE_EQ(result.queues[1].weighted_share, 10.0 / 30.0);
+  EXPECT_EQ(result.queues[0].waiting_groups, 20);
+  EXPECT_EQ(result.queues[1].waiting_groups, 30);
+}
+
+TEST_F(PolicyCycleTest, DrfComparesDominantResourcesAcrossCpuAndMemory) {
+  // The DRF paper's example: 9 cpus and 18Gi; a's tasks want <1 cpu, 4Gi>,
+  // b's <3 cpus, 1Gi>. DRF gives a three tasks and b two.
+  ASSERT_TRUE(
+      snapshot_.UpsertNode(NodeBuilder("n0").Cpu(9000).Memory(18 * testing::kGi).Build()).ok());
+  policy_.queues = {Queue("a"), Queue("b")};
+  for (int i = 0; i < 6; ++i) {
+    std::string index = std::to_string(i);
+    pods_.push_back(
+        std::make_unique<PodInfo>(PodBuilder("a" + index + "-task-0")
+                                      .Member("a" + index, "task", 0)
+                                      .Spec(QueueSpecFor("a", {RoleSpec{"task", 1, 1, 0}}))
+                                      .Cpu(1000)
+                                      .Memory(4 * testing::kGi)
+                                      .Build()));
+    pods_.push_back(
+        std::make_unique<PodInfo>(PodBuilder("b" + index + "-task-0")
+                                      .Member("b" + index, "task", 0)
+                                      .Spec(QueueSpecFor("b", {RoleSpec{"task", 1, 1, 0}}))
+                                      .Cpu(3000)
+                                      .Memory(testing::kGi)
+                                      .Build()));
+  }
+  PolicyCycleResult result = Run();
+  int placed_a = 0;
+  int placed_b = 0;
+  for (const PolicyDecision& decision : result.decisions) {
+    if (decision.plan.placed()) {
+      (decision.queue == "a" ? placed_a : placed_b) += 1;
+    }
+  }
+  EXPECT_EQ(placed_a, 3);
+  EXPECT_EQ(placed_b, 2);
+}
+
+TEST_F(PolicyCycleTest, QueueBelowItsGuaranteeGoesFirst) {
+  AddNodes("n", 1, 4);
+  // b is already far ahead in share, but a heavy weight makes a look richer
+  // than b; a guarantee still puts a first.
+  policy_.queues = {Queue("a", 0.1, /*guaranteed=*/2), Queue("b", 1.0)};
+  AddRunning("bx", QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
+  AddRunning("ax", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
+  AddPending("a1", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 100);
+  AddPending("b1", QueueSpecFor("b", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 50);
+
+  PolicyCycleResult result = Run();
+  EXPECT_TRUE(Find(result, "a1")->plan.placed());
+  EXPECT_EQ(Find(result, "b1")->cause, WaitCause::kNoCapacity);
+}
+
+TEST_F(PolicyCycleTest, IdleGuaranteeIsLentUpToTheBorrowersMax) {
+  AddNodes("n", 4, 8);
+  policy_.queues = {Queue("a", 1.0, /*guaranteed=*/16), Queue("b", 1.0, 0, /*max=*/24)};
+  for (int i = 0; i < 32; ++i) {
+    std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
+    AddPending("b" + suffix, QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  }
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(QueueGpus("b"), 24);
+  int over_max = 0;
+  for (const PolicyDecision& decision : result.decisions) {
+    if (decision.cause == WaitCause::kOverQueueMax) {
+      ++over_max;
+      EXPECT_EQ(decision.plan.reason,
+                "queue b would use nvidia.com/gpu=25 over its max nvidia.com/gpu=24 with this "
+                "group's minimum");
+    }
+  }
+  EXPECT_EQ(over_max, 8);
+}
+
+TEST_F(PolicyCycleTest, ElasticGroupStartsAtMinimumWhileAnotherWaitsThenGrows) {
+  AddNodes("n", 1, 8);
+  AddPending("elastic", QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}}), "worker", 0, 8, 1,
+             /*created=*/100);
+  AddPending("rigid", QueueSpecFor("default", {RoleSpec{"worker", 6, 6, 0}}), "worker", 0, 6, 1,
+             /*created=*/200);
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* elastic = Find(result, "elastic");
+  const PolicyDecision* rigid = Find(result, "rigid");
+  ASSERT_NE(elastic, nullptr);
+  ASSERT_NE(rigid, nullptr);
+  EXPECT_TRUE(rigid->plan.placed());
+  EXPECT_TRUE(elastic->plan.placed());
+  // Nothing waits after both started, but the cluster is full: no growth.
+  EXPECT_THAT(AssignedNames(*elastic), ElementsAre("elastic-worker-0", "elastic-worker-1"));
+  EXPECT_EQ(elastic->plan.surplus.size(), 6u);
+  EXPECT_EQ(elastic->grown, 0);
+}
+
+TEST_F(PolicyCycleTest, GroupsGrowTowardMaxWhenNothingWaits) {
+  AddNodes("n", 1, 8);
+  AddPending("elastic",
+             QueueSpecFor("default", {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", 2, 10, 0}}),
+             "worker", 0, 10, 1);
+  AddPending("elastic",
+             QueueSpecFor("default", {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", 2, 10, 0}}), "ps",
+             0, 1, 0);
+  PolicyCycleResult result = Run();
+  const PolicyDecision* elastic = Find(result, "elastic");
+  ASSERT_NE(elastic, nullptr);
+  EXPECT_TRUE(elastic->plan.placed());
+  EXPECT_EQ(elastic->plan.assignments.size(), 9u);  // ps + 8 workers on 8 GPUs
+  EXPECT_EQ(elastic->grown, 6);
+  ASSERT_EQ(elastic->plan.roles.size(), 2u);
+  EXPECT_EQ(elastic->plan.roles[1].placed, 8);
+  EXPECT_EQ(elastic->plan.roles[1].max_replicas, 10);
+  EXPECT_THAT(elastic->plan.surplus.size(), 2u);
+  EXPECT_EQ(elastic->plan.surplus[0]->name, "elastic-worker-8");
+}
+
+TEST_F(PolicyCycleTest, RunningGroupsGrowFairlyAcrossQueues) {
+  AddNodes("n", 2, 8);
+  policy_.queues = {Queue("a", 1.0), Queue("b", 1.0)};
+  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 2, 10, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 2, 10, 0}});
+  AddRunning("ga", spec_a, "worker", 0, 2, 1, "n0");
+  AddRunning("gb", spec_b, "worker", 0, 2, 1, "n1");
+  AddPending("ga", spec_a, "worker", 2, 8, 1);
+  AddPending("gb", spec_b, "worker", 2, 8, 1);
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* ga = Find(result, "ga");
+  const PolicyDecision* gb = Find(result, "gb");
+  ASSERT_NE(ga, nullptr);
+  ASSERT_NE(gb, nullptr);
+  EXPECT_EQ(ga->grown, 6);
+  EXPECT_EQ(gb->grown, 6);
+  EXPECT_EQ(ga->cause, WaitCause::kNone);
+  // A running group keeps its other members pending: they may grow later.
+  EXPECT_THAT(ga->plan.surplus, IsEmpty());
+  EXPECT_THAT(AssignedNames(*ga), ElementsAre("ga-worker-2", "ga-worker-3", "ga-worker-4",
+                                              "ga-worker-5", "ga-worker-6", "ga-worker-7"));
+}
+
+TEST_F(PolicyCycleTest, WithRoomForEveryoneEveryGroupGrowsFully) {
+  AddNodes("n", 3, 8);
+  policy_.queues = {Queue("a", 1.0), Queue("b", 1.0)};
+  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 2, 6, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 2, 6, 0}});
+  AddRunning("ga", spec_a, "worker", 0, 2, 1, "n0");
+  AddRunning("gb", spec_b, "worker", 0, 2, 1, "n1");
+  AddPending("ga", spec_a, "worker", 2, 4, 1);
+  AddPending("gb", spec_b, "worker", 2, 4, 1);
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "ga")->grown, 4);
+  EXPECT_EQ(Find(result, "gb")->grown, 4);
+}
+
+TEST_F(PolicyCycleTest, GrowthFollowsWeights) {
+  AddNodes("n", 2, 12);
+  policy_.queues = {Queue("a", 2.0), Queue("b", 1.0)};
+  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 1, 24, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 1, 24, 0}});
+  AddRunning("ga", spec_a, "worker", 0, 1, 1, "n0");
+  AddRunning("gb", spec_b, "worker", 0, 1, 1, "n1");
+  AddPending("ga", spec_a, "worker", 1, 23, 1);
+  AddPending("gb", spec_b, "worker", 1, 23, 1);
+
+  Run();
+  EXPECT_EQ(QueueGpus("a"), 16);
+  EXPECT_EQ(QueueGpus("b"), 8);
+}
+
+TEST_F(PolicyCycleTest, GrowthIsDeferredWhileAGroupWaitsForCapacity) {
+  AddNodes("n", 1, 8);
+  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  AddRunning("run", elastic, "worker", 0, 4, 1, "n0", /*priority=*/5);
+  AddPending("run", elastic, "worker", 4, 4, 1);
+  // A rigid gang needing 6 GPUs cannot start (4 free), and cannot reclaim
+  // from a group of higher priority in its own queue.
+  AddPending("wait", QueueSpecFor("default", {RoleSpec{"worker", 6, 6, 0}}), "worker", 0, 6, 1);
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "wait")->cause, WaitCause::kNoCapacity);
+  const PolicyDecision* run = Find(result, "run");
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(run->cause, WaitCause::kGrowthDeferred);
+  EXPECT_FALSE(run->plan.placed());
+  EXPECT_THAT(run->plan.reason, HasSubstr("growth deferred"));
+}
+
+TEST_F(PolicyCycleTest, AGroupThatCouldNeverFitDoesNotBlockGrowth) {
+  AddNodes("n", 1, 8);
+  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  AddRunning("run", elastic, "worker", 0, 4, 1, "n0");
+  AddPending("run", elastic, "worker", 4, 4, 1);
+  AddPending("huge", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 16);
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "huge")->cause, WaitCause::kNoCapacity);
+  EXPECT_EQ(Find(result, "run")->grown, 4);
+}
+
+TEST_F(PolicyCycleTest, GrowthStopsAtTheQueueMax) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("a", 1.0, 0, /*max=*/5)};
+  GroupSpec spec = QueueSpecFor("a", {RoleSpec{"worker", 2, 8, 0}});
+  AddPending("g", spec, "worker", 0, 8, 1);
+  PolicyCycleResult result = Run();
+  const PolicyDecision* g = Find(result, "g");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->plan.assignments.size(), 5u);
+  EXPECT_THAT(g->plan.reason, HasSubstr("queue a reached its max"));
+  EXPECT_EQ(QueueGpus("a"), 5);
+}
+
+TEST_F(PolicyCycleTest, GrowthCanBeTurnedOff) {
+  AddNodes("n", 1, 8);
+  policy_.reclaim.growth = false;
+  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  AddRunning("run", elastic, "worker", 0, 2, 1, "n0");
+  AddPending("run", elastic, "worker", 2, 6, 1);
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "run")->cause, WaitCause::kNoRoomToGrow);
+  EXPECT_EQ(Find(result, "run")->grown, 0);
+}
+
+TEST_F(PolicyCycleTest, GroupWithEveryMinimumZeroStartsWithOneMember) {
+  AddNodes("n", 1, 2);
+  AddPending("zero", QueueSpecFor("default", {RoleSpec{"worker", 0, 4, 0}}), "worker", 0, 4, 1);
+  // Something that waits keeps "zero" from growing past its start.
+  AddPending("wait", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+             /*created=*/10);
+  PolicyCycleResult result = Run();
+  const PolicyDecision* zero = Find(result, "zero");
+  ASSERT_NE(zero, nullptr);
+  EXPECT_TRUE(zero->plan.placed());
+  EXPECT_THAT(AssignedNames(*zero), ElementsAre("zero-worker-0"));
+}
+
+TEST_F(PolicyCycleTest, RunningGroupBelowItsMinimumIsToppedUpFirst) {
+  AddNodes("n", 1, 8);
+  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 3, 4, 0}});
+  AddRunning("hurt", spec, "worker", 0, 2, 1, "n0");
+  AddPending("hurt", spec, "worker", 2, 2, 1);
+  PolicyCycleResult result = Run();
+  const PolicyDecision* hurt = Find(result, "hurt");
+  ASSERT_NE(hurt, nullptr);
+  EXPECT_TRUE(hurt->plan.placed());
+  EXPECT_THAT(AssignedNames(*hurt), ElementsAre("hurt-worker-2", "hurt-worker-3"));
+  EXPECT_EQ(hurt->grown, 1);
+  EXPECT_THAT(hurt->plan.surplus, IsEmpty());
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler

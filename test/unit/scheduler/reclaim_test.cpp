@@ -1,0 +1,309 @@
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/scheduler/reclaim.h>
+
+#include "policy_fixture.h"
+
+namespace hybridjob::scheduler {
+namespace {
+
+using testing::At;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::Queue;
+using testing::QueueSpecFor;
+using ::testing::UnorderedElementsAre;
+
+class ReclaimTest : public testing::PolicyTest {
+ protected:
+  // Queue b runs an elastic group "el" (worker min 2, max 8) with 8 one-GPU
+  // members on n0; queue a has nothing running.
+  void ElasticInB() {
+    AddNodes("n", 1, 8);
+    policy_.queues = {Queue("a"), Queue("b")};
+    elastic_ = QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}});
+    AddRunning("el", elastic_, "worker", 0, 8, 1, "n0");
+  }
+
+  GroupSpec elastic_;
+};
+
+TEST_F(ReclaimTest, ElasticUnitsAreTheMembersAboveMinimumHighestIndexFirst) {
+  AddNodes("n", 1, 8);
+  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"ps", 1, 2, 1}, RoleSpec{"worker", 2, 5, 0}});
+  AddRunning("g", spec, "worker", 0, 5, 1, "n0");
+  AddRunning("g", spec, "ps", 0, 2, 0, "n0");
+  RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
+  ASSERT_EQ(running.groups().size(), 1u);
+  const RunningGroup& group = running.groups()[0];
+  EXPECT_TRUE(group.elastic_shape);
+  EXPECT_EQ(group.queue, "b");
+  std::vector<VictimUnit> units = ElasticUnits(running, 0, EvictionCause::kReclaim);
+  std::vector<std::string> names;
+  for (const VictimUnit& unit : units) {
+    ASSERT_EQ(unit.pods.size(), 1u);
+    names.push_back(unit.pods[0]->name);
+  }
+  EXPECT_THAT(names, ElementsAre("g-ps-1", "g-worker-4", "g-worker-3", "g-worker-2"));
+}
+
+TEST_F(ReclaimTest, RunningGroupsLeaveOutPodsAlreadyLeaving) {
+  ElasticInB();
+  RunningGroups running =
+      RunningGroups::FromSnapshot(snapshot_, policy_, {"team/el-worker-7", "team/el-worker-6"});
+  RunningGroup* group = running.Find("team/el");
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->members.size(), 6u);
+  EXPECT_EQ(group->leaving, 2);
+  EXPECT_EQ(ElasticUnits(running, 0, EvictionCause::kReclaim).size(), 4u);
+}
+
+TEST_F(ReclaimTest, GroupsWithoutASpecOrWithStrangersAreOnlyEvictableWhole) {
+  AddNodes("n", 1, 8);
+  ASSERT_TRUE(snapshot_
+                  .AddPod(testing::PodBuilder("loose-worker-0")
+                              .Member("loose", "worker", 0)
+                              .OnNode("n0")
+                              .Build())
+                  .ok());
+  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"worker", 1, 2, 0}});
+  AddRunning("odd", spec, "worker", 0, 2, 1, "n0");
+  AddRunning("odd", spec, "evaluator", 0, 1, 1, "n0");
+  RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
+  EXPECT_FALSE(running.Find("team/loose")->elastic_shape);
+  EXPECT_EQ(running.Find("team/loose")->queue, "default");
+  EXPECT_FALSE(running.Find("team/odd")->elastic_shape);
+  for (size_t g = 0; g < running.groups().size(); ++g) {
+    EXPECT_THAT(ElasticUnits(running, g, EvictionCause::kReclaim), IsEmpty());
+  }
+}
+
+TEST_F(ReclaimTest, AllMinimumsZeroStillKeepsOneMember) {
+  AddNodes("n", 1, 8);
+  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"worker", 0, 3, 0}});
+  AddRunning("g", spec, "worker", 0, 3, 1, "n0");
+  RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
+  EXPECT_EQ(ElasticUnits(running, 0, EvictionCause::kReclaim).size(), 2u);
+}
+
+TEST_F(ReclaimTest, ShrinksHighestIndicesOnlyAsMuchAsNeededAndDoesNotPlaceTheWaiterYet) {
+  ElasticInB();
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+
+  PolicyCycleResult result = Run(At(1000));
+  EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7", "el-worker-6", "el-worker-5"));
+  for (const Eviction& eviction : result.evictions) {
+    EXPECT_EQ(eviction.cause, EvictionCause::kReclaim);
+    EXPECT_EQ(eviction.for_group, "team/big");
+    EXPECT_EQ(eviction.for_queue, "a");
+    EXPECT_EQ(eviction.victim_group, "team/el");
+    EXPECT_EQ(eviction.victim_queue, "b");
+    EXPECT_EQ(eviction.node_name, "n0");
+    EXPECT_EQ(eviction.uid, "uid-" + eviction.name);
+  }
+  EXPECT_EQ(result.evictions[0].message,
+            "Reclaim: making room for team/big (queue a); team/el worker shrinks to 7 members "
+            "(min 2)");
+  const PolicyDecision* big = Find(result, "big");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->cause, WaitCause::kEvicting);
+  EXPECT_FALSE(big->plan.placed());
+  EXPECT_THAT(big->plan.assignments, IsEmpty());
+  EXPECT_THAT(big->plan.reason, HasSubstr("evicting 3 pods to make room for it"));
+  ASSERT_EQ(result.reservations.size(), 1u);
+  EXPECT_EQ(result.reservations[0].group_key, "team/big");
+  EXPECT_EQ(result.reservations[0].cause, ReservationCause::kEviction);
+  EXPECT_THAT(result.reservations[0].nodes, ElementsAre("n0"));
+  EXPECT_EQ(result.state.evictions.size(), 3u);
+
+  // While the victims terminate, nothing more is evicted.
+  result = Run(At(1010));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "big")->cause, WaitCause::kEvicting);
+  EXPECT_THAT(Find(result, "big")->plan.reason, HasSubstr("waiting for 3 evicted pods to end"));
+  EXPECT_EQ(result.state.evictions.size(), 3u);
+
+  // Once they are gone the group is placed and the reservation released.
+  for (const InFlightEviction& eviction : result.state.evictions) {
+    ASSERT_TRUE(snapshot_.RemovePod(eviction.namespace_name, eviction.name).ok());
+  }
+  result = Run(At(1020));
+  EXPECT_TRUE(Find(result, "big")->plan.placed());
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(result.reservations, IsEmpty());
+  EXPECT_THAT(result.state.evictions, IsEmpty());
+}
+
+TEST_F(ReclaimTest, TheReservationKeepsFreedCapacityForTheWaiter) {
+  ElasticInB();
+  policy_.queues.push_back(Queue("0-first"));  // sorts before "a": planned first on ties
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  PolicyCycleResult result = Run(At(1000));
+  ASSERT_EQ(result.evictions.size(), 3u);
+  ApplyEvictions(result);
+  AddPending("sneaky", QueueSpecFor("0-first", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  policy_.reclaim.enabled = false;  // sneaky could reclaim for itself; not the point here
+
+  result = Run(At(1010));
+  EXPECT_TRUE(Find(result, "big")->plan.placed());
+  const PolicyDecision* sneaky = Find(result, "sneaky");
+  ASSERT_NE(sneaky, nullptr);
+  EXPECT_EQ(sneaky->cause, WaitCause::kNoCapacity);
+  EXPECT_THAT(sneaky->plan.reason, HasSubstr("1 node is reserved for other groups"));
+}
+
+TEST_F(ReclaimTest, QueueFurthestOverItsShareGivesFirst) {
+  AddNodes("n", 3, 8);
+  policy_.queues = {Queue("a"), Queue("b"), Queue("c"), Queue("d", 100.0)};
+  AddRunning("eb", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddRunning("ec", QueueSpecFor("c", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 7, 1, "n1");
+  AddRunning("rd", QueueSpecFor("d", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n1");
+  AddRunning("fd", QueueSpecFor("d", {RoleSpec{"worker", 8, 8, 0}}), "worker", 0, 8, 1, "n2");
+  AddPending("wa", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
+
+  PolicyCycleResult result = Run();
+  // b (8 GPUs) is over c (7): b gives one; then they are level and b, first by
+  // name, gives again; then c; then b.
+  EXPECT_THAT(Evicted(result),
+              ElementsAre("eb-worker-7", "eb-worker-6", "ec-worker-6", "eb-worker-5"));
+}
+
+TEST_F(ReclaimTest, LowestRolePriorityGivesFirst) {
+  AddNodes("n", 1, 6);
+  policy_.queues = {Queue("a"), Queue("b")};
+  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"chief", 1, 3, 1}, RoleSpec{"worker", 1, 3, 0}});
+  AddRunning("g", spec, "chief", 0, 3, 1, "n0");
+  AddRunning("g", spec, "worker", 0, 3, 1, "n0");
+  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("g-worker-2", "g-worker-1", "g-chief-2"));
+}
+
+TEST_F(ReclaimTest, NeverTakesAQueueBelowItsGuaranteeAndThenTakesNothing) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("a"), Queue("b", 1.0, /*guaranteed=*/6)};
+  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("needs3", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());  // two would be allowed, three are needed
+  EXPECT_EQ(Find(result, "needs3")->cause, WaitCause::kNoCapacity);
+  EXPECT_THAT(result.reservations, IsEmpty());
+
+  AddPending("needs2", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 5);
+  Forget("needs3-worker-0");
+  Forget("needs3-worker-1");
+  Forget("needs3-worker-2");
+  result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7", "el-worker-6"));
+}
+
+TEST_F(ReclaimTest, AQueueWithinItsGuaranteeReclaimsEvenFromALowerShare) {
+  AddNodes("n", 1, 8);
+  // b's weight makes its share tiny; a is only entitled through its guarantee.
+  policy_.queues = {Queue("a", 1.0, /*guaranteed=*/4), Queue("b", 10.0)};
+  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(result.evictions.size(), 4u);
+
+  // Without the guarantee a would be over b's share: nothing to reclaim.
+  state_ = {};
+  policy_.queues = {Queue("a", 1.0), Queue("b", 10.0)};
+  result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());
+}
+
+TEST_F(ReclaimTest, WithinAQueueOnlyGroupsOfNoHigherPriorityGiveBack) {
+  AddNodes("n", 1, 8);
+  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  AddRunning("high", spec, "worker", 0, 8, 1, "n0", /*priority=*/10);
+  AddPending("low", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+             /*created=*/0, /*priority=*/5);
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());
+
+  AddPending("peer", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+             /*created=*/0, /*priority=*/10);
+  result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("high-worker-7", "high-worker-6"));
+  EXPECT_EQ(result.evictions[0].for_group, "team/peer");
+}
+
+TEST_F(ReclaimTest, DropsVictimsThatTurnOutNotToBeNeeded) {
+  AddNodes("n", 2, 4);
+  policy_.queues = {Queue("a"), Queue("b"), Queue("c")};
+  AddRunning("x", QueueSpecFor("b", {RoleSpec{"worker", 3, 4, 0}}), "worker", 0, 4, 1, "n0");
+  AddRunning("y", QueueSpecFor("c", {RoleSpec{"worker", 2, 4, 0}}), "worker", 0, 4, 1, "n1");
+  // One member that needs two GPUs on one node.
+  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 2);
+
+  PolicyCycleResult result = Run();
+  // x-worker-3 went first (b and c level, b first by name) but freed a lone
+  // GPU on n0 that the two-GPU member cannot use: it is dropped again.
+  EXPECT_THAT(Evicted(result), ElementsAre("y-worker-3", "y-worker-2"));
+}
+
+TEST_F(ReclaimTest, AWaiterOverItsShareDoesNotReclaimFromALowerShare) {
+  AddNodes("n", 2, 4);
+  policy_.queues = {Queue("a"), Queue("b")};
+  AddRunning("ra", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1, "n0");
+  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 4, 0}}), "worker", 0, 4, 1, "n1");
+  AddPending("more", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "more")->cause, WaitCause::kNoCapacity);
+}
+
+TEST_F(ReclaimTest, ReclaimCanBeTurnedOff) {
+  ElasticInB();
+  policy_.reclaim.enabled = false;
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "big")->cause, WaitCause::kNoCapacity);
+}
+
+TEST_F(ReclaimTest, SeveralWaitersInOneCycleNeverShareVictims) {
+  ElasticInB();
+  AddPending("w1", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 1);
+  AddPending("w2", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 2);
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(Evicted(result),
+              ElementsAre("el-worker-7", "el-worker-6", "el-worker-5", "el-worker-4"));
+  EXPECT_EQ(result.evictions[0].for_group, "team/w1");
+  EXPECT_EQ(result.evictions[2].for_group, "team/w2");
+  EXPECT_EQ(Find(result, "w2")->cause, WaitCause::kEvicting);
+}
+
+TEST_F(ReclaimTest, ARefusedEvictionLeftOutOfTheStateIsChosenAgain) {
+  ElasticInB();
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  PolicyCycleResult result = Run(At(1000));
+  ASSERT_THAT(Evicted(result), ElementsAre("el-worker-7"));
+  state_.evictions.clear();  // the shell's eviction was refused
+  result = Run(At(1010));
+  EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7"));
+}
+
+TEST_F(ReclaimTest, InFlightEvictionsAreForgottenAfterTheTimeout) {
+  ElasticInB();
+  policy_.eviction_timeout_seconds = 60;
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  PolicyCycleResult result = Run(At(1000));
+  ASSERT_EQ(result.evictions.size(), 1u);
+  result = Run(At(1030));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  result = Run(At(1100));
+  EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7"));
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler
