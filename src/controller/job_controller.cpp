@@ -1,14 +1,16 @@
-#include <hybridjob/controller/job_controller.h>
-#include <hybridjob/k8s/api_status.h>
+#include <algorithm>
+#include <future>
+#include <map>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
-
-#include <map>
 
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/controller/job_controller.h>
 #include <hybridjob/controller/planner.h>
+#include <hybridjob/k8s/api_status.h>
 
 namespace hybridjob::controller {
 namespace {
@@ -37,7 +39,8 @@ k8s::ReflectorOptions Reflect(k8s::Resource resource, const std::string& ns,
   return options;
 }
 
-std::vector<nlohmann::json> Copies(const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
+std::vector<nlohmann::json> Copies(
+    const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
   std::vector<nlohmann::json> out;
   out.reserve(items.size());
   for (const auto& item : items) {
@@ -45,6 +48,29 @@ std::vector<nlohmann::json> Copies(const std::vector<std::shared_ptr<const nlohm
   }
   return out;
 }
+
+std::string JobKeyOf(const CachedPod& pod) {
+  return pod.pod.job_name.empty() ? std::string() : pod.namespace_name + "/" + pod.pod.job_name;
+}
+
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  const auto it = object.find("metadata");
+  if (it == object.end() || !it->is_object()) {
+    return {};
+  }
+  return it->value("resourceVersion", "");
+}
+
+// Pod creates (or deletes) of one plan in flight at once, at most.
+constexpr size_t kMaxConcurrentPodWrites = 16;
+
+bool IsPodWrite(const Action& action) {
+  return std::holds_alternative<CreatePod>(action) || std::holds_alternative<DeletePod>(action);
+}
+
+// How soon a job waiting for its expectations is looked at again when no
+// event wakes it earlier.
+constexpr std::chrono::milliseconds kExpectationRecheck{1000};
 
 Status IgnoreAlreadyExists(const Result<nlohmann::json>& result) {
   if (result.ok() || k8s::IsAlreadyExists(result.status())) {
@@ -57,7 +83,10 @@ Status IgnoreAlreadyExists(const Result<nlohmann::json>& result) {
 
 JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
                              k8s::WorkQueueObserver queue_observer)
-    : client_(client), options_(std::move(options)) {
+    : client_(client),
+      options_(std::move(options)),
+      expectations_(std::chrono::duration_cast<Expectations::Clock::duration>(
+          options_.expectations_timeout)) {
   queue_ = std::make_unique<k8s::WorkQueue>(nullptr, std::move(queue_observer));
   events_ = std::make_unique<k8s::EventRecorder>(client_, "hybridjob-controller");
   const std::string ns = options_.namespace_name;
@@ -90,13 +119,39 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
     }
     return {pod.namespace_name + "/" + pod.pod.job_name};
   });
+  // Pod events meet the expectations of the reconciler's own writes before
+  // they wake the job, so the reconcile they cause sees them met.
   k8s::EventHandler<CachedPod> on_pod;
-  auto enqueue_pod = [this](const std::shared_ptr<const CachedPod>& pod) {
-    EnqueueOwner(pod->namespace_name, pod->pod.job_name);
+  on_pod.on_add = [this](const std::shared_ptr<const CachedPod>& pod) {
+    const std::string key = JobKeyOf(*pod);
+    if (!key.empty()) {
+      expectations_.PodSeen(key, pod->pod);
+      queue_->Add(key);
+    }
   };
-  on_pod.on_add = enqueue_pod;
-  on_pod.on_update = [enqueue_pod](const auto&, const auto& pod) { enqueue_pod(pod); };
-  on_pod.on_delete = [enqueue_pod](const auto& pod, bool) { enqueue_pod(pod); };
+  on_pod.on_update = [this](const std::shared_ptr<const CachedPod>& old,
+                            const std::shared_ptr<const CachedPod>& pod) {
+    const std::string old_key = JobKeyOf(*old);
+    const std::string key = JobKeyOf(*pod);
+    if (old->pod.uid != pod->pod.uid && !old_key.empty()) {
+      // A new pod took the name: the old one is gone.
+      expectations_.PodGone(old_key, old->pod);
+    }
+    if (old_key != key && !old_key.empty()) {
+      queue_->Add(old_key);
+    }
+    if (!key.empty()) {
+      expectations_.PodSeen(key, pod->pod);
+      queue_->Add(key);
+    }
+  };
+  on_pod.on_delete = [this](const std::shared_ptr<const CachedPod>& pod, bool) {
+    const std::string key = JobKeyOf(*pod);
+    if (!key.empty()) {
+      expectations_.PodGone(key, pod->pod);
+      queue_->Add(key);
+    }
+  };
   pods_->AddEventHandler(on_pod);
 
   auto child_informer = [&](k8s::Resource resource) {
@@ -129,12 +184,8 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
   deployments_ = child_informer(k8s::resources::Deployments());
 }
 
-JobController::~JobController() { Stop(); }
-
-void JobController::EnqueueOwner(const std::string& namespace_name, const std::string& job_name) {
-  if (!job_name.empty()) {
-    queue_->Add(namespace_name + "/" + job_name);
-  }
+JobController::~JobController() {
+  Stop();
 }
 
 void JobController::Start() {
@@ -184,13 +235,17 @@ void JobController::Stop() {
     stopping_ = true;
     active_ = false;
   }
+  // Workers finish the reconcile they are in (up to its next write) and
+  // skip the keys still queued: a stopping controller, which may have lost
+  // its leadership, must not go on writing.
+  halting_ = true;
   queue_->ShutDown();
   for (auto& worker : workers_) {
     worker.join();
   }
   workers_.clear();
-  for (auto* informer : {jobs_.get(), services_.get(), config_maps_.get(), claims_.get(),
-                         deployments_.get()}) {
+  for (auto* informer :
+       {jobs_.get(), services_.get(), config_maps_.get(), claims_.get(), deployments_.get()}) {
     informer->Stop();
   }
   pods_->Stop();
@@ -198,7 +253,9 @@ void JobController::Stop() {
   events_->Stop();
 }
 
-size_t JobController::QueueDepth() const { return queue_->Len(); }
+size_t JobController::QueueDepth() const {
+  return queue_->Len();
+}
 
 std::vector<std::pair<std::string, int>> JobController::JobsByPhase() const {
   std::map<std::string, int> counts;
@@ -214,6 +271,10 @@ std::vector<std::pair<std::string, int>> JobController::JobsByPhase() const {
 
 void JobController::Worker() {
   while (auto key = queue_->Get()) {
+    if (halting_) {
+      queue_->Done(*key);
+      continue;
+    }
     const auto start = std::chrono::steady_clock::now();
     Status status = Reconcile(*key);
     ++stats_.reconciles;
@@ -222,7 +283,9 @@ void JobController::Worker() {
     }
     if (!status.ok()) {
       ++stats_.reconcile_errors;
-      if (k8s::IsConflict(status)) {
+      if (status.code() == StatusCode::kCancelled) {
+        spdlog::debug("job {}: {}", *key, status.ToString());
+      } else if (k8s::IsConflict(status)) {
         ++stats_.conflicts;
         spdlog::debug("job {}: {} (requeued)", *key, status.ToString());
       } else {
@@ -237,12 +300,36 @@ void JobController::Worker() {
 Status JobController::Reconcile(const std::string& key) {
   auto job = jobs_->store().Get(key);
   if (job == nullptr) {
+    expectations_.Forget(key);
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
   }
   Observed observed;
   for (const auto& pod : pods_->store().ByIndex(kByJob, key)) {
     observed.pods.push_back(pod->pod);
+  }
+  // Never plan from caches that have not yet shown this controller's own
+  // writes: a failed member already deleted would be restarted twice.
+  const auto clock_now = Expectations::Clock::now();
+  switch (expectations_.Check(key, observed.pods, ResourceVersionOf(*job), clock_now)) {
+    case Expectations::State::kPending: {
+      ++stats_.expectation_waits;
+      spdlog::debug("job {}: waiting for the caches to show {}", key, expectations_.Describe(key));
+      const auto recheck = std::min<Expectations::Clock::duration>(
+          kExpectationRecheck,
+          expectations_.TimeToExpiry(key, clock_now) + std::chrono::milliseconds(1));
+      queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(recheck));
+      return Status::Ok();
+    }
+    case Expectations::State::kExpired:
+      ++stats_.expectations_expired;
+      spdlog::warn(
+          "job {}: the caches did not show the controller's own writes within {} ms; "
+          "planning anyway",
+          key, options_.expectations_timeout.count());
+      break;
+    case Expectations::State::kSatisfied:
+      break;
   }
   observed.services = Copies(services_->store().ByIndex(kByJob, key));
   observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
@@ -251,13 +338,22 @@ Status JobController::Reconcile(const std::string& key) {
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
   Plan plan = PlanJob(*job, observed, now, options_.planner);
-  for (const Action& action : plan.actions) {
-    spdlog::debug("job {}: {}", key, Describe(action));
-    if (Status status = Apply(*job, action); !status.ok()) {
-      return Status(status.code(), Describe(action) + ": " + status.message())
-          .WithHttp(status.http_status(), status.reason());
+  for (size_t i = 0; i < plan.actions.size();) {
+    if (halting_) {
+      return Cancelled("the controller is stopping");
     }
-    ++stats_.actions_applied;
+    // A run of pod creates or of pod deletes holds independent writes: they
+    // go out together. Everything else is applied one by one, in order.
+    size_t end = i + 1;
+    if (IsPodWrite(plan.actions[i])) {
+      while (end < plan.actions.size() && plan.actions[end].index() == plan.actions[i].index()) {
+        ++end;
+      }
+    }
+    if (Status status = ApplyRun(key, *job, plan.actions, i, end); !status.ok()) {
+      return status;
+    }
+    i = end;
   }
   queue_->Forget(key);
   if (plan.requeue_after) {
@@ -266,7 +362,59 @@ Status JobController::Reconcile(const std::string& key) {
   return Status::Ok();
 }
 
-Status JobController::Apply(const nlohmann::json& job, const Action& action) {
+Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job,
+                               const std::vector<Action>& actions, size_t begin, size_t end) {
+  auto apply = [&](size_t i) {
+    spdlog::debug("job {}: {}", key, Describe(actions[i]));
+    Status status = Apply(key, job, actions[i]);
+    if (!status.ok()) {
+      return Status(status.code(), Describe(actions[i]) + ": " + status.message())
+          .WithHttp(status.http_status(), status.reason());
+    }
+    ++stats_.actions_applied;
+    return status;
+  };
+  // Batches double from one, as client-go's slow start: a run that cannot
+  // succeed (quota, admission) fails after one write, not after all of them.
+  size_t batch = 1;
+  for (size_t i = begin; i < end;) {
+    const size_t n = std::min(batch, end - i);
+    if (n == 1) {
+      if (Status status = apply(i); !status.ok()) {
+        return status;
+      }
+    } else {
+      std::vector<std::future<Status>> writes;
+      writes.reserve(n);
+      Status first_error;
+      for (size_t j = i; j < i + n; ++j) {
+        try {
+          writes.push_back(std::async(std::launch::async, apply, j));
+        } catch (const std::system_error&) {
+          // No thread to be had: write this one here and now.
+          if (Status status = apply(j); !status.ok() && first_error.ok()) {
+            first_error = std::move(status);
+          }
+        }
+      }
+      for (auto& write : writes) {
+        Status status = write.get();
+        if (!status.ok() && first_error.ok()) {
+          first_error = std::move(status);
+        }
+      }
+      if (!first_error.ok()) {
+        return first_error;
+      }
+    }
+    i += n;
+    batch = std::min(batch * 2, kMaxConcurrentPodWrites);
+  }
+  return Status::Ok();
+}
+
+Status JobController::Apply(const std::string& key, const nlohmann::json& job,
+                            const Action& action) {
   const std::string ns = job["metadata"].value("namespace", "");
   k8s::WriteOptions write;
   write.field_manager = options_.field_manager;
@@ -274,7 +422,15 @@ Status JobController::Apply(const nlohmann::json& job, const Action& action) {
       [&](const auto& a) -> Status {
         using T = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<T, CreatePod>) {
-          return IgnoreAlreadyExists(client_.Create(k8s::resources::Pods(), ns, a.pod, write));
+          auto created = client_.Create(k8s::resources::Pods(), ns, a.pod, write);
+          if (created.ok()) {
+            // AlreadyExists expects nothing: that pod may be one the cache
+            // never shows (without the job-name label).
+            expectations_.ExpectCreation(key, a.pod["metadata"].value("name", ""),
+                                         (*created)["metadata"].value("uid", ""),
+                                         Expectations::Clock::now());
+          }
+          return IgnoreAlreadyExists(created);
         } else if constexpr (std::is_same_v<T, CreateService>) {
           return IgnoreAlreadyExists(
               client_.Create(k8s::resources::Services(), ns, a.service, write));
@@ -294,8 +450,10 @@ Status JobController::Apply(const nlohmann::json& job, const Action& action) {
           k8s::DeleteOptions options;
           options.precondition_uid = a.uid;
           Status deleted = client_.Delete(k8s::resources::Pods(), ns, a.name, options);
-          // Gone already, or a newer pod took the name: nothing to delete.
-          if (k8s::IsNotFound(deleted) || k8s::IsConflict(deleted)) {
+          // Gone already, or a newer pod took the name: nothing to delete, but
+          // the cache still has to show the pod gone.
+          if (deleted.ok() || k8s::IsNotFound(deleted) || k8s::IsConflict(deleted)) {
+            expectations_.ExpectDeletion(key, a.uid, Expectations::Clock::now());
             return Status::Ok();
           }
           return deleted;
@@ -303,12 +461,20 @@ Status JobController::Apply(const nlohmann::json& job, const Action& action) {
           nlohmann::json updated = job;
           updated["status"] = api::ToJson(a.status);
           auto written = client_.Update(k8s::resources::HybridJobs(), updated, "status", write);
-          return written ? Status::Ok() : written.status();
+          if (!written) {
+            return written.status();
+          }
+          // A write that changed nothing keeps the version: expect no change.
+          const std::string before = ResourceVersionOf(job);
+          if (ResourceVersionOf(*written) != before) {
+            expectations_.ExpectJobChange(key, before, Expectations::Clock::now());
+          }
+          return Status::Ok();
         } else if constexpr (std::is_same_v<T, RecordEvent>) {
-          events_->Record(k8s::ReferenceTo(job),
-                          a.type == EventType::kWarning ? k8s::EventType::kWarning
-                                                        : k8s::EventType::kNormal,
-                          a.reason, a.message);
+          events_->Record(
+              k8s::ReferenceTo(job),
+              a.type == EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal,
+              a.reason, a.message);
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, DeleteJob>) {
           k8s::DeleteOptions options;

@@ -1,6 +1,9 @@
 // hybridjob-controller's shell: informers on HybridJobs and their children, a
 // rate-limited workqueue of job keys, and workers that reconcile one job at a
 // time by applying the pure planner's actions (planner.h) through the API.
+// A job is not planned again until the caches show the controller's own last
+// writes to it (expectations.h). A plan's pod creates (or deletes) go out
+// concurrently; its other actions one by one, in order.
 #pragma once
 
 #include <atomic>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include <hybridjob/controller/actions.h>
+#include <hybridjob/controller/expectations.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/controller/options.h>
 #include <hybridjob/k8s/api_client.h>
@@ -26,6 +30,9 @@ struct ControllerOptions {
   int workers = 4;
   PlannerOptions planner;
   std::string field_manager = "hybridjob-controller";
+  // How long a job waits for the caches to show the controller's own writes
+  // (see expectations.h) before it is planned anyway.
+  std::chrono::milliseconds expectations_timeout{std::chrono::seconds(30)};
 };
 
 struct ControllerStats {
@@ -33,6 +40,10 @@ struct ControllerStats {
   std::atomic<uint64_t> reconcile_errors{0};
   std::atomic<uint64_t> actions_applied{0};
   std::atomic<uint64_t> conflicts{0};
+  // Reconciles put off because the caches had not yet shown the controller's
+  // own writes, and expectations given up on after the timeout.
+  std::atomic<uint64_t> expectation_waits{0};
+  std::atomic<uint64_t> expectations_expired{0};
 };
 
 // Observes each reconcile: job key, outcome (ok or not) and duration.
@@ -61,7 +72,9 @@ class JobController {
 
   bool WaitForCacheSync(std::chrono::milliseconds timeout);
   const ControllerStats& stats() const { return stats_; }
-  void SetReconcileObserver(ReconcileObserver observer) { reconcile_observer_ = std::move(observer); }
+  void SetReconcileObserver(ReconcileObserver observer) {
+    reconcile_observer_ = std::move(observer);
+  }
   // Jobs in the cache by phase ("" for not yet set), for metrics.
   std::vector<std::pair<std::string, int>> JobsByPhase() const;
   size_t QueueDepth() const;
@@ -70,13 +83,16 @@ class JobController {
   void Worker();
   // Applies the plan for one job key; Ok, or why it must be retried.
   Status Reconcile(const std::string& key);
-  Status Apply(const nlohmann::json& job, const Action& action);
-  void EnqueueOwner(const std::string& namespace_name, const std::string& job_name);
+  Status Apply(const std::string& key, const nlohmann::json& job, const Action& action);
+  // Applies actions [begin, end): pod writes concurrently, the rest singly.
+  Status ApplyRun(const std::string& key, const nlohmann::json& job,
+                  const std::vector<Action>& actions, size_t begin, size_t end);
 
   k8s::ApiClient& client_;
   ControllerOptions options_;
   ControllerStats stats_;
   ReconcileObserver reconcile_observer_;
+  Expectations expectations_;
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<k8s::Informer<nlohmann::json>> jobs_;
@@ -89,6 +105,7 @@ class JobController {
   std::mutex mu_;
   bool active_ = false;
   bool stopping_ = false;
+  std::atomic<bool> halting_{false};  // Stop() began: reconcile nothing more
   std::vector<std::thread> workers_;
 };
 

@@ -1,0 +1,608 @@
+// hybridjob-controller's reconciler (JobController, in-process) against the
+// real kube-apiserver. There is no scheduler and no kubelet: the test binds
+// pods through pods/binding and writes their status as a kubelet would, and
+// marks the pods a gang scheduler would leave out as surplus. Each test runs
+// its own controller restricted to its own namespace.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/time.h>
+#include <hybridjob/controller/job_controller.h>
+#include <hybridjob/k8s/api_status.h>
+
+#include "crd.h"
+#include "test_cluster.h"
+
+namespace hybridjob::controller {
+namespace {
+
+using hybridjob::testing::AdminClient;
+using hybridjob::testing::TestNamespace;
+using hybridjob::testing::WaitFor;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kNode = "node-a";
+
+std::string Now() {
+  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now()));
+}
+
+// Plays the part of the kubelet that matters here: a pod bound to a node and
+// deleted gracefully goes once its containers stop, which this does at once.
+class TerminatingPodReaper {
+ public:
+  TerminatingPodReaper(k8s::ApiClient& client, std::string ns)
+      : client_(client), ns_(std::move(ns)), thread_([this] { Run(); }) {}
+  ~TerminatingPodReaper() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  TerminatingPodReaper(const TerminatingPodReaper&) = delete;
+  TerminatingPodReaper& operator=(const TerminatingPodReaper&) = delete;
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, 100ms, [this] { return stopping_; })) {
+      lock.unlock();
+      auto pods = client_.List(k8s::resources::Pods(), ns_, {});
+      if (pods.ok()) {
+        for (const json& pod : pods->items) {
+          const json& meta = pod["metadata"];
+          if (!meta.contains("deletionTimestamp")) {
+            continue;
+          }
+          k8s::DeleteOptions now;
+          now.grace_period_seconds = 0;
+          now.precondition_uid = meta.value("uid", "");
+          (void)client_.Delete(k8s::resources::Pods(), ns_, meta.value("name", ""), now);
+        }
+      }
+      lock.lock();
+    }
+  }
+
+  k8s::ApiClient& client_;
+  const std::string ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+json Container() {
+  return {{"name", "main"}, {"image", "trainer:1"}, {"command", {"python", "train.py"}}};
+}
+
+json Role(const std::string& name, int min, int max, const std::string& restart = "Never") {
+  return {{"name", name},
+          {"minReplicas", min},
+          {"maxReplicas", max},
+          {"restartPolicy", restart},
+          {"template", {{"spec", {{"containers", json::array({Container()})}}}}}};
+}
+
+class JobControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_ = AdminClient();
+    hybridjob::Status crd = hybridjob::testing::EnsureHybridJobCrd(*client_);
+    ASSERT_TRUE(crd.ok()) << crd.ToString();
+    ns_ = std::make_unique<TestNamespace>(*client_, "ctl");
+    reaper_ = std::make_unique<TerminatingPodReaper>(*client_, ns_->name());
+  }
+
+  void TearDown() override {
+    if (controller_) {
+      controller_->Stop();
+    }
+    reaper_.reset();
+    // No PVC protection controller runs on the local cluster: drop the
+    // finalizer it would remove, so the namespace can go.
+    if (client_ && ns_) {
+      auto claims = client_->List(k8s::resources::PersistentVolumeClaims(), ns_->name(), {});
+      if (claims.ok()) {
+        for (const json& claim : claims->items) {
+          (void)client_->Patch(k8s::resources::PersistentVolumeClaims(), ns_->name(),
+                               claim["metadata"].value("name", ""), k8s::PatchType::kMerge,
+                               R"({"metadata":{"finalizers":null}})");
+        }
+      }
+    }
+  }
+
+  void StartController() {
+    ControllerOptions options;
+    options.namespace_name = ns_->name();
+    options.workers = 2;
+    options.planner.restart_backoff_base = 1s;
+    options.planner.restart_backoff_cap = 2s;
+    controller_ = std::make_unique<JobController>(*client_, options);
+    controller_->Start();
+    ASSERT_TRUE(controller_->WaitForCacheSync(30s));
+    controller_->StartWorkers();
+  }
+
+  const std::string& ns() const { return ns_->name(); }
+
+  json NewJob(const std::string& name, const std::string& framework, const json& roles,
+              const json& run_policy = json::object(), const json& volumes = json::array()) {
+    json spec = {{"framework", framework},
+                 {"schedulerName", "none-" + ns()},  // nothing else schedules them
+                 {"replicaSpecs", roles},
+                 {"runPolicy", run_policy}};
+    if (!volumes.empty()) {
+      spec["volumes"] = volumes;
+    }
+    return {{"apiVersion", "batch.hybridjob.io/v1alpha1"},
+            {"kind", "HybridJob"},
+            {"metadata", {{"name", name}}},
+            {"spec", spec}};
+  }
+
+  json CreateJob(const json& job) {
+    auto created = client_->Create(k8s::resources::HybridJobs(), ns(), job);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? *created : json();
+  }
+
+  json Job(const std::string& name) {
+    auto job = client_->Get(k8s::resources::HybridJobs(), ns(), name);
+    return job.ok() ? *job : json();
+  }
+
+  json Status(const std::string& name) {
+    json job = Job(name);
+    return job.is_object() && job.contains("status") ? job["status"] : json::object();
+  }
+
+  std::string Phase(const std::string& name) { return Status(name).value("phase", ""); }
+
+  // A condition of the job, or null.
+  json Condition(const std::string& name, const std::string& type) {
+    json status = Status(name);
+    if (status.contains("conditions")) {
+      for (const json& condition : status["conditions"]) {
+        if (condition.value("type", "") == type) {
+          return condition;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  json ReplicaStatus(const std::string& name, const std::string& role) {
+    json status = Status(name);
+    if (status.contains("replicaStatuses")) {
+      for (const json& replica : status["replicaStatuses"]) {
+        if (replica.value("name", "") == role) {
+          return replica;
+        }
+      }
+    }
+    return json::object();
+  }
+
+  json Pod(const std::string& name) {
+    auto pod = client_->Get(k8s::resources::Pods(), ns(), name);
+    return pod.ok() ? *pod : json();
+  }
+
+  std::string Uid(const json& object) {
+    return object.is_object() ? object["metadata"].value("uid", "") : "";
+  }
+
+  std::set<std::string> PodNames(const std::string& job) {
+    k8s::ListOptions options;
+    options.label_selector = std::string(api::kJobNameLabel) + "=" + job;
+    auto pods = client_->List(k8s::resources::Pods(), ns(), options);
+    std::set<std::string> names;
+    if (pods.ok()) {
+      for (const json& pod : pods->items) {
+        names.insert(pod["metadata"].value("name", ""));
+      }
+    }
+    return names;
+  }
+
+  bool PodsAre(const std::string& job, const std::set<std::string>& names) {
+    return PodNames(job) == names;
+  }
+
+  bool Exists(const k8s::Resource& resource, const std::string& name) {
+    return client_->Get(resource, ns(), name).ok();
+  }
+
+  // The scheduler's part: bind through pods/binding.
+  void Bind(const std::string& pod) {
+    const std::string uid = Uid(Pod(pod));
+    ASSERT_FALSE(uid.empty()) << "no pod " << pod;
+    hybridjob::Status bound = k8s::BindPod(*client_, ns(), pod, uid, kNode);
+    ASSERT_TRUE(bound.ok()) << pod << ": " << bound.ToString();
+  }
+
+  // The scheduler's part: placed the group without this pod.
+  void MarkSurplus(const std::string& pod) {
+    const json patch = {{"status",
+                         {{"conditions",
+                           {{{"type", "PodScheduled"},
+                             {"status", "False"},
+                             {"reason", std::string(api::kSurplusReason)},
+                             {"message", "the gang was placed without this pod"}}}}}}};
+    PatchStatus(pod, patch);
+  }
+
+  // The kubelet's part.
+  void SetRunning(const std::string& pod) {
+    const std::string now = Now();
+    const json patch = {{"status",
+                         {{"phase", "Running"},
+                          {"startTime", now},
+                          {"conditions",
+                           {{{"type", "PodScheduled"}, {"status", "True"}},
+                            {{"type", "Ready"}, {"status", "True"}}}},
+                          {"containerStatuses",
+                           {{{"name", "main"},
+                             {"image", "trainer:1"},
+                             {"imageID", ""},
+                             {"ready", true},
+                             {"restartCount", 0},
+                             {"state", {{"running", {{"startedAt", now}}}}}}}}}}};
+    PatchStatus(pod, patch);
+  }
+
+  void Finish(const std::string& pod, int exit_code) {
+    const std::string now = Now();
+    const json patch = {{"status",
+                         {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
+                          {"conditions",
+                           {{{"type", "PodScheduled"}, {"status", "True"}},
+                            {{"type", "Ready"}, {"status", "False"}}}},
+                          {"containerStatuses",
+                           {{{"name", "main"},
+                             {"image", "trainer:1"},
+                             {"imageID", ""},
+                             {"ready", false},
+                             {"restartCount", 0},
+                             {"state",
+                              {{"terminated",
+                                {{"exitCode", exit_code},
+                                 {"reason", exit_code == 0 ? "Completed" : "Error"},
+                                 {"startedAt", now},
+                                 {"finishedAt", now}}}}}}}}}}};
+    PatchStatus(pod, patch);
+  }
+
+  void PatchStatus(const std::string& pod, const json& patch) {
+    k8s::PatchOptions options;
+    options.subresource = "status";
+    auto patched = client_->Patch(k8s::resources::Pods(), ns(), pod, k8s::PatchType::kMerge,
+                                  patch.dump(), options);
+    ASSERT_TRUE(patched.ok()) << pod << ": " << patched.status().ToString();
+  }
+
+  void BindAndRun(const std::vector<std::string>& pods) {
+    for (const std::string& pod : pods) {
+      ASSERT_NO_FATAL_FAILURE(Bind(pod));
+      ASSERT_NO_FATAL_FAILURE(SetRunning(pod));
+    }
+  }
+
+  // Events about the job: reason -> type.
+  std::multimap<std::string, std::string> Events(const std::string& job) {
+    k8s::ListOptions options;
+    options.field_selector = "involvedObject.name=" + job;
+    auto events = client_->List(k8s::resources::Events(), ns(), options);
+    std::multimap<std::string, std::string> out;
+    if (events.ok()) {
+      for (const json& event : events->items) {
+        out.emplace(event.value("reason", ""), event.value("type", ""));
+      }
+    }
+    return out;
+  }
+
+  bool HasEvent(const std::string& job, const std::string& reason, const std::string& type) {
+    for (const auto& [event_reason, event_type] : Events(job)) {
+      if (event_reason == reason && event_type == type) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::string Describe(const std::string& job) {
+    std::string pods;
+    for (const std::string& name : PodNames(job)) {
+      pods += " " + name;
+    }
+    return "status " + Status(job).dump() + "\npods:" + pods;
+  }
+
+  std::unique_ptr<k8s::RestClient> client_;
+  std::unique_ptr<TestNamespace> ns_;
+  std::unique_ptr<TerminatingPodReaper> reaper_;
+  std::unique_ptr<JobController> controller_;
+};
+
+TEST_F(JobControllerTest, CreatesMemberPodsServiceAndClaimsForATensorflowJob) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  const json volumes = {{{"name", "data"}, {"size", "1Gi"}, {"mountPath", "/data"}}};
+  const json job =
+      CreateJob(NewJob("tf", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 3)}),
+                       json::object(), volumes));
+  ASSERT_TRUE(job.is_object());
+  const std::set<std::string> all = {"tf-ps-0", "tf-worker-0", "tf-worker-1", "tf-worker-2"};
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("tf", all); })) << Describe("tf");
+
+  for (const std::string& name : all) {
+    SCOPED_TRACE(name);
+    const json pod = Pod(name);
+    const json& labels = pod["metadata"]["labels"];
+    EXPECT_EQ(labels[std::string(api::kJobNameLabel)], "tf");
+    const std::string role = name.find("-ps-") != std::string::npos ? "ps" : "worker";
+    EXPECT_EQ(labels[std::string(api::kRoleLabel)], role);
+    EXPECT_EQ(labels[std::string(api::kIndexLabel)], name.substr(name.rfind('-') + 1));
+    ASSERT_TRUE(pod["metadata"].contains("ownerReferences"));
+    const json& owner = pod["metadata"]["ownerReferences"][0];
+    EXPECT_EQ(owner["uid"], Uid(job));
+    EXPECT_EQ(owner["kind"], "HybridJob");
+    EXPECT_TRUE(owner.value("controller", false));
+    EXPECT_TRUE(pod["metadata"]["annotations"].contains(std::string(api::kGroupSpecAnnotation)));
+    EXPECT_EQ(pod["spec"]["schedulerName"], "none-" + ns());
+    EXPECT_EQ(pod["spec"]["hostname"], name);
+    EXPECT_EQ(pod["spec"]["subdomain"], "tf");
+    EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+    bool mounts_claim = false;
+    for (const json& volume : pod["spec"]["volumes"]) {
+      mounts_claim = mounts_claim || (volume.contains("persistentVolumeClaim") &&
+                                      volume["persistentVolumeClaim"]["claimName"] == "tf-data");
+    }
+    EXPECT_TRUE(mounts_claim) << pod["spec"]["volumes"].dump();
+  }
+
+  ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::Services(), "tf"); }));
+  const json service = *client_->Get(k8s::resources::Services(), ns(), "tf");
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["selector"][std::string(api::kJobNameLabel)], "tf");
+  ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::PersistentVolumeClaims(), "tf-data"); }));
+  const json claim = *client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "tf-data");
+  EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+  EXPECT_EQ(claim["metadata"]["ownerReferences"][0]["uid"], Uid(job));
+
+  // Every pod exists, none is placed: queued for the scheduler, and no
+  // cluster spec yet, since the membership is not known.
+  ASSERT_TRUE(WaitFor([&] { return Phase("tf") == "Queued"; })) << Describe("tf");
+  EXPECT_EQ(Condition("tf", "Created").value("status", ""), "True");
+  EXPECT_FALSE(Exists(k8s::resources::ConfigMaps(), "tf-cluster"));
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("tf", "Created", "Normal"); }));
+}
+
+TEST_F(JobControllerTest, DeletesSurplusPodsAndWritesTheClusterSpecOfTheBoundMembers) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("el", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 4)})));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("el").size() == 5; })) << Describe("el");
+  // The scheduler found room for ps-0 and two of the four workers.
+  for (const char* pod : {"el-ps-0", "el-worker-0", "el-worker-1"}) {
+    ASSERT_NO_FATAL_FAILURE(Bind(pod));
+  }
+  ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-2"));
+  ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-3"));
+
+  ASSERT_TRUE(WaitFor([&] {
+    return PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"});
+  })) << Describe("el");
+  ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::ConfigMaps(), "el-cluster"); }));
+  const json config_map = *client_->Get(k8s::resources::ConfigMaps(), ns(), "el-cluster");
+  EXPECT_EQ(json::parse(config_map["metadata"]["annotations"][std::string(api::kMembersAnnotation)]
+                            .get<std::string>()),
+            json({{"ps", 1}, {"worker", 2}}));
+  const json cluster = json::parse(config_map["data"]["cluster.json"].get<std::string>());
+  const std::string domain = ".el." + ns() + ".svc:2222";
+  EXPECT_EQ(cluster["ps"], json({"el-ps-0" + domain}));
+  EXPECT_EQ(cluster["worker"], json({"el-worker-0" + domain, "el-worker-1" + domain}));
+
+  ASSERT_TRUE(WaitFor([&] { return Phase("el") == "Running"; })) << Describe("el");
+  EXPECT_EQ(Condition("el", "Scheduled").value("status", ""), "True");
+  EXPECT_EQ(ReplicaStatus("el", "worker").value("members", -1), 2);
+  EXPECT_EQ(ReplicaStatus("el", "worker").value("scheduled", -1), 2);
+  EXPECT_EQ(ReplicaStatus("el", "ps").value("members", -1), 1);
+  // The surplus stays gone: members are never re-created beyond the gang.
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"})) << Describe("el");
+}
+
+TEST_F(JobControllerTest, SucceedsWhenTheWorkersDoAndDeletesTheParameterServers) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("ok", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 2)})));
+  const std::set<std::string> all = {"ok-ps-0", "ok-worker-0", "ok-worker-1"};
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("ok", all); })) << Describe("ok");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"ok-ps-0", "ok-worker-0", "ok-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] { return Status("ok").value("readyMembers", "") == "3/3"; }))
+      << Describe("ok");
+
+  ASSERT_NO_FATAL_FAILURE(Finish("ok-worker-0", 0));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(Phase("ok"), "Running") << "one worker of two is not success";
+  ASSERT_NO_FATAL_FAILURE(Finish("ok-worker-1", 0));
+
+  ASSERT_TRUE(WaitFor([&] { return Phase("ok") == "Succeeded"; })) << Describe("ok");
+  EXPECT_EQ(Condition("ok", "Succeeded").value("status", ""), "True");
+  EXPECT_TRUE(Status("ok").contains("completionTime"));
+  // The parameter server would run forever: it is deleted; the finished
+  // workers stay for their logs (cleanPodPolicy Running).
+  ASSERT_TRUE(WaitFor([&] {
+    return PodsAre("ok", {"ok-worker-0", "ok-worker-1"});
+  })) << Describe("ok");
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("ok", "Succeeded", "Normal"); }));
+}
+
+TEST_F(JobControllerTest, RestartsAFailedWorkerWithTheSameNameAndIndex) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("rs", "pytorch", json::array({Role("worker", 2, 2, "OnFailure")}),
+                   {{"backoffLimit", 3}}));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("rs", {"rs-worker-0", "rs-worker-1"}); }));
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rs-worker-0", "rs-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] { return Status("rs").value("readyMembers", "") == "2/2"; }))
+      << Describe("rs");
+  const std::string first_uid = Uid(Pod("rs-worker-1"));
+  const std::string other_uid = Uid(Pod("rs-worker-0"));
+
+  ASSERT_NO_FATAL_FAILURE(Finish("rs-worker-1", 1));
+  // Deleted, then after the restart backoff created again under its name.
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string uid = Uid(Pod("rs-worker-1"));
+    return !uid.empty() && uid != first_uid;
+  })) << Describe("rs");
+  const json replacement = Pod("rs-worker-1");
+  EXPECT_EQ(replacement["metadata"]["labels"][std::string(api::kIndexLabel)], "1");
+  EXPECT_EQ(replacement["spec"]["hostname"], "rs-worker-1");
+  EXPECT_EQ(Uid(Pod("rs-worker-0")), other_uid) << "the healthy member was left alone";
+  EXPECT_EQ(Status("rs").value("restartCount", 0), 1);
+  EXPECT_TRUE(Status("rs").contains("lastRestartTime"));
+  EXPECT_EQ(ReplicaStatus("rs", "worker").value("restarts", 0), 1);
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("rs", "Restarting", "Warning"); }));
+
+  // The scheduler places the replacement; the job runs again.
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rs-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] {
+    return Phase("rs") == "Running" && Status("rs").value("readyMembers", "") == "2/2";
+  })) << Describe("rs");
+  // One failure, one restart: never counted twice from a stale cache.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(Status("rs").value("restartCount", 0), 1) << Describe("rs");
+  EXPECT_EQ(controller_->stats().expectations_expired.load(), 0u);
+}
+
+TEST_F(JobControllerTest, FailsOnceTheBackoffLimitIsExceeded) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("bo", "generic", json::array({Role("worker", 1, 1, "OnFailure")}),
+                   {{"backoffLimit", 1}}));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("bo", {"bo-worker-0"}); }));
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"bo-worker-0"}));
+  const std::string first_uid = Uid(Pod("bo-worker-0"));
+  ASSERT_NO_FATAL_FAILURE(Finish("bo-worker-0", 3));
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string uid = Uid(Pod("bo-worker-0"));
+    return !uid.empty() && uid != first_uid;
+  })) << Describe("bo");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"bo-worker-0"}));
+  ASSERT_NO_FATAL_FAILURE(Finish("bo-worker-0", 3));
+
+  ASSERT_TRUE(WaitFor([&] { return Phase("bo") == "Failed"; })) << Describe("bo");
+  const json failed = Condition("bo", "Failed");
+  EXPECT_EQ(failed.value("status", ""), "True");
+  EXPECT_EQ(failed.value("reason", ""), "BackoffLimitExceeded");
+  EXPECT_NE(failed.value("message", "").find("exit code 3"), std::string::npos) << failed.dump();
+  EXPECT_EQ(Status("bo").value("restartCount", 0), 1);
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("bo", "BackoffLimitExceeded", "Warning"); }));
+  // Nothing is re-created for a failed job.
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(Status("bo").value("restartCount", 0), 1);
+  EXPECT_EQ(PodNames("bo").size(), 1u);
+}
+
+TEST_F(JobControllerTest, FailsAtTheActiveDeadlineAndStopsItsPods) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(
+      NewJob("dl", "generic", json::array({Role("worker", 2, 2)}), {{"activeDeadlineSeconds", 3}}));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("dl", {"dl-worker-0", "dl-worker-1"}); }));
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"dl-worker-0", "dl-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("dl") == "Running"; })) << Describe("dl");
+
+  ASSERT_TRUE(WaitFor([&] { return Phase("dl") == "Failed"; }, 20s)) << Describe("dl");
+  const json failed = Condition("dl", "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "DeadlineExceeded");
+  const auto start = api::ParseTime(Status("dl").value("startTime", ""));
+  const auto end = api::ParseTime(Status("dl").value("completionTime", ""));
+  ASSERT_TRUE(start && end);
+  EXPECT_GE(*end - *start, 3s);
+  // Running members are stopped.
+  ASSERT_TRUE(WaitFor([&] { return PodNames("dl").empty(); })) << Describe("dl");
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("dl", "DeadlineExceeded", "Warning"); }));
+}
+
+TEST_F(JobControllerTest, DeletesAFinishedJobAfterItsTtlWithItsChildrenButNotRetainedClaims) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  const json volumes = {
+      {{"name", "scratch"}, {"size", "1Gi"}, {"mountPath", "/scratch"}},
+      {{"name", "keep"}, {"size", "1Gi"}, {"mountPath", "/keep"}, {"retain", true}}};
+  CreateJob(NewJob("ttl", "generic", json::array({Role("worker", 1, 1)}),
+                   {{"ttlSecondsAfterFinished", 2}}, volumes));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("ttl", {"ttl-worker-0"}); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return Exists(k8s::resources::Services(), "ttl") &&
+           Exists(k8s::resources::PersistentVolumeClaims(), "ttl-scratch") &&
+           Exists(k8s::resources::PersistentVolumeClaims(), "ttl-keep");
+  }));
+  const json kept = *client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "ttl-keep");
+  EXPECT_FALSE(kept["metadata"].contains("ownerReferences")) << kept["metadata"].dump();
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"ttl-worker-0"}));
+  ASSERT_NO_FATAL_FAILURE(Finish("ttl-worker-0", 0));
+  ASSERT_TRUE(WaitFor([&] { return Phase("ttl") == "Succeeded"; })) << Describe("ttl");
+
+  // The TTL deletes the job; the garbage collector takes what it owned. (It
+  // learns about a new CRD's resource from discovery, every 30 s, so the
+  // first job on a fresh cluster waits that long.)
+  ASSERT_TRUE(WaitFor([&] { return !Exists(k8s::resources::HybridJobs(), "ttl"); }, 20s))
+      << Describe("ttl");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodNames("ttl").empty() && !Exists(k8s::resources::Services(), "ttl") &&
+               !Exists(k8s::resources::ConfigMaps(), "ttl-cluster");
+      },
+      90s))
+      << Describe("ttl");
+  // An owned claim is deleted too (it waits for the PVC protection finalizer,
+  // which no controller removes on the local cluster); the retained one stays.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto claim = client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "ttl-scratch");
+        return !claim.ok() || (*claim)["metadata"].contains("deletionTimestamp");
+      },
+      60s));
+  auto retained = client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "ttl-keep");
+  ASSERT_TRUE(retained.ok()) << retained.status().ToString();
+  EXPECT_FALSE((*retained)["metadata"].contains("deletionTimestamp"));
+}
+
+TEST_F(JobControllerTest, AnInvalidJobIsMarkedInvalidWhileAValidOneProceeds) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  // The schema cannot compare two fields: minReplicas > maxReplicas passes it.
+  json invalid = NewJob("bad", "generic", json::array({Role("worker", 3, 2)}));
+  // Nor can it see that two containers share a name.
+  invalid["spec"]["replicaSpecs"].push_back(Role("ps", 1, 1));
+  invalid["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"].push_back(Container());
+  ASSERT_TRUE(CreateJob(invalid).is_object());
+  CreateJob(NewJob("good", "generic", json::array({Role("worker", 2, 2)})));
+
+  ASSERT_TRUE(WaitFor([&] {
+    return PodsAre("good", {"good-worker-0", "good-worker-1"});
+  })) << Describe("good");
+  ASSERT_TRUE(WaitFor([&] { return Phase("bad") == "Failed"; })) << Describe("bad");
+  const json condition = Condition("bad", "Invalid");
+  EXPECT_EQ(condition.value("status", ""), "True");
+  const std::string message = condition.value("message", "");
+  EXPECT_NE(message.find("spec.replicaSpecs[0].maxReplicas"), std::string::npos) << message;
+  EXPECT_NE(message.find("duplicate container"), std::string::npos) << message;
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("bad", "Invalid", "Warning"); }))
+      << "no Warning Event about the invalid job";
+  EXPECT_TRUE(PodNames("bad").empty());
+  EXPECT_FALSE(Exists(k8s::resources::Services(), "bad"));
+  EXPECT_EQ(Phase("good"), "Queued");
+}
+
+}  // namespace
+}  // namespace hybridjob::controller
