@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace hybridjob::controller::testing {
@@ -21,7 +23,9 @@ struct ShellResult {
 inline ShellResult RunShell(const std::string& script, const std::vector<std::string>& args = {}) {
   static int counter = 0;
   const std::string dir = ::testing::TempDir();
-  const std::string script_path = dir + "/hybridjob-script-" + std::to_string(++counter) + ".sh";
+  // Unique per process too: ctest runs test cases as parallel processes.
+  const std::string script_path = dir + "/hybridjob-script-" + std::to_string(::getpid()) + "-" +
+                                  std::to_string(++counter) + ".sh";
   {
     std::ofstream out(script_path);
     out << script;
@@ -35,8 +39,15 @@ inline ShellResult RunShell(const std::string& script, const std::vector<std::st
     command += " \"$(cat " + arg_path + ")\"";
   }
   ShellResult result;
+  auto remove_files = [&] {
+    std::remove(script_path.c_str());
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::remove((script_path + ".arg" + std::to_string(i)).c_str());
+    }
+  };
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
+    remove_files();
     return result;
   }
   char buffer[4096];
@@ -45,6 +56,7 @@ inline ShellResult RunShell(const std::string& script, const std::vector<std::st
     result.output.append(buffer, read);
   }
   result.exit_status = pclose(pipe);
+  remove_files();
   return result;
 }
 
