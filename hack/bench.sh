@@ -4,7 +4,7 @@
 #
 #   hack/bench.sh [BUILD_DIR]
 # Environment: BENCH_PODS (10000), BENCH_NODES (1000), BENCH_GROUP (10),
-# BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000).
+# BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000; 0 skips the controller).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -154,7 +154,7 @@ stop_all
   echo
 } >>"$OUT"
 
-if [ -x "$BIN/bench_controller" ]; then
+if [ -x "$BIN/bench_controller" ] && [ "$JOBS" -gt 0 ]; then
   log "controller ($JOBS jobs x 10 members)"
   fresh_cluster controller
   {
