@@ -1,7 +1,7 @@
+#include <cpprest/http_listener.h>
+
 #include <hybridjob/observability/http_server.h>
 #include <hybridjob/observability/metrics.h>
-
-#include <cpprest/http_listener.h>
 
 namespace hybridjob::observability {
 
@@ -13,7 +13,9 @@ class HttpServer::Impl {
 
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+}
 
 void HttpServer::Handle(const std::string& path, HttpHandler handler) {
   impl_->handlers[path] = std::move(handler);
@@ -28,8 +30,8 @@ Status HttpServer::Start(const std::string& address) {
     return InvalidArgument("listen address \"" + address + "\" must be host:port");
   }
   try {
-    impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(
-        "http://" + host_port);
+    impl_->listener =
+        std::make_unique<web::http::experimental::listener::http_listener>("http://" + host_port);
     impl_->listener->support(web::http::methods::GET, [this](web::http::http_request request) {
       const std::string path = request.relative_uri().path();
       auto it = impl_->handlers.find(path);
@@ -62,6 +64,37 @@ void HttpServer::Stop() {
     }
     impl_->listener.reset();
   }
+}
+
+namespace {
+bool Enabled(const std::string& address) {
+  return !address.empty() && address != "0";
+}
+}  // namespace
+
+Status ServingEndpoints::Start(Registry& registry, const EndpointAddress& metrics,
+                               const EndpointAddress& health, std::function<bool()> ready) {
+  if (Enabled(metrics.address)) {
+    metrics_.Handle("/metrics", [&registry] {
+      return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
+    });
+    if (Status status = metrics_.Start(metrics.address); !status.ok()) {
+      return Status(status.code(), metrics.field + ": " + status.message());
+    }
+  }
+  if (Enabled(health.address)) {
+    AddStandardEndpoints(health_, registry, std::move(ready));
+    if (Status status = health_.Start(health.address); !status.ok()) {
+      metrics_.Stop();
+      return Status(status.code(), health.field + ": " + status.message());
+    }
+  }
+  return Status::Ok();
+}
+
+void ServingEndpoints::Stop() {
+  metrics_.Stop();
+  health_.Stop();
 }
 
 void AddStandardEndpoints(HttpServer& server, Registry& registry, std::function<bool()> ready) {

@@ -42,4 +42,22 @@ class HttpServer {
 class Registry;
 void AddStandardEndpoints(HttpServer& server, Registry& registry, std::function<bool()> ready);
 
+// The two listeners every binary runs: /metrics on one address, the standard
+// endpoints on another. An empty or "0" address turns that listener off.
+struct EndpointAddress {
+  std::string field;    // named in errors, e.g. "--metrics-addr" or "metricsAddr"
+  std::string address;  // host:port
+};
+
+class ServingEndpoints {
+ public:
+  Status Start(Registry& registry, const EndpointAddress& metrics, const EndpointAddress& health,
+               std::function<bool()> ready);
+  void Stop();
+
+ private:
+  HttpServer metrics_;
+  HttpServer health_;
+};
+
 }  // namespace hybridjob::observability

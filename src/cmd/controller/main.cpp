@@ -125,25 +125,13 @@ int main(int argc, char** argv) {
   });
 
   controller.Start();
-  hybridjob::observability::HttpServer metrics_server;
-  hybridjob::observability::HttpServer health_server;
-  auto ready = [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); };
-  if (metrics_addr != "0" && !metrics_addr.empty()) {
-    metrics_server.Handle("/metrics", [&registry] {
-      return hybridjob::observability::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
-                                                 registry.Render()};
-    });
-    if (auto status = metrics_server.Start(metrics_addr); !status.ok()) {
-      controller.Stop();
-      return Fail("--metrics-addr: " + status.message());
-    }
-  }
-  if (health_addr != "0" && !health_addr.empty()) {
-    hybridjob::observability::AddStandardEndpoints(health_server, registry, ready);
-    if (auto status = health_server.Start(health_addr); !status.ok()) {
-      controller.Stop();
-      return Fail("--health-addr: " + status.message());
-    }
+  hybridjob::observability::ServingEndpoints endpoints;
+  if (auto status = endpoints.Start(
+          registry, {"--metrics-addr", metrics_addr}, {"--health-addr", health_addr},
+          [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); });
+      !status.ok()) {
+    controller.Stop();
+    return Fail(status.message());
   }
   if (!controller.WaitForCacheSync(std::chrono::minutes(2))) {
     controller.Stop();
@@ -183,8 +171,7 @@ int main(int argc, char** argv) {
   if (elector) {
     elector->Stop();
   }
-  metrics_server.Stop();
-  health_server.Stop();
+  endpoints.Stop();
   controller.Stop();
   return 0;
 }

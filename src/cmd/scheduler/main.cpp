@@ -129,24 +129,13 @@ int main(int argc, char** argv) {
     r.GetGauge("hybridjob_scheduler_leader", "1 while this replica leads").Set(leading ? 1 : 0);
   });
   scheduler.Start();
-  obs::HttpServer metrics_server;
-  obs::HttpServer health_server;
-  if (!config.metrics_addr.empty() && config.metrics_addr != "0") {
-    metrics_server.Handle("/metrics", [&registry] {
-      return obs::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
-    });
-    if (auto status = metrics_server.Start(config.metrics_addr); !status.ok()) {
-      scheduler.Stop();
-      return Fail("metricsAddr: " + status.message());
-    }
-  }
-  if (!config.health_addr.empty() && config.health_addr != "0") {
-    obs::AddStandardEndpoints(health_server, registry,
-                              [&scheduler] { return scheduler.cache().HasSynced(); });
-    if (auto status = health_server.Start(config.health_addr); !status.ok()) {
-      scheduler.Stop();
-      return Fail("healthAddr: " + status.message());
-    }
+  obs::ServingEndpoints endpoints;
+  if (auto status = endpoints.Start(registry, {"metricsAddr", config.metrics_addr},
+                                    {"healthAddr", config.health_addr},
+                                    [&scheduler] { return scheduler.cache().HasSynced(); });
+      !status.ok()) {
+    scheduler.Stop();
+    return Fail(status.message());
   }
   if (!scheduler.WaitForCacheSync(std::chrono::minutes(2))) {
     scheduler.Stop();
@@ -189,8 +178,7 @@ int main(int argc, char** argv) {
   if (elector) {
     elector->Stop();
   }
-  metrics_server.Stop();
-  health_server.Stop();
+  endpoints.Stop();
   scheduler.Stop();
   return 0;
 }
