@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/time.h>
 #include <hybridjob/scheduler/objects.h>
 
 namespace hybridjob::scheduler {
@@ -598,18 +599,6 @@ Result<nlohmann::json> ParseJsonText(std::string_view what, std::string_view tex
   return parsed;
 }
 
-// Days since 1970-01-01 for a civil date; std::chrono does the calendar work.
-std::optional<Timestamp> MakeTimestamp(int year, unsigned month, unsigned day, int hour, int minute,
-                                       int second) {
-  std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{month},
-                                   std::chrono::day{day}};
-  if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
-    return std::nullopt;
-  }
-  return std::chrono::sys_days{date} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
-         std::chrono::seconds{second};
-}
-
 }  // namespace
 
 LabelMap::LabelMap(std::initializer_list<std::pair<std::string, std::string>> entries) {
@@ -802,65 +791,12 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
 }
 
 Result<Timestamp> ParseTimestamp(std::string_view text) {
-  auto bad = [&text]() {
+  // One RFC 3339 reader for the whole project: the API's.
+  std::optional<Timestamp> parsed = api::ParseTime(text);
+  if (!parsed) {
     return InvalidArgument("timestamp \"" + std::string(text) + "\": expected RFC 3339");
-  };
-  // YYYY-MM-DDTHH:MM:SS
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
-      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
-    return bad();
   }
-  auto number = [&text](size_t pos, size_t len, int* out) {
-    int value = 0;
-    for (size_t i = pos; i < pos + len; ++i) {
-      if (text[i] < '0' || text[i] > '9') {
-        return false;
-      }
-      value = value * 10 + (text[i] - '0');
-    }
-    *out = value;
-    return true;
-  };
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!number(0, 4, &year) || !number(5, 2, &month) || !number(8, 2, &day) ||
-      !number(11, 2, &hour) || !number(14, 2, &minute) || !number(17, 2, &second)) {
-    return bad();
-  }
-  size_t pos = 19;
-  if (text[pos] == '.') {
-    ++pos;
-    size_t digits_start = pos;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      ++pos;
-    }
-    if (pos == digits_start) {
-      return bad();
-    }
-  }
-  int offset_seconds = 0;
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') &&
-             text[pos + 3] == ':') {
-    int offset_hours = 0, offset_minutes = 0;
-    if (!number(pos + 1, 2, &offset_hours) || !number(pos + 4, 2, &offset_minutes) ||
-        offset_hours > 23 || offset_minutes > 59) {
-      return bad();
-    }
-    offset_seconds = (offset_hours * 60 + offset_minutes) * 60 * (text[pos] == '-' ? -1 : 1);
-    pos += 6;
-  } else {
-    return bad();
-  }
-  if (pos != text.size()) {
-    return bad();
-  }
-  std::optional<Timestamp> local = MakeTimestamp(year, static_cast<unsigned>(month),
-                                                 static_cast<unsigned>(day), hour, minute, second);
-  if (!local.has_value()) {
-    return bad();
-  }
-  return *local - std::chrono::seconds{offset_seconds};
+  return *parsed;
 }
 
 std::string PodKey(std::string_view namespace_name, std::string_view name) {
