@@ -234,4 +234,19 @@ class GroupFixture {
   std::vector<std::unique_ptr<PodInfo>> pods_;
 };
 
+// Appends pending members job-role-i for i in [first, first + count).
+inline void AppendMembers(std::vector<std::unique_ptr<PodInfo>>& pods, const std::string& job,
+                          const GroupSpec& spec, const std::string& role, int first, int count,
+                          int64_t gpus, int64_t created, int32_t priority) {
+  for (int i = first; i < first + count; ++i) {
+    pods.push_back(std::make_unique<PodInfo>(PodBuilder(job + "-" + role + "-" + std::to_string(i))
+                                                 .Member(job, role, i)
+                                                 .Spec(spec)
+                                                 .Gpus(gpus)
+                                                 .Created(created)
+                                                 .Priority(priority)
+                                                 .Build()));
+  }
+}
+
 }  // namespace hybridjob::scheduler::testing

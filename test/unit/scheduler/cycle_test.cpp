@@ -26,16 +26,7 @@ class CycleTest : public ::testing::Test {
   // Members job-role-i for i in [first, first + count).
   void AddMembers(const std::string& job, const GroupSpec& spec, const std::string& role, int first,
                   int count, int64_t gpus, int64_t created, int32_t priority = 0) {
-    for (int i = first; i < first + count; ++i) {
-      pods_.push_back(
-          std::make_unique<PodInfo>(PodBuilder(job + "-" + role + "-" + std::to_string(i))
-                                        .Member(job, role, i)
-                                        .Spec(spec)
-                                        .Gpus(gpus)
-                                        .Created(created)
-                                        .Priority(priority)
-                                        .Build()));
-    }
+    testing::AppendMembers(pods_, job, spec, role, first, count, gpus, created, priority);
   }
   std::vector<const PodInfo*> Pending() const {
     std::vector<const PodInfo*> out;

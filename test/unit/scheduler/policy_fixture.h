@@ -75,16 +75,7 @@ class PolicyTest : public ::testing::Test {
   // Pending members job-role-i for i in [first, first + count).
   void AddPending(const std::string& job, const GroupSpec& spec, const std::string& role, int first,
                   int count, int64_t gpus, int64_t created = 0, int32_t priority = 0) {
-    for (int i = first; i < first + count; ++i) {
-      pods_.push_back(
-          std::make_unique<PodInfo>(PodBuilder(job + "-" + role + "-" + std::to_string(i))
-                                        .Member(job, role, i)
-                                        .Spec(spec)
-                                        .Gpus(gpus)
-                                        .Created(created)
-                                        .Priority(priority)
-                                        .Build()));
-    }
+    AppendMembers(pods_, job, spec, role, first, count, gpus, created, priority);
   }
 
   // Pending pods not yet in the snapshot (placed ones are assumed there).
