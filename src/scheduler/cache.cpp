@@ -1,6 +1,6 @@
-#include <hybridjob/scheduler/cache.h>
-
 #include <spdlog/spdlog.h>
+
+#include <hybridjob/scheduler/cache.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -52,6 +52,11 @@ size_t SchedulerCache::PendingCount() const {
 size_t SchedulerCache::AssumedCount() const {
   std::lock_guard lock(mu_);
   return assumed_.size();
+}
+
+void SchedulerCache::ReadSnapshot(const std::function<void(const Snapshot&)>& fn) const {
+  std::lock_guard lock(mu_);
+  fn(snapshot_);
 }
 
 void SchedulerCache::RunLocked(const CycleFn& fn) {

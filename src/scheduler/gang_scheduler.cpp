@@ -1,10 +1,9 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/scheduler/gang_scheduler.h>
-
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/scheduler/gang_scheduler.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -101,7 +100,9 @@ GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, Bin
   planner_config_.percentage_of_nodes_to_score = config_.percentage_of_nodes_to_score;
 }
 
-GangScheduler::~GangScheduler() { Stop(); }
+GangScheduler::~GangScheduler() {
+  Stop();
+}
 
 void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
   std::lock_guard lock(mu_);
@@ -110,7 +111,7 @@ void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
 
 std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals() {
   std::map<std::string, std::pair<double, double>> totals;
-  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>&) {
+  cache_.ReadSnapshot([&](const Snapshot& snapshot) {
     for (const auto& slot : snapshot.slots()) {
       if (!slot.schedulable_slot()) {
         continue;
@@ -125,7 +126,6 @@ std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals()
         totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
       }
     }
-    return std::vector<std::string>{};
   });
   return totals;
 }
@@ -255,8 +255,8 @@ void GangScheduler::RunOneCycle() {
           eligible.push_back(std::move(group));
         }
       }
-      CycleResult result = RunCycle(snapshot, std::move(eligible), now, planner_config_,
-                                    next_start_slot_);
+      CycleResult result =
+          RunCycle(snapshot, std::move(eligible), now, planner_config_, next_start_slot_);
       next_start_slot_ = result.next_start_slot;
       for (const auto& decision : result.decisions) {
         DecisionCopy copy;
@@ -314,14 +314,16 @@ void GangScheduler::RunOneCycle() {
     ++waiting;
     {
       std::lock_guard lock(mu_);
-      backoff_[decision.key] = {SteadyClock::now() + std::chrono::seconds(config_.gang_backoff_seconds),
-                                decision.members, generation};
+      backoff_[decision.key] = {
+          SteadyClock::now() + std::chrono::seconds(config_.gang_backoff_seconds), decision.members,
+          generation};
     }
     if (decision.still_assembling) {
       continue;  // not every member pod exists yet: nothing to report
     }
-    const std::string reason =
-        decision.outcome == PlanOutcome::kInvalid ? "InvalidGroup" : std::string(api::kWaitingReason);
+    const std::string reason = decision.outcome == PlanOutcome::kInvalid
+                                   ? "InvalidGroup"
+                                   : std::string(api::kWaitingReason);
     if (reported_[decision.key] == decision.reason) {
       continue;  // said already
     }
@@ -381,9 +383,9 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
   if (group->failed.empty()) {
     ++stats_.groups_scheduled;
     for (const auto& member : group->surplus) {
-      MarkPodCondition(member.namespace_name, member.name, std::string(api::kSurplusReason),
-                       "gang " + group->group_name + " was placed without this member: " +
-                           group->summary);
+      MarkPodCondition(
+          member.namespace_name, member.name, std::string(api::kSurplusReason),
+          "gang " + group->group_name + " was placed without this member: " + group->summary);
       ++stats_.surplus_marked;
     }
     events_->Record(PodReference(group->members.front()), k8s::EventType::kNormal, "Scheduled",

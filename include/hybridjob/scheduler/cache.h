@@ -36,6 +36,8 @@ class SchedulerCache {
   using CycleFn =
       std::function<std::vector<std::string>(Snapshot&, const std::vector<const PodInfo*>&)>;
   void RunLocked(const CycleFn& fn);
+  // Reads the snapshot under the cache lock (metrics), without collecting pending pods.
+  void ReadSnapshot(const std::function<void(const Snapshot&)>& fn) const;
 
   // A bind failed or was rolled back: the pod leaves its node and is pending again.
   void ForgetAssumed(const std::string& namespace_name, const std::string& name);
