@@ -38,10 +38,10 @@ function(hybridjob_binary name)
   hybridjob_target_defaults(${name})
 endfunction()
 
-# hybridjob_test(NAME LABEL unit|integration|e2e SOURCES ... DEPS ...)
-# Each GoogleTest case becomes one ctest test carrying the label. Integration and
-# e2e tests share the local cluster fixture and read its kubeconfig from the
-# environment; each test works in a namespace of its own.
+# hybridjob_test(NAME LABEL unit|integration|e2e|fault SOURCES ... DEPS ...)
+# Each GoogleTest case becomes one ctest test carrying the label. Integration,
+# e2e and fault tests share the local cluster fixture and read its kubeconfig
+# from the environment; each test works in a namespace of its own.
 function(hybridjob_test name)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_TIMEOUT)
@@ -52,12 +52,13 @@ function(hybridjob_test name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
   hybridjob_target_defaults(${name})
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
-  if(ARG_LABEL STREQUAL "integration" OR ARG_LABEL STREQUAL "e2e")
+  if(ARG_LABEL MATCHES "^(integration|e2e|fault)$")
     list(APPEND props FIXTURES_REQUIRED local_cluster
          ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
   endif()
-  # End-to-end tests run whole binaries that act cluster-wide: one at a time.
-  if(ARG_LABEL STREQUAL "e2e")
+  # End-to-end and fault tests run whole binaries that act cluster-wide, and
+  # kill or load them: one at a time.
+  if(ARG_LABEL MATCHES "^(e2e|fault)$")
     list(APPEND props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})

@@ -7,8 +7,8 @@ ASAN_DIR="${2:-build-asan}"
 JOBS="${3:-2}"
 
 status=0
-echo "== unit, integration and e2e tests ($BUILD_DIR)"
-ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e' -j "$JOBS" --output-on-failure || status=1
+echo "== unit, integration, e2e and fault tests ($BUILD_DIR)"
+ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e|fault' -j "$JOBS" --output-on-failure || status=1
 
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($ASAN_DIR)"
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
