@@ -65,7 +65,7 @@ k apply -f "$ROOT/examples/demo/tf-elastic.yaml" | sed 's/^/        /'
 SUBMITTED_AT=$SECONDS
 SECOND_SUBMITTED=""
 
-declare -A PHASE SHOWN_PLACEMENT KNOWN_PODS
+declare -A PHASE SHOWN_PLACEMENT KNOWN_PODS MEMBERS
 show_placement() {
   local job="$1"
   say "$job placed — members bound to nodes:"
@@ -81,7 +81,7 @@ show_surplus() {
     bound="$(k get pods -l "batch.hybridjob.io/job-name=$job,batch.hybridjob.io/role=$role" \
       --field-selector spec.nodeName!= --no-headers 2>/dev/null | wc -l)"
     for ((i = bound; i < max; i++)); do
-      say "$job: surplus member $job-$role-$i removed (no GPU left for it; the gang runs without it)"
+      say "$job: member $job-$role-$i left out (no GPU free); it waits, pending, to grow the job"
     done
   done < <(k get hj "$job" -o jsonpath='{range .spec.replicaSpecs[*]}{.name} {.maxReplicas}{"\n"}{end}')
 }
@@ -112,7 +112,7 @@ while [ $((SECONDS - START)) -lt "$TIMEOUT" ]; do
         [ -n "$why" ] && say "        waiting: $why"
       fi
     fi
-    # Pods that vanish before being bound are the surplus the controller removed.
+    # Pods that vanish without ever being bound are surplus the controller removed.
     pods="$(k get pods -l "batch.hybridjob.io/job-name=$job" --no-headers \
       -o custom-columns=N:.metadata.name,NODE:.spec.nodeName 2>/dev/null || true)"
     while read -r name node; do
@@ -126,10 +126,17 @@ while [ $((SECONDS - START)) -lt "$TIMEOUT" ]; do
       if ! grep -q "^$name " <<<"$pods"; then
         if [ "${PHASE[$job]}" = Succeeded ] && [[ "$name" == *-ps-* ]]; then
           say "$job: parameter server $name deleted after the job succeeded"
+        elif [ "${KNOWN_PODS[$key]}" = "<none>" ]; then
+          say "$job: surplus pod $name removed (never bound)"
         fi
         unset "KNOWN_PODS[$key]"
       fi
     done
+    members="$(k get hj "$job" -o jsonpath='{range .status.replicaStatuses[*]}{.name}={.members} {end}' 2>/dev/null || true)"
+    if [ -n "${SHOWN_PLACEMENT[$job]:-}" ] && [ "${MEMBERS[$job]:-}" != "$members" ]; then
+      say "$job: membership now ${members% } (the scheduler reclaimed or grew it; cluster spec republished)"
+    fi
+    MEMBERS[$job]="$members"
     if [ "$phase" = Running ] && [ -z "${SHOWN_PLACEMENT[$job]:-}" ]; then
       SHOWN_PLACEMENT[$job]=1
       show_placement "$job"

@@ -105,10 +105,18 @@ ObservedPod ObserveOrThrow(const json& pod) {
     if (const json* conditions = Child(*status, "conditions");
         conditions != nullptr && conditions->is_array()) {
       for (const json& condition : *conditions) {
-        if (StringAt(condition, "type") == "PodScheduled" &&
-            StringAt(condition, "status") == "False" &&
-            StringAt(condition, "reason") == api::kSurplusReason) {
-          out.surplus = true;
+        const std::string type = StringAt(condition, "type");
+        const std::string state = StringAt(condition, "status");
+        if (type == "PodScheduled" && state == "False") {
+          std::string reason = StringAt(condition, "reason");
+          if (reason == api::kSurplusReason) {
+            out.surplus = true;
+          } else {
+            out.waiting_reason = std::move(reason);
+            out.waiting_message = StringAt(condition, "message");
+          }
+        } else if (type == "DisruptionTarget" && state == "True") {
+          out.disrupted = true;
         }
       }
     }

@@ -246,6 +246,7 @@ class Planner {
       }
     }
     if (membership_) {
+      FollowScheduler();
       if (std::optional<std::string> success = SuccessPolicyMet()) {
         return Finish({JobPhase::kSucceeded, std::string(api::kConditionSucceeded), *success});
       }
@@ -286,6 +287,8 @@ class Planner {
     SetCondition(api::kConditionRunning, false, std::string(api::ToString(terminal.phase)), "",
                  false);
     SetCondition(api::kConditionRestarting, false, std::string(api::ToString(terminal.phase)), "",
+                 false);
+    SetCondition(api::kConditionQueued, false, std::string(api::ToString(terminal.phase)), "",
                  false);
     if (terminal.phase == JobPhase::kSucceeded) {
       SetCondition(api::kConditionSucceeded, true, terminal.reason, terminal.message, true);
@@ -449,6 +452,70 @@ class Planner {
     return std::nullopt;
   }
 
+  // After placement the gang scheduler may shrink an elastic role (it evicts
+  // members, highest index first, for a waiting group: reclaim, preemption)
+  // and grow it again (it binds the pending pods beyond the members). The
+  // membership follows: a member being evicted, or left out when the gang
+  // was placed anew, ends its role at its index (never below minReplicas); a
+  // bound pod right after the last member joins. Frameworks that read their
+  // cluster spec only at start restart every member with the new one.
+  void FollowScheduler() {
+    Membership next = *membership_;
+    std::string changes;
+    for (auto& [role_name, count] : next.counts) {
+      const api::ReplicaSpec* role = job_.spec.FindRole(role_name);
+      if (role == nullptr || role->min_replicas >= role->EffectiveMaxReplicas()) {
+        continue;  // a rigid role never changes size
+      }
+      const int32_t before = count;
+      for (int32_t i = role->min_replicas; i < before; ++i) {
+        const ObservedPod* pod = Own(role_name, i);
+        const bool left_out = pod != nullptr && !pod->terminating && !pod->bound() && pod->surplus;
+        if (pod != nullptr && (pod->disrupted || left_out)) {
+          count = i;
+          break;
+        }
+      }
+      if (count == before) {
+        while (count < role->EffectiveMaxReplicas()) {
+          const ObservedPod* pod = Live(role_name, count);
+          if (pod == nullptr || !pod->bound() || pod->disrupted) {
+            break;
+          }
+          ++count;
+        }
+      }
+      if (count != before) {
+        changes += (changes.empty() ? "" : ", ") + role_name + " " + std::to_string(before) +
+                   " -> " + std::to_string(count);
+      }
+    }
+    if (changes.empty()) {
+      return;
+    }
+    membership_ = next;
+    std::string message = "the gang scheduler changed the membership: " + changes;
+    if (!LearnsMembershipLive(job_.spec.framework)) {
+      // TF_CONFIG, DMLC_* and MPI hostfiles are read once at start: restart
+      // every member; the new pods read the new cluster spec.
+      for (const auto& [key, pod] : own_) {
+        if (!pod->terminating && IsMember(key.first, key.second) && pod->active()) {
+          deletes_.push_back({pod->name, pod->uid, "membership"});
+        }
+      }
+      membership_restart_ = message + "; " + std::string(api::ToString(job_.spec.framework)) +
+                            " reads its cluster spec only at start, so every member restarts";
+      message = membership_restart_;
+    } else {
+      message += "; members read the new cluster spec from /etc/hybridjob";
+    }
+    membership_events_.push_back(message);
+  }
+
+  static bool LearnsMembershipLive(api::Framework framework) {
+    return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
+  }
+
   // Members without a pod get one back, once the restart backoff has passed.
   void CreateMissingMembers() {
     if (status_.last_restart_time) {
@@ -465,11 +532,26 @@ class Planner {
         CreateIfAbsent(role, i);
       }
     }
+    // Elastic roles keep a pending pod for every index up to maxReplicas: the
+    // scheduler binds them when capacity is idle, and the job grows.
+    for (const api::ReplicaSpec& role : job_.spec.replica_specs) {
+      for (int32_t i = membership_->Count(role.name); i < role.EffectiveMaxReplicas(); ++i) {
+        CreateIfAbsent(role, i);
+      }
+    }
+  }
+
+  // A pod that may still join its role: an elastic role's index below max.
+  bool MayGrowInto(const std::string& role_name, int32_t index) const {
+    const api::ReplicaSpec* role = job_.spec.FindRole(role_name);
+    return role != nullptr && role->min_replicas < role->EffectiveMaxReplicas() &&
+           index < role->EffectiveMaxReplicas();
   }
 
   void DeleteSurplus() {
     for (const auto& [key, pod] : own_) {
-      if (!pod->terminating && !IsMember(key.first, key.second)) {
+      if (!pod->terminating && !IsMember(key.first, key.second) &&
+          !MayGrowInto(key.first, key.second)) {
         deletes_.push_back({pod->name, pod->uid, "surplus"});
         ++surplus_deleted_;
       }
@@ -638,6 +720,21 @@ class Planner {
     }
     MarkScheduled();
     const std::string phase_text(api::ToString(phase));
+    if (phase == JobPhase::kQueued) {
+      // Why the gang waits, in the scheduler's words (first member that says).
+      std::string reason = std::string(api::kConditionQueued);
+      std::string message = "every member pod exists; waiting for the gang scheduler";
+      for (const auto& [key, pod] : own_) {
+        if (!pod->terminating && !pod->waiting_reason.empty()) {
+          reason = pod->waiting_reason;
+          message = pod->waiting_message;
+          break;
+        }
+      }
+      SetCondition(api::kConditionQueued, true, reason, message, true);
+    } else {
+      SetCondition(api::kConditionQueued, false, phase_text, "", false);
+    }
     SetCondition(api::kConditionRunning, phase == JobPhase::kRunning,
                  phase == JobPhase::kRunning ? std::string(api::kConditionRunning) : phase_text,
                  "the job is running with " +
@@ -651,6 +748,9 @@ class Planner {
     if (!restart_message.empty()) {
       restart_message += " (restart " + std::to_string(status_.restart_count) + " of at most " +
                          std::to_string(job_.spec.run_policy.backoff_limit) + ")";
+    }
+    if (!membership_restart_.empty()) {
+      restart_message += (restart_message.empty() ? "" : "; ") + membership_restart_;
     }
     SetCondition(
         api::kConditionRestarting, phase == JobPhase::kRestarting,
@@ -727,6 +827,9 @@ class Planner {
         events.push_back({EventType::kNormal, condition->reason, condition->message});
       }
     }
+    for (const std::string& change : membership_events_) {
+      events.push_back({EventType::kNormal, std::string(api::kReasonMembershipChanged), change});
+    }
     for (const Restart& restart : restarts_) {
       events.push_back({EventType::kWarning, std::string(api::kConditionRestarting),
                         "restarting member " + restart.pod->name + ": it " + restart.description +
@@ -790,6 +893,8 @@ class Planner {
   std::vector<Restart> restarts_;
   std::map<std::string, int32_t> restarted_per_role_;
   int32_t surplus_deleted_ = 0;
+  std::vector<std::string> membership_events_;
+  std::string membership_restart_;  // why every member restarts, if it does
   bool delete_job_ = false;
   std::optional<seconds> requeue_;
 };

@@ -574,6 +574,20 @@ Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name
   return result ? Status::Ok() : result.status();
 }
 
+Status EvictPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
+                std::string_view pod_uid) {
+  nlohmann::json eviction = {
+      {"apiVersion", "policy/v1beta1"},
+      {"kind", "Eviction"},
+      {"metadata", {{"name", pod_name}, {"namespace", ns}}},
+  };
+  if (!pod_uid.empty()) {
+    eviction["deleteOptions"] = {{"preconditions", {{"uid", pod_uid}}}};
+  }
+  auto result = client.CreateSubresource(resources::Pods(), ns, pod_name, "eviction", eviction);
+  return result ? Status::Ok() : result.status();
+}
+
 Result<ObjectList> ListAll(ApiClient& client, const Resource& resource, std::string_view ns,
                            ListOptions options, int64_t page_size) {
   constexpr int kMaxRestarts = 3;

@@ -1,4 +1,6 @@
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -319,11 +321,18 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   if (config.gang_backoff_seconds < 0 || config.gang_backoff_seconds > 3600) {
     return InvalidArgument("gangBackoffSeconds: must be between 0 and 3600");
   }
+  if (!std::isfinite(config.client_qps)) {
+    return InvalidArgument("clientQPS: must be a finite number");
+  }
   if (config.client_qps < 0) {
     return InvalidArgument("clientQPS: must not be negative");
   }
   if (config.client_burst < 1) {
     return InvalidArgument("clientBurst: must be at least 1");
+  }
+  // The API client's token bucket holds an int.
+  if (config.client_burst > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgument("clientBurst: must be at most 2147483647");
   }
   if (config.bind_concurrency < 1 || config.bind_concurrency > 1024) {
     return InvalidArgument("bindConcurrency: must be between 1 and 1024");

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <vector>
+
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/labels.h>
@@ -41,16 +44,35 @@ struct DecisionCopy {
   std::string key;
   std::string namespace_name;
   std::string group_name;
+  std::string queue;
   PlanOutcome outcome = PlanOutcome::kWait;
+  WaitCause cause = WaitCause::kNone;
   std::string reason;
+  bool started = false;  // members were bound before this cycle: it grows or heals
   std::vector<Member> assignments;
   std::vector<Member> surplus;
   std::vector<Member> pending;
   std::string summary;  // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
-  bool still_assembling = false;
-  size_t members = 0;
   Timestamp creation_time{};
 };
+
+// The PodScheduled=False reason written on a waiting group's pods: the
+// Kubernetes one for lack of capacity, the policy's cause otherwise.
+std::string WaitingReason(const DecisionCopy& decision) {
+  switch (decision.cause) {
+    case WaitCause::kNoCapacity:
+      return std::string(api::kWaitingReason);
+    case WaitCause::kInvalid:
+      return "InvalidGroup";
+    default:
+      return std::string(WaitCauseName(decision.cause));
+  }
+}
+
+// The condition an evicted member carries from just before its eviction, so
+// its controller tells a reclaimed member (the job shrinks) from a failed one
+// (restarted), as Kubernetes 1.26 does with the same condition type.
+constexpr const char* kDisruptionTarget = "DisruptionTarget";
 
 std::string Summary(const GroupPlan& plan) {
   std::string out;
@@ -68,6 +90,7 @@ std::string Summary(const GroupPlan& plan) {
 
 struct GangScheduler::GroupBind {
   std::string key;
+  bool grows = false;  // a running group given more members
   std::string namespace_name;
   std::string group_name;
   std::string summary;
@@ -89,15 +112,64 @@ struct GangScheduler::BindTask {
 GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind)
     : client_(client),
       config_(std::move(config)),
+      gpu_resources_(config_.gpu_resources),
       bind_(bind ? std::move(bind)
                  : BindFunction([](k8s::ApiClient& c, const std::string& ns, const std::string& pod,
                                    const std::string& uid, const std::string& node) {
                      return k8s::BindPod(c, ns, pod, uid, node);
                    })),
       cache_(config_.scheduler_name) {
-  planner_config_.packing = config_.scoring;
-  planner_config_.gpu_resource_names = config_.gpu_resources;
-  planner_config_.percentage_of_nodes_to_score = config_.percentage_of_nodes_to_score;
+  Reconfigure(config_);
+}
+
+std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& config) {
+  std::vector<std::string> need_restart;
+  auto compare = [&](const char* field, bool same) {
+    if (!same) {
+      need_restart.emplace_back(field);
+    }
+  };
+  compare("schedulerName", config.scheduler_name == config_.scheduler_name);
+  compare("gpuResources", config.gpu_resources == config_.gpu_resources);
+  compare("clientQPS", config.client_qps == config_.client_qps);
+  compare("clientBurst", config.client_burst == config_.client_burst);
+  compare("bindConcurrency", config.bind_concurrency == config_.bind_concurrency);
+  compare("metricsAddr", config.metrics_addr == config_.metrics_addr);
+  compare("healthAddr", config.health_addr == config_.health_addr);
+  const auto& a = config.leader_election;
+  const auto& b = config_.leader_election;
+  compare("leaderElection", a.enabled == b.enabled && a.lease_name == b.lease_name &&
+                                a.lease_namespace == b.lease_namespace &&
+                                a.lease_duration == b.lease_duration &&
+                                a.renew_deadline == b.renew_deadline &&
+                                a.retry_period == b.retry_period);
+  PlannerConfig planner;
+  planner.packing = config.scoring;
+  planner.gpu_resource_names = config_.gpu_resources;
+  planner.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
+  PolicyConfig policy = PolicyConfigFrom(config);
+  policy.scheduler_name = config_.scheduler_name;
+  {
+    std::lock_guard lock(mu_);
+    planner_config_ = std::move(planner);
+    policy_config_ = std::move(policy);
+    cycle_interval_ = std::chrono::seconds(std::max<int64_t>(1, config.gang_backoff_seconds));
+  }
+  cache_.Wake();
+  return need_restart;
+}
+
+std::vector<QueueReport> GangScheduler::QueueReports() const {
+  std::lock_guard lock(mu_);
+  std::vector<QueueReport> reports = queue_reports_;
+  for (auto& report : reports) {
+    auto it = evicted_per_queue_.find(report.status.name);
+    if (it != evicted_per_queue_.end()) {
+      report.reclaimed_pods = it->second.first;
+      report.preempted_pods = it->second.second;
+    }
+  }
+  return reports;
 }
 
 GangScheduler::~GangScheduler() {
@@ -121,7 +193,7 @@ std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals()
       totals["cpu"].second += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
       totals["memory"].first += static_cast<double>(allocatable.memory);
       totals["memory"].second += static_cast<double>(slot.requested.memory);
-      for (const auto& gpu : config_.gpu_resources) {
+      for (const auto& gpu : gpu_resources_) {
         totals[gpu].first += static_cast<double>(allocatable.Scalar(gpu));
         totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
       }
@@ -205,7 +277,14 @@ bool GangScheduler::WaitForCacheSync(std::chrono::milliseconds timeout) {
 void GangScheduler::Loop() {
   uint64_t seen = 0;
   while (true) {
-    const uint64_t current = cache_.WaitForChange(seen, std::chrono::milliseconds(1000));
+    std::chrono::milliseconds interval;
+    {
+      std::lock_guard lock(mu_);
+      interval = cycle_interval_;
+    }
+    // A cycle on every change, and at least every interval for the decisions
+    // that time alone makes (schedule timeouts, starvation, stale evictions).
+    const uint64_t current = cache_.WaitForChange(seen, interval);
     {
       std::lock_guard lock(mu_);
       if (stopping_) {
@@ -223,124 +302,186 @@ void GangScheduler::Loop() {
   }
 }
 
-bool GangScheduler::InBackoff(const std::string& group_key, size_t member_count,
-                              uint64_t generation) const {
-  auto it = backoff_.find(group_key);
-  if (it == backoff_.end()) {
-    return false;
-  }
-  // Retry early when the cluster or the group changed since the last try.
-  return SteadyClock::now() < it->second.until && it->second.members == member_count &&
-         it->second.generation == generation;
-}
-
 void GangScheduler::RunOneCycle() {
   const auto started = SteadyClock::now();
-  const uint64_t generation = cache_.generation();
   const Timestamp now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
-  std::vector<DecisionCopy> decisions;
+  PlannerConfig planner;
+  PolicyConfig policy;
   {
-    std::lock_guard lock(mu_);  // guards backoff_ and next_start_slot_
-    cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>& pending) {
-      std::vector<std::string> assumed;
-      if (pending.empty()) {
-        return assumed;
-      }
-      std::vector<PodGroup> groups = BuildGroups(pending, snapshot);
-      std::vector<PodGroup> eligible;
-      eligible.reserve(groups.size());
-      for (auto& group : groups) {
-        const std::string key = group.namespace_name + "/" + group.name;
-        if (!InBackoff(key, group.pending.size() + group.bound.size(), generation)) {
-          eligible.push_back(std::move(group));
-        }
-      }
-      CycleResult result =
-          RunCycle(snapshot, std::move(eligible), now, planner_config_, next_start_slot_);
-      next_start_slot_ = result.next_start_slot;
-      for (const auto& decision : result.decisions) {
-        DecisionCopy copy;
-        copy.namespace_name = decision.group.namespace_name;
-        copy.group_name = decision.group.name;
-        copy.key = copy.namespace_name + "/" + copy.group_name;
-        copy.outcome = decision.plan.outcome;
-        copy.reason = decision.plan.reason;
-        copy.summary = Summary(decision.plan);
-        copy.members = decision.group.pending.size() + decision.group.bound.size();
-        copy.creation_time = decision.group.creation_time;
-        const bool missing = !MissingMembers(decision.group).empty();
-        const auto timeout = std::chrono::seconds(decision.group.spec.schedule_timeout_seconds);
-        copy.still_assembling = missing && now - decision.group.creation_time < timeout;
-        for (const auto& assignment : decision.plan.assignments) {
-          copy.assignments.push_back(MemberOf(*assignment.pod, assignment.node_name));
-          assumed.push_back(assignment.pod->Key());
-        }
-        for (const PodInfo* pod : decision.plan.surplus) {
-          copy.surplus.push_back(MemberOf(*pod));
-        }
-        for (const PodInfo* pod : decision.group.pending) {
-          copy.pending.push_back(MemberOf(*pod));
-        }
-        decisions.push_back(std::move(copy));
-      }
+    std::lock_guard lock(mu_);
+    planner = planner_config_;
+    policy = policy_config_;
+  }
+  std::vector<DecisionCopy> decisions;
+  std::vector<Eviction> evictions;
+  std::vector<QueueReport> queues;
+  bool planned = false;
+  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>& pending) {
+    std::vector<std::string> assumed;
+    if (pending.empty()) {
       return assumed;
-    });
+    }
+    planned = true;
+    // Every pending group goes in, so reservations and evictions in flight
+    // follow the groups they are for.
+    PolicyCycleResult result =
+        PlanCycleWithPolicies(snapshot, BuildGroups(pending, snapshot), policy, planner, now,
+                              policy_state_, next_start_slot_);
+    policy_state_ = std::move(result.state);
+    next_start_slot_ = result.next_start_slot;
+    evictions = std::move(result.evictions);
+    std::map<std::string, Timestamp> oldest_waiting;
+    for (const auto& decision : result.decisions) {
+      DecisionCopy copy;
+      copy.namespace_name = decision.group.namespace_name;
+      copy.group_name = decision.group.name;
+      copy.key = GroupKey(decision.group);
+      copy.queue = decision.queue;
+      copy.outcome = decision.plan.outcome;
+      copy.cause = decision.cause;
+      copy.reason = decision.plan.reason;
+      copy.started = !decision.group.bound.empty();
+      copy.summary = Summary(decision.plan);
+      copy.creation_time = decision.group.creation_time;
+      for (const auto& assignment : decision.plan.assignments) {
+        copy.assignments.push_back(MemberOf(*assignment.pod, assignment.node_name));
+        assumed.push_back(assignment.pod->Key());
+      }
+      for (const PodInfo* pod : decision.plan.surplus) {
+        copy.surplus.push_back(MemberOf(*pod));
+      }
+      for (const PodInfo* pod : decision.group.pending) {
+        copy.pending.push_back(MemberOf(*pod));
+      }
+      if (copy.outcome != PlanOutcome::kPlaced && !copy.started &&
+          copy.cause != WaitCause::kAssembling) {
+        auto [it, inserted] = oldest_waiting.emplace(copy.queue, copy.creation_time);
+        if (!inserted) {
+          it->second = std::min(it->second, copy.creation_time);
+        }
+      }
+      decisions.push_back(std::move(copy));
+    }
+    for (auto& status : result.queues) {
+      QueueReport report;
+      auto it = oldest_waiting.find(status.name);
+      if (it != oldest_waiting.end()) {
+        report.oldest_waiting_seconds =
+            std::max(0.0, std::chrono::duration<double>(now - it->second).count());
+      }
+      report.status = std::move(status);
+      queues.push_back(std::move(report));
+    }
+    return assumed;
+  });
+  if (planned) {
+    std::lock_guard lock(mu_);
+    queue_reports_ = std::move(queues);
   }
 
   uint64_t waiting = 0;
   for (auto& decision : decisions) {
-    if (decision.outcome == PlanOutcome::kPlaced) {
+    if (decision.outcome == PlanOutcome::kPlaced && !decision.assignments.empty()) {
       auto group = std::make_shared<GroupBind>();
       group->key = decision.key;
       group->namespace_name = decision.namespace_name;
       group->group_name = decision.group_name;
       group->summary = decision.summary;
+      group->grows = decision.started;
       group->members = std::move(decision.assignments);
       group->surplus = std::move(decision.surplus);
       group->creation_time = decision.creation_time;
       group->remaining = group->members.size();
-      std::lock_guard lock(mu_);
-      backoff_.erase(group->key);
       reported_.erase(group->key);
-      if (group->members.empty()) {
-        continue;
-      }
+      std::lock_guard lock(mu_);
       for (const auto& member : group->members) {
         bind_queue_.push_back({group, member});
       }
       cv_.notify_all();
       continue;
     }
-    ++waiting;
-    {
-      std::lock_guard lock(mu_);
-      backoff_[decision.key] = {
-          SteadyClock::now() + std::chrono::seconds(config_.gang_backoff_seconds), decision.members,
-          generation};
+    if (decision.outcome == PlanOutcome::kPlaced) {
+      reported_.erase(decision.key);
+      continue;
     }
-    if (decision.still_assembling) {
+    if (!decision.started) {
+      ++waiting;
+    }
+    if (decision.cause == WaitCause::kAssembling) {
       continue;  // not every member pod exists yet: nothing to report
     }
-    const std::string reason = decision.outcome == PlanOutcome::kInvalid
-                                   ? "InvalidGroup"
-                                   : std::string(api::kWaitingReason);
-    if (reported_[decision.key] == decision.reason) {
+    const std::string reason = WaitingReason(decision);
+    std::string& said = reported_[decision.key];
+    if (said == reason + ": " + decision.reason) {
       continue;  // said already
     }
-    reported_[decision.key] = decision.reason;
+    said = reason + ": " + decision.reason;
     for (const auto& member : decision.pending) {
-      MarkPodCondition(member.namespace_name, member.name, reason, decision.reason);
+      MarkPodCondition(member.namespace_name, member.name, "PodScheduled", false, reason,
+                       decision.reason);
     }
-    if (!decision.pending.empty()) {
+    // A running group whose extra members wait is not news worth an Event.
+    if (!decision.pending.empty() && !decision.started) {
       events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
                       "FailedScheduling",
                       "gang " + decision.group_name + " waits: " + decision.reason);
     }
   }
+  for (const auto& eviction : evictions) {
+    CarryOut(eviction);
+  }
+  // Forget what was said of groups that are gone.
+  if (reported_.size() > decisions.size()) {
+    std::unordered_map<std::string, std::string> kept;
+    for (const auto& decision : decisions) {
+      auto it = reported_.find(decision.key);
+      if (it != reported_.end()) {
+        kept.emplace(it->first, std::move(it->second));
+      }
+    }
+    reported_ = std::move(kept);
+  }
   stats_.groups_waiting = waiting;
   ++stats_.cycles;
   stats_.last_cycle_micros =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started).count();
+}
+
+void GangScheduler::CarryOut(const Eviction& eviction) {
+  const std::string cause(EvictionCauseName(eviction.cause));
+  // First the condition, then the eviction: the controller must never see
+  // the member terminating without knowing why.
+  MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, true,
+                   eviction.cause == EvictionCause::kReclaim ? "ReclaimedByGangScheduler"
+                                                             : "PreemptedByGangScheduler",
+                   eviction.message);
+  Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid);
+  Member victim{eviction.namespace_name, eviction.name, eviction.uid, eviction.node_name};
+  if (status.ok() || k8s::IsNotFound(status)) {
+    ++stats_.evictions;
+    {
+      std::lock_guard lock(mu_);
+      auto& counts = evicted_per_queue_[eviction.victim_queue];
+      (eviction.cause == EvictionCause::kReclaim ? counts.first : counts.second) += 1;
+    }
+    spdlog::info("evicted {}/{} ({}): {}", eviction.namespace_name, eviction.name, cause,
+                 eviction.message);
+    events_->Record(PodReference(victim), k8s::EventType::kWarning,
+                    eviction.cause == EvictionCause::kReclaim ? "Reclaimed" : "Preempted",
+                    eviction.message);
+    return;
+  }
+  // Refused (a PodDisruptionBudget, say): the pod stays and may be chosen
+  // again; the group it was for keeps waiting.
+  ++stats_.evictions_refused;
+  spdlog::warn("eviction of {}/{} ({}) refused: {}", eviction.namespace_name, eviction.name, cause,
+               status.ToString());
+  std::erase_if(policy_state_.evictions,
+                [&](const InFlightEviction& e) { return e.uid == eviction.uid; });
+  MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, false,
+                   "EvictionRefused", status.message());
+  events_->Record(PodReference(victim), k8s::EventType::kWarning, "EvictionRefused",
+                  cause + " for " + eviction.for_group + " refused: " + status.message());
 }
 
 void GangScheduler::BinderWorker() {
@@ -381,10 +522,18 @@ void GangScheduler::BinderWorker() {
 
 void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
   if (group->failed.empty()) {
+    if (group->grows) {
+      ++stats_.groups_grown;
+      events_->Record(PodReference(group->members.front()), k8s::EventType::kNormal, "Scheduled",
+                      "gang " + group->group_name + " grew by " +
+                          std::to_string(group->members.size()) + ": " + group->summary);
+      return;
+    }
     ++stats_.groups_scheduled;
     for (const auto& member : group->surplus) {
       MarkPodCondition(
-          member.namespace_name, member.name, std::string(api::kSurplusReason),
+          member.namespace_name, member.name, "PodScheduled", false,
+          std::string(api::kSurplusReason),
           "gang " + group->group_name + " was placed without this member: " + group->summary);
       ++stats_.surplus_marked;
     }
@@ -400,14 +549,21 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
     }
     return;
   }
-  // Never a partial gang: forget what did not bind, and delete what did so the
-  // controller recreates it unbound; the group is then planned afresh.
-  ++stats_.groups_rolled_back;
-  spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
-               group->failed.size(), group->members.size(), group->first_error.ToString());
   for (const auto& member : group->failed) {
     cache_.ForgetAssumed(member.namespace_name, member.name);
   }
+  if (group->grows) {
+    // Growth is elastic: the members that bound stay; the others are planned
+    // again.
+    spdlog::warn("gang {}: {} of {} new members failed to bind ({})", group->key,
+                 group->failed.size(), group->members.size(), group->first_error.ToString());
+    return;
+  }
+  // Never a partial gang: delete what did bind so the controller recreates it
+  // unbound; the group is then planned afresh.
+  ++stats_.groups_rolled_back;
+  spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
+               group->failed.size(), group->members.size(), group->first_error.ToString());
   for (const auto& member : group->bound) {
     k8s::DeleteOptions options;
     options.precondition_uid = member.uid;
@@ -424,11 +580,12 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
 }
 
 void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& name,
+                                     const std::string& type, bool value,
                                      const std::string& reason, const std::string& message) {
   const nlohmann::json patch = {
       {"status",
-       {{"conditions", nlohmann::json::array({{{"type", "PodScheduled"},
-                                               {"status", "False"},
+       {{"conditions", nlohmann::json::array({{{"type", type},
+                                               {"status", value ? "True" : "False"},
                                                {"reason", reason},
                                                {"message", message},
                                                {"lastTransitionTime", NowRfc3339()}}})}}}};
@@ -437,7 +594,7 @@ void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& n
   auto patched = client_.Patch(k8s::resources::Pods(), ns, name, k8s::PatchType::kStrategicMerge,
                                patch.dump(), options);
   if (!patched && !k8s::IsNotFound(patched.status())) {
-    spdlog::warn("pod {}/{}: could not set PodScheduled={}: {}", ns, name, reason,
+    spdlog::warn("pod {}/{}: could not set {} ({}): {}", ns, name, type, reason,
                  patched.status().ToString());
   }
 }

@@ -181,12 +181,17 @@ inline constexpr std::string_view kConditionRestarting = "Restarting";
 inline constexpr std::string_view kConditionSucceeded = "Succeeded";
 inline constexpr std::string_view kConditionFailed = "Failed";
 inline constexpr std::string_view kConditionInvalid = "Invalid";
+// Every member pod exists and the scheduler has not placed the gang yet; the
+// reason and message are the scheduler's (Unschedulable, UnknownQueue, ...).
+inline constexpr std::string_view kConditionQueued = "Queued";
 
 // Reasons on conditions and Events beyond the condition types themselves.
 inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr std::string_view kReasonDeadlineExceeded = "DeadlineExceeded";
 inline constexpr std::string_view kReasonMemberFailed = "MemberFailed";
 inline constexpr std::string_view kReasonInvalid = "Invalid";
+// The gang scheduler shrank or grew the job (elastic reclaim, growth).
+inline constexpr std::string_view kReasonMembershipChanged = "MembershipChanged";
 
 struct Condition {
   std::string type;

@@ -23,6 +23,13 @@ struct ObservedPod {
   PodPhase phase = PodPhase::kPending;
   std::string node_name;     // set once bound
   bool surplus = false;      // PodScheduled=False, reason GangSurplus
+  // DisruptionTarget=True: the scheduler evicts it (reclaim or preemption),
+  // so the job shrinks rather than restarting it.
+  bool disrupted = false;
+  // PodScheduled=False with another reason: why the scheduler leaves it
+  // waiting (Unschedulable, UnknownQueue, OverQueueMax, ...).
+  std::string waiting_reason;
+  std::string waiting_message;
   bool terminating = false;  // metadata.deletionTimestamp set
   // The first non-zero exit code among terminated app containers (0 if all
   // terminated containers exited 0); unset when no container terminated.

@@ -106,6 +106,13 @@ class ApiClient {
 Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
                std::string_view pod_uid, std::string_view node_name);
 
+// Evicts a pod through pods/{name}/eviction (policy/v1beta1, the version a
+// 1.20 API server serves), with the pod's uid as a precondition and no grace
+// period override, so the pod's own terminationGracePeriodSeconds applies and
+// PodDisruptionBudgets are honoured: a budget that forbids it answers 429.
+Status EvictPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
+                std::string_view pod_uid);
+
 // Every page of a list. Restarts from scratch if the continue token expires
 // (410) mid-way, so the result is always one consistent snapshot.
 Result<ObjectList> ListAll(ApiClient& client, const Resource& resource, std::string_view ns,

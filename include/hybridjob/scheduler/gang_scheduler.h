@@ -1,6 +1,6 @@
-// gang-scheduler's shell: the scheduling loop over the cache, the binder, and
-// the pod conditions and Events that say what happened. Decisions come from
-// the pure core (cycle.h, planner.h); this only applies them.
+// gang-scheduler's shell: the scheduling loop over the cache, the binder, the
+// evictions, and the pod conditions and Events that say what happened.
+// Decisions come from the pure core (policy_cycle.h); this only applies them.
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,7 @@
 #include <hybridjob/scheduler/cache.h>
 #include <hybridjob/scheduler/config.h>
 #include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/policy_cycle.h>
 
 namespace hybridjob::scheduler {
 
@@ -33,7 +34,19 @@ struct SchedulerStats {
   std::atomic<uint64_t> groups_rolled_back{0};
   std::atomic<uint64_t> surplus_marked{0};
   std::atomic<uint64_t> groups_waiting{0};  // in the last cycle
+  std::atomic<uint64_t> groups_grown{0};    // running groups given more members
+  std::atomic<uint64_t> evictions{0};       // accepted by the Eviction API
+  std::atomic<uint64_t> evictions_refused{0};
   std::atomic<int64_t> last_cycle_micros{0};
+};
+
+// A queue as the last cycle left it, with the evictions made for and from it.
+struct QueueReport {
+  QueueStatus status;
+  // Age of the queue's oldest group waiting to start (0 when none waits).
+  double oldest_waiting_seconds = 0;
+  uint64_t reclaimed_pods = 0;  // members evicted from the queue by reclaim, ever
+  uint64_t preempted_pods = 0;  // members evicted from the queue by preemption, ever
 };
 
 // Observes each placed group from its first member's creation to its last bind.
@@ -65,6 +78,15 @@ class GangScheduler {
   // resource -> (allocatable on schedulable nodes, requested by pods on them):
   // cpu in cores, memory in bytes, and every configured GPU resource.
   std::map<std::string, std::pair<double, double>> ResourceTotals();
+  // Per queue, sorted by name: configured queues and those named by pods.
+  std::vector<QueueReport> QueueReports() const;
+  const std::vector<std::string>& gpu_resources() const { return gpu_resources_; }
+
+  // Takes the parts of a changed configuration file that apply without a
+  // restart: queues, reclaim, preemption, starvation, scoring, node sampling
+  // and the cycle interval. Returns which other changed fields still need a
+  // restart (empty when none).
+  std::vector<std::string> Reconfigure(const SchedulerConfig& config);
 
  private:
   struct BindTask;
@@ -75,15 +97,14 @@ class GangScheduler {
   void SubmitGroup(const GroupDecision& decision);
   void BinderWorker();
   void FinishGroup(const std::shared_ptr<GroupBind>& group);
-  void ReportWaiting(const GroupDecision& decision);
-  void MarkPodCondition(const std::string& ns, const std::string& name, const std::string& reason,
-                        const std::string& message);
-  bool InBackoff(const std::string& group_key, size_t member_count, uint64_t generation) const;
+  void CarryOut(const Eviction& eviction);
+  void MarkPodCondition(const std::string& ns, const std::string& name, const std::string& type,
+                        bool value, const std::string& reason, const std::string& message);
 
   k8s::ApiClient& client_;
-  SchedulerConfig config_;
+  const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
+  const std::vector<std::string> gpu_resources_;
   BindFunction bind_;
-  PlannerConfig planner_config_;
   SchedulerCache cache_;
   SchedulerStats stats_;
   std::unique_ptr<k8s::Reflector> node_reflector_;
@@ -94,21 +115,23 @@ class GangScheduler {
   std::thread loop_thread_;
   std::vector<std::thread> binders_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   bool active_ = false;
   std::deque<BindTask> bind_queue_;
-  uint32_t next_start_slot_ = 0;
-
-  struct Backoff {
-    std::chrono::steady_clock::time_point until;
-    size_t members = 0;
-    uint64_t generation = 0;
-  };
-  std::unordered_map<std::string, Backoff> backoff_;       // loop thread only
-  std::unordered_map<std::string, std::string> reported_;  // loop thread only: last reason
+  // What Reconfigure may change; read by the loop at the start of each cycle.
+  PlannerConfig planner_config_;
+  PolicyConfig policy_config_;
+  std::chrono::seconds cycle_interval_{5};
+  std::vector<QueueReport> queue_reports_;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> evicted_per_queue_;  // reclaim, preemption
   GangLatencyObserver latency_observer_;
+
+  // Loop thread only.
+  uint32_t next_start_slot_ = 0;
+  PolicyState policy_state_;
+  std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
 };
 
 }  // namespace hybridjob::scheduler

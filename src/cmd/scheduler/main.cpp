@@ -16,6 +16,7 @@
 #include <hybridjob/observability/http_server.h>
 #include <hybridjob/observability/instrumentation.h>
 #include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/config_watcher.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
 namespace {
@@ -23,7 +24,8 @@ namespace {
 constexpr const char* kSummary =
     "Schedules every pod whose spec.schedulerName is its name, gang by gang: all of a group's\n"
     "roles reach their minimum in one decision or nothing is bound; then roles grow toward their\n"
-    "maximum by priority. See docs/scheduler-config.md for the --config file.";
+    "maximum by priority, with queues, fair share, elastic reclaim and starvation control.\n"
+    "See docs/scheduler-config.md for the --config file; changes to it apply without a restart.";
 
 int Fail(const std::string& message) {
   return hybridjob::FailStartup("gang-scheduler", message);
@@ -49,23 +51,52 @@ int main(int argc, char** argv) {
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
   }
+  // Flags override the file, at start and on every reload.
+  auto apply_flags = [&](hybridjob::scheduler::SchedulerConfig& config) {
+    if (flags.WasSet("leader-elect")) {
+      config.leader_election.enabled = leader_elect;
+    }
+    if (flags.WasSet("metrics-addr")) {
+      config.metrics_addr = metrics_addr;
+    }
+    if (flags.WasSet("health-addr")) {
+      config.health_addr = health_addr;
+    }
+  };
+  namespace obs = hybridjob::observability;
+  obs::Registry registry;
+  auto& reloads_applied = registry.GetCounter("hybridjob_scheduler_config_reloads_total",
+                                              "Configuration file changes", {{"result", "applied"}});
+  auto& reloads_refused = registry.GetCounter("hybridjob_scheduler_config_reloads_total",
+                                              "Configuration file changes", {{"result", "refused"}});
+  // Set once the scheduler exists; the watcher starts after that.
+  hybridjob::scheduler::GangScheduler* running = nullptr;
+  std::unique_ptr<hybridjob::scheduler::ConfigFileWatcher> watcher;
   hybridjob::scheduler::SchedulerConfig config;
   if (!config_path.empty()) {
-    auto loaded = hybridjob::scheduler::LoadSchedulerConfigFile(config_path);
+    watcher = std::make_unique<hybridjob::scheduler::ConfigFileWatcher>(
+        config_path, std::chrono::seconds(2),
+        [&](const hybridjob::scheduler::SchedulerConfig& changed) {
+          hybridjob::scheduler::SchedulerConfig next = changed;
+          apply_flags(next);
+          std::vector<std::string> need_restart = running->Reconfigure(next);
+          reloads_applied.Inc();
+          spdlog::info("{}: reloaded queues and policies", config_path);
+          for (const auto& field : need_restart) {
+            spdlog::warn("{}: the change of {} takes effect after a restart", config_path, field);
+          }
+        },
+        [&](const hybridjob::Status& refused) {
+          reloads_refused.Inc();
+          spdlog::error("{}", refused.message());
+        });
+    auto loaded = watcher->Load();
     if (!loaded) {
       return Fail(loaded.status().message());
     }
     config = std::move(*loaded);
   }
-  if (flags.WasSet("leader-elect")) {
-    config.leader_election.enabled = leader_elect;
-  }
-  if (flags.WasSet("metrics-addr")) {
-    config.metrics_addr = metrics_addr;
-  }
-  if (flags.WasSet("health-addr")) {
-    config.health_addr = health_addr;
-  }
+  apply_flags(config);
 
   auto client = hybridjob::k8s::ConnectFromFlags(
       kubeconfig, config.client_qps, static_cast<int>(config.client_burst),
@@ -81,10 +112,9 @@ int main(int argc, char** argv) {
     return Fail("cannot list nodes: " + probe.status().ToString());
   }
 
-  namespace obs = hybridjob::observability;
-  obs::Registry registry;
   obs::InstrumentClient(**client, registry);
   hybridjob::scheduler::GangScheduler scheduler(**client, config);
+  running = &scheduler;
   auto& gang_latency =
       registry.GetHistogram("hybridjob_scheduler_gang_latency_seconds",
                             "From a group's oldest member's creation to its last member's binding",
@@ -125,6 +155,54 @@ int main(int argc, char** argv) {
       r.GetGauge("hybridjob_scheduler_allocated", "Requested by pods on nodes",
                  {{"resource", resource}})
           .Set(totals.second);
+    }
+    counter("hybridjob_scheduler_groups_grown_total", "Running groups given more members",
+            static_cast<double>(stats.groups_grown.load()));
+    counter("hybridjob_scheduler_evictions_total", "Evictions the Eviction API accepted",
+            static_cast<double>(stats.evictions.load()));
+    counter("hybridjob_scheduler_evictions_refused_total",
+            "Evictions the Eviction API refused (a PodDisruptionBudget, say)",
+            static_cast<double>(stats.evictions_refused.load()));
+    for (const auto& report : scheduler.QueueReports()) {
+      const auto& queue = report.status;
+      const obs::Labels labels = {{"queue", queue.name}};
+      r.GetGauge("hybridjob_queue_pending_groups", "Groups of the queue waiting to start", labels)
+          .Set(queue.waiting_groups);
+      r.GetGauge("hybridjob_queue_oldest_waiting_seconds",
+                 "Age of the queue's oldest group waiting to start", labels)
+          .Set(report.oldest_waiting_seconds);
+      r.GetGauge("hybridjob_queue_weighted_share", "Dominant share divided by weight", labels)
+          .Set(queue.weighted_share);
+      auto& reclaimed = r.GetCounter("hybridjob_queue_reclaimed_pods_total",
+                                     "Members evicted from the queue by reclaim", labels);
+      reclaimed.Inc(static_cast<double>(report.reclaimed_pods) - reclaimed.Value());
+      auto& preempted = r.GetCounter("hybridjob_queue_preempted_pods_total",
+                                     "Members evicted from the queue by preemption", labels);
+      preempted.Inc(static_cast<double>(report.preempted_pods) - preempted.Value());
+      auto resource_gauges = [&](const char* name, const char* help, auto&& amount) {
+        for (const std::string& resource : std::vector<std::string>{"cpu", "memory"}) {
+          r.GetGauge(name, help, {{"queue", queue.name}, {"resource", resource}})
+              .Set(amount(resource));
+        }
+        for (const std::string& gpu : scheduler.gpu_resources()) {
+          r.GetGauge(name, help, {{"queue", queue.name}, {"resource", gpu}}).Set(amount(gpu));
+        }
+      };
+      // cpu in cores, as the cluster-wide gauges.
+      auto scaled = [](const std::string& resource, int64_t amount) {
+        return resource == "cpu" ? static_cast<double>(amount) / 1000.0
+                                 : static_cast<double>(amount);
+      };
+      resource_gauges("hybridjob_queue_allocated", "Requested by the queue's bound pods",
+                      [&](const std::string& res) { return scaled(res, queue.used.Get(res)); });
+      resource_gauges(
+          "hybridjob_queue_guaranteed", "What the queue is entitled to",
+          [&](const std::string& res) { return scaled(res, queue.guaranteed.Get(res)); });
+      resource_gauges("hybridjob_queue_max", "The queue's ceiling (-1: none)",
+                      [&](const std::string& res) {
+                        auto limit = queue.max.Limit(res);
+                        return limit ? scaled(res, *limit) : -1.0;
+                      });
     }
     r.GetGauge("hybridjob_scheduler_leader", "1 while this replica leads").Set(leading ? 1 : 0);
   });
@@ -172,9 +250,15 @@ int main(int argc, char** argv) {
     leading = true;
     scheduler.SetActive(true);
   }
+  if (watcher) {
+    watcher->Start();
+  }
   spdlog::info("scheduling pods with schedulerName {}", config.scheduler_name);
   const int signal = hybridjob::WaitForShutdownSignal();
   spdlog::info("signal {}: stopping", signal);
+  if (watcher) {
+    watcher->Stop();
+  }
   if (elector) {
     elector->Stop();
   }

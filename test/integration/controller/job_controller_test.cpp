@@ -390,7 +390,7 @@ TEST_F(JobControllerTest, CreatesMemberPodsServiceAndClaimsForATensorflowJob) {
   EXPECT_TRUE(WaitFor([&] { return HasEvent("tf", "Created", "Normal"); }));
 }
 
-TEST_F(JobControllerTest, DeletesSurplusPodsAndWritesTheClusterSpecOfTheBoundMembers) {
+TEST_F(JobControllerTest, KeepsLeftOutPodsPendingAndWritesTheClusterSpecOfTheBoundMembers) {
   ASSERT_NO_FATAL_FAILURE(StartController());
   CreateJob(NewJob("el", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 4)})));
   ASSERT_TRUE(WaitFor([&] { return PodNames("el").size() == 5; })) << Describe("el");
@@ -401,9 +401,6 @@ TEST_F(JobControllerTest, DeletesSurplusPodsAndWritesTheClusterSpecOfTheBoundMem
   ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-2"));
   ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-3"));
 
-  ASSERT_TRUE(WaitFor([&] {
-    return PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"});
-  })) << Describe("el");
   ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::ConfigMaps(), "el-cluster"); }));
   const json config_map = *client_->Get(k8s::resources::ConfigMaps(), ns(), "el-cluster");
   EXPECT_EQ(json::parse(config_map["metadata"]["annotations"][std::string(api::kMembersAnnotation)]
@@ -419,9 +416,64 @@ TEST_F(JobControllerTest, DeletesSurplusPodsAndWritesTheClusterSpecOfTheBoundMem
   EXPECT_EQ(ReplicaStatus("el", "worker").value("members", -1), 2);
   EXPECT_EQ(ReplicaStatus("el", "worker").value("scheduled", -1), 2);
   EXPECT_EQ(ReplicaStatus("el", "ps").value("members", -1), 1);
-  // The surplus stays gone: members are never re-created beyond the gang.
+  // The pods left out stay pending: the scheduler may grow the job into them.
   std::this_thread::sleep_for(1500ms);
-  EXPECT_TRUE(PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"})) << Describe("el");
+  EXPECT_TRUE(PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1", "el-worker-2",
+                             "el-worker-3"}))
+      << Describe("el");
+}
+
+// The gang scheduler's reclaim and growth as the controller sees them: a
+// member marked DisruptionTarget and evicted shrinks the job, the cluster spec
+// follows, the index comes back as a pending pod, and binding it grows the
+// job again. PyTorch learns the membership live: nothing restarts.
+TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("pt", "pytorch", json::array({Role("worker", 2, 4, "OnFailure")})));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("pt").size() == 4; })) << Describe("pt");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"pt-worker-0", "pt-worker-1", "pt-worker-2", "pt-worker-3"}));
+  ASSERT_TRUE(WaitFor([&] { return ReplicaStatus("pt", "worker").value("members", -1) == 4; }))
+      << Describe("pt");
+
+  for (const char* pod : {"pt-worker-3", "pt-worker-2"}) {
+    const json patch = {{"status",
+                         {{"conditions",
+                           {{{"type", "DisruptionTarget"},
+                             {"status", "True"},
+                             {"reason", "ReclaimedByGangScheduler"},
+                             {"message", "making room for another job"}}}}}}};
+    PatchStatus(pod, patch);
+    const std::string uid = Uid(Pod(pod));
+    const hybridjob::Status evicted = k8s::EvictPod(*client_, ns(), pod, uid);
+    ASSERT_TRUE(evicted.ok()) << evicted.ToString();
+    // The kubelet's part: the container stopped, the pod goes.
+    k8s::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    now.precondition_uid = uid;
+    const hybridjob::Status removed = client_->Delete(k8s::resources::Pods(), ns(), pod, now);
+    ASSERT_TRUE(removed.ok() || k8s::IsNotFound(removed)) << removed.ToString();
+  }
+  auto published = [&] {
+    auto config_map = client_->Get(k8s::resources::ConfigMaps(), ns(), "pt-cluster");
+    return config_map.ok() ? (*config_map)["metadata"]["annotations"].value(
+                                 std::string(api::kMembersAnnotation), "")
+                           : "";
+  };
+  ASSERT_TRUE(WaitFor([&] { return published() == R"({"worker":2})"; })) << Describe("pt");
+  EXPECT_EQ(ReplicaStatus("pt", "worker").value("members", -1), 2);
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("pt", "MembershipChanged", "Normal"); }));
+  // The evicted indices come back unbound, for the job to grow into later.
+  ASSERT_TRUE(WaitFor([&] {
+    json pod = Pod("pt-worker-3");
+    return !pod.is_null() && pod["spec"].value("nodeName", "").empty();
+  })) << Describe("pt");
+  EXPECT_EQ(Phase("pt"), "Running");
+  EXPECT_EQ(Status("pt").value("restartCount", 0), 0);
+
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"pt-worker-2", "pt-worker-3"}));
+  ASSERT_TRUE(WaitFor([&] { return published() == R"({"worker":4})"; })) << Describe("pt");
+  EXPECT_EQ(ReplicaStatus("pt", "worker").value("members", -1), 4);
+  EXPECT_EQ(Phase("pt"), "Running");
 }
 
 TEST_F(JobControllerTest, SucceedsWhenTheWorkersDoAndDeletesTheParameterServers) {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <map>
+#include <tuple>
 
 #include "test_cluster.h"
 
@@ -61,19 +62,25 @@ class GangSchedulerTest : public ::testing::Test {
     ASSERT_TRUE(sim_->Start().ok());
   }
 
-  void StartScheduler(BindFunction bind = nullptr) {
+  SchedulerConfig BaseConfig() const {
     SchedulerConfig config;
     config.scheduler_name = scheduler_name_;
     config.gang_backoff_seconds = 1;
     config.bind_concurrency = 8;
+    return config;
+  }
+
+  void StartScheduler(BindFunction bind = nullptr) { StartScheduler(BaseConfig(), std::move(bind)); }
+
+  void StartScheduler(const SchedulerConfig& config, BindFunction bind = nullptr) {
     scheduler_ = std::make_unique<GangScheduler>(*client_, config, std::move(bind));
     scheduler_->Start();
     ASSERT_TRUE(scheduler_->WaitForCacheSync(30s));
     scheduler_->SetActive(true);
   }
 
-  static std::string GroupSpecJson(const std::vector<Role>& roles) {
-    json spec = {{"roles", json::array()}, {"queue", "default"}, {"scheduleTimeoutSeconds", 60}};
+  static std::string GroupSpecJson(const std::vector<Role>& roles, const std::string& queue) {
+    json spec = {{"roles", json::array()}, {"queue", queue}, {"scheduleTimeoutSeconds", 60}};
     for (const auto& role : roles) {
       spec["roles"].push_back(
           {{"name", role.name}, {"min", role.min}, {"max", role.max}, {"priority", role.priority}});
@@ -83,10 +90,11 @@ class GangSchedulerTest : public ::testing::Test {
 
   // Creates the member pods of a job the way hybridjob-controller does.
   void CreateGroup(const std::string& job, const std::vector<Role>& roles,
-                   const std::string& duration = "") {
-    const std::string spec = GroupSpecJson(roles);
+                   const std::string& duration = "", const std::string& queue = "default",
+                   int first_index = 0) {
+    const std::string spec = GroupSpecJson(roles, queue);
     for (const auto& role : roles) {
-      for (int i = 0; i < role.max; ++i) {
+      for (int i = first_index; i < role.max; ++i) {
         json annotations = {{std::string(api::kGroupSpecAnnotation), spec}};
         if (!duration.empty()) {
           annotations[sim::kDurationAnnotation] = duration;
@@ -137,6 +145,48 @@ class GangSchedulerTest : public ::testing::Test {
       }
     }
     return {};
+  }
+
+  // The condition of this type on a pod: status, reason and message.
+  std::tuple<std::string, std::string, std::string> Condition(const std::string& name,
+                                                              const std::string& type) {
+    json pod = Pod(name);
+    if (pod.is_null() || !pod["status"].contains("conditions")) {
+      return {};
+    }
+    for (const auto& c : pod["status"]["conditions"]) {
+      if (c["type"] == type) {
+        return {c.value("status", ""), c.value("reason", ""), c.value("message", "")};
+      }
+    }
+    return {};
+  }
+
+  int CountExisting(const std::string& prefix, int count) {
+    int existing = 0;
+    for (int i = 0; i < count; ++i) {
+      existing += Pod(prefix + std::to_string(i)).is_null() ? 0 : 1;
+    }
+    return existing;
+  }
+
+  int CountEvents(const std::string& reason) {
+    k8s::ListOptions options;
+    options.field_selector = "reason=" + reason;
+    auto list = client_->List(k8s::resources::Events(), ns_->name(), options);
+    return list.ok() ? static_cast<int>(list->items.size()) : -1;
+  }
+
+  // Two queues entitled to half of the 16 GPUs each.
+  SchedulerConfig TwoQueueConfig() const {
+    SchedulerConfig config = BaseConfig();
+    for (const char* name : {"a", "b"}) {
+      QueueSpec queue;
+      queue.name = name;
+      queue.guaranteed.SetScalar("nvidia.com/gpu", 8);
+      config.queues.push_back(queue);
+    }
+    return config;
   }
 
   int CountBound(const std::string& prefix, int count) {
@@ -274,6 +324,108 @@ TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
     auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
     return list.ok() && !list->items.empty();
   }));
+}
+
+// Queue a borrows every GPU while b is idle; when b submits, a gives back the
+// 8 GPUs b is guaranteed, through the Eviction API, highest indices first; and
+// when b is done, a grows back into the capacity again.
+TEST_F(GangSchedulerTest, QueueBorrowsIdleCapacityGivesItBackAndGrowsAgain) {
+  StartNodes(2, 8);  // 16 GPUs
+  StartScheduler(TwoQueueConfig());
+  CreateGroup("el", {{"worker", 4, 16, 1}}, "", "a");
+  ASSERT_TRUE(WaitFor([&] { return CountBound("el-worker-", 16) == 16; }, 30s))
+      << "queue a should borrow all 16 GPUs: " << CountBound("el-worker-", 16);
+
+  CreateGroup("bj", {{"worker", 8, 8, 1}}, "6s", "b");
+  ASSERT_TRUE(WaitFor([&] { return CountBound("bj-worker-", 8) == 8; }, 60s))
+      << "queue b never got its guarantee back";
+  // Exactly the 8 highest-indexed members went; the survivors are 0..7.
+  for (int i = 0; i < 16; ++i) {
+    const std::string name = "el-worker-" + std::to_string(i);
+    if (i < 8) {
+      EXPECT_FALSE(NodeOf(name).empty()) << name << " should have survived";
+    } else {
+      EXPECT_TRUE(Pod(name).is_null()) << name << " should have been evicted";
+    }
+  }
+  EXPECT_EQ(scheduler_->stats().evictions.load(), 8u);
+  EXPECT_TRUE(WaitFor([&] { return CountEvents("Reclaimed") == 8; }, 10s))
+      << "Reclaimed events: " << CountEvents("Reclaimed");
+  auto reports = scheduler_->QueueReports();
+  auto queue_a = std::find_if(reports.begin(), reports.end(),
+                              [](const QueueReport& r) { return r.status.name == "a"; });
+  ASSERT_NE(queue_a, reports.end());
+  EXPECT_EQ(queue_a->reclaimed_pods, 8u);
+
+  // The controller would recreate the evicted members as pending pods; they
+  // wait while b runs, then the group grows back to 16.
+  CreateGroup("el", {{"worker", 4, 16, 1}}, "", "a", 8);
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(CountBound("el-worker-", 16), 8) << "grew into capacity b is using";
+  ASSERT_TRUE(WaitFor([&] { return CountBound("el-worker-", 16) == 16; }, 60s))
+      << "the group did not grow back after b finished: " << CountBound("el-worker-", 16);
+  EXPECT_GE(scheduler_->stats().groups_grown.load(), 1u);
+}
+
+// A PodDisruptionBudget that forbids the eviction: the victim stays, says why,
+// and the waiting group keeps waiting.
+TEST_F(GangSchedulerTest, EvictionRefusedByADisruptionBudgetLeavesTheVictimRunning) {
+  StartNodes(1, 8);
+  json budget = {{"apiVersion", "policy/v1beta1"},
+                 {"kind", "PodDisruptionBudget"},
+                 {"metadata", {{"name", "keep-all"}}},
+                 {"spec",
+                  {{"minAvailable", 8},
+                   {"selector", {{"matchLabels", {{std::string(api::kJobNameLabel), "el"}}}}}}}};
+  k8s::Resource budgets{"policy", "v1beta1", "poddisruptionbudgets", true};
+  ASSERT_TRUE(client_->Create(budgets, ns_->name(), budget).ok());
+  SchedulerConfig config = TwoQueueConfig();
+  for (auto& queue : config.queues) {
+    queue.guaranteed = ResourceList();
+    queue.guaranteed.SetScalar("nvidia.com/gpu", 4);
+  }
+  StartScheduler(config);
+  CreateGroup("el", {{"worker", 2, 8, 1}}, "", "a");
+  ASSERT_TRUE(WaitFor([&] { return CountBound("el-worker-", 8) == 8; }, 30s));
+  // The budget's controller (disruption) does not run on this cluster: the
+  // API server refuses every eviction of a covered pod until it has status.
+  CreateGroup("bj", {{"worker", 4, 4, 1}}, "", "b");
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().evictions_refused.load() >= 1; }, 30s));
+  EXPECT_EQ(CountExisting("el-worker-", 8), 8) << "a refused eviction removed a pod";
+  EXPECT_EQ(CountBound("bj-worker-", 4), 0);
+  EXPECT_TRUE(WaitFor([&] {
+    for (int i = 0; i < 8; ++i) {
+      auto [status, reason, message] = Condition("el-worker-" + std::to_string(i), "DisruptionTarget");
+      if (status == "False" && reason == "EvictionRefused") {
+        return true;
+      }
+    }
+    return false;
+  }));
+  EXPECT_GE(CountEvents("EvictionRefused"), 1);
+}
+
+// A group naming a queue the configuration lacks waits and says so; once the
+// configuration (reloaded, no restart) has the queue, the group runs.
+TEST_F(GangSchedulerTest, UnknownQueueWaitsUntilAReloadAddsIt) {
+  StartNodes(1, 4);
+  StartScheduler(TwoQueueConfig());
+  CreateGroup("rs", {{"worker", 2, 2, 1}}, "", "research");
+  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("rs-worker-0").first == "UnknownQueue"; },
+                      30s));
+  EXPECT_NE(ScheduledCondition("rs-worker-0").second.find("research"), std::string::npos)
+      << ScheduledCondition("rs-worker-0").second;
+  EXPECT_EQ(CountBound("rs-worker-", 2), 0);
+
+  SchedulerConfig reloaded = TwoQueueConfig();
+  QueueSpec research;
+  research.name = "research";
+  reloaded.queues.push_back(research);
+  EXPECT_TRUE(scheduler_->Reconfigure(reloaded).empty()) << "nothing here needs a restart";
+  ASSERT_TRUE(WaitFor([&] { return CountBound("rs-worker-", 2) == 2; }, 30s));
+
+  reloaded.bind_concurrency = 2;
+  EXPECT_EQ(scheduler_->Reconfigure(reloaded), std::vector<std::string>{"bindConcurrency"});
 }
 
 }  // namespace

@@ -133,6 +133,22 @@ class FakeCluster {
                                              {"message", "left out of the placement"}}};
   }
 
+  // The gang scheduler's mark before it evicts a member (reclaim, preemption).
+  void MarkDisrupted(const std::string& name) {
+    PodRef(name)["status"]["conditions"] = {{{"type", "DisruptionTarget"},
+                                             {"status", "True"},
+                                             {"reason", "ReclaimedByGangScheduler"},
+                                             {"message", "making room for team-a/other"}}};
+  }
+
+  void MarkWaiting(const std::string& name, const std::string& reason,
+                   const std::string& message) {
+    PodRef(name)["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                             {"status", "False"},
+                                             {"reason", reason},
+                                             {"message", message}}};
+  }
+
   void Run(const std::string& name) { PodRef(name)["status"]["phase"] = "Running"; }
 
   void Exit(const std::string& name, int exit_code) {

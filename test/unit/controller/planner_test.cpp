@@ -126,21 +126,17 @@ TEST(ControllerPlannerTest, WaitsQuietlyWhilePlacementIsIncomplete) {
   EXPECT_EQ(status.FindReplicaStatus("worker")->members, 0);
 }
 
-TEST(ControllerPlannerTest, SurplusIsDeletedAndTheClusterSpecListsBoundMembers) {
+TEST(ControllerPlannerTest, LeftOutPodsWaitToGrowAndTheClusterSpecListsBoundMembers) {
   FakeCluster cluster(TfJob());
   cluster.Step(T0());
   Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
   Plan plan = cluster.Step(T0() + seconds(3));
 
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
-  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
-    EXPECT_EQ(removal.reason, "surplus");
-    EXPECT_FALSE(removal.uid.empty());
-  }
+  // worker-2 and worker-3 stay pending: the scheduler binds them when GPUs
+  // are idle, and the job grows.
+  EXPECT_TRUE(DeletedPods(plan).empty());
   EXPECT_TRUE(CreatedPods(plan).empty());
   ASSERT_EQ(ActionsOf<CreateConfigMap>(plan).size(), 1u);
-  EXPECT_LT(IndexOf<CreateConfigMap>(plan), IndexOf<DeletePod>(plan))
-      << "the membership is recorded before surplus pods go";
 
   const json config_map = ActionsOf<CreateConfigMap>(plan)[0].config_map;
   EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");
@@ -161,7 +157,7 @@ TEST(ControllerPlannerTest, SurplusIsDeletedAndTheClusterSpecListsBoundMembers) 
   EXPECT_EQ(status.phase, JobPhase::kRunning);
   EXPECT_TRUE(status.HasTrueCondition("Scheduled"));
   EXPECT_THAT(status.FindCondition("Scheduled")->message,
-              HasSubstr("ps 1/1 worker 2/4; deleting 2 surplus pods"));
+              HasSubstr("gang placed: ps 1/1 worker 2/4"));
   EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
   EXPECT_EQ(status.FindReplicaStatus("worker")->scheduled, 2);
   EXPECT_EQ(status.FindReplicaStatus("ps")->members, 1);
@@ -169,9 +165,10 @@ TEST(ControllerPlannerTest, SurplusIsDeletedAndTheClusterSpecListsBoundMembers) 
   EXPECT_THAT(EventReasons(plan), ElementsAre("Scheduled", "Running"));
 }
 
-TEST(ControllerPlannerTest, SurplusIsNeverRecreated) {
+TEST(ControllerPlannerTest, ElasticRoleKeepsAPendingPodForEveryIndexUpToMax) {
   FakeCluster cluster = PlacedTfJob();
-  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                              "mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(cluster.Status().ready_members, "3/3");
   for (int minute = 1; minute <= 3; ++minute) {
     EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::minutes(minute)).actions, IsEmpty());
@@ -204,6 +201,7 @@ TEST(ControllerPlannerTest, EditedConfigMapIsRestored) {
 
 TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
   json object = TfJob();
+  object["spec"]["framework"] = "generic";  // learns a new membership live
   object["spec"]["replicaSpecs"][1]["minReplicas"] = 1;
   FakeCluster cluster(object);
   cluster.Step(T0());
@@ -211,9 +209,123 @@ TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
   // task indices must be 0..k-1.
   Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-2"});
   Plan plan = cluster.Step(T0());
-  EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-worker-1", "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "worker-1 may still be bound, and 1 and 2 join";
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 1);
+  cluster.Bind("mnist-worker-1");
+  cluster.Step(T0() + seconds(5));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+}
+
+// A PyTorch job placed with all four workers; then the scheduler reclaims two
+// for a waiting job and later grows it back.
+TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
+  json object = TfJob();
+  object["metadata"]["name"] = "ddp";
+  object["spec"]["framework"] = "pytorch";
+  object["spec"]["replicaSpecs"][0]["name"] = "master";
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
+
+  // Marked before the eviction: the job shrinks, nothing restarts.
+  cluster.MarkDisrupted("ddp-worker-3");
+  cluster.MarkDisrupted("ddp-worker-2");
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "the Eviction API removes them, not the controller";
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+  EXPECT_EQ(cluster.Status().restart_count, 0);
+  EXPECT_THAT(EventReasons(plan), Contains("MembershipChanged"));
+  const json* config_map = cluster.ConfigMap("ddp-cluster");
+  ASSERT_NE(config_map, nullptr);
+  EXPECT_EQ(config_map->at("metadata").at("annotations").at(std::string(api::kMembersAnnotation)),
+            R"({"master":1,"worker":2})");
+  EXPECT_EQ(WorkerEnvValue(*config_map, 0, "WORLD_SIZE"), "3");
+
+  // Evicted: the indices come back as pending pods the job may grow into.
+  cluster.RemovePod("ddp-worker-2");
+  cluster.RemovePod("ddp-worker-3");
+  plan = cluster.Step(T0() + seconds(20));
+  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+
+  // Capacity is idle again: the scheduler binds them and the job grows.
+  cluster.Bind("ddp-worker-2");
+  cluster.Bind("ddp-worker-3");
+  plan = cluster.Step(T0() + seconds(30));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
+  EXPECT_THAT(EventReasons(plan), Contains("MembershipChanged"));
+  EXPECT_EQ(WorkerEnvValue(*cluster.ConfigMap("ddp-cluster"), 0, "WORLD_SIZE"), "5");
+  EXPECT_TRUE(DeletedPods(plan).empty());
+}
+
+TEST(ControllerPlannerTest, ReclaimNeverShrinksARoleBelowItsMinimum) {
+  json object = TfJob();
+  object["spec"]["framework"] = "pytorch";
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  // The whole gang preempted: its members come back, the job restarts.
+  for (const char* name : {"mnist-worker-0", "mnist-worker-1", "mnist-worker-2"}) {
+    cluster.MarkDisrupted(name);
+  }
+  cluster.Step(T0() + seconds(5));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2) << "min is 2";
+}
+
+TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShrink) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+  cluster.MarkDisrupted("mnist-worker-2");
+  Plan plan = cluster.Reconcile(T0() + seconds(10));
+  cluster.Apply(plan);
+  // TF_CONFIG is fixed when a task starts: every member restarts with the new one.
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "membership");
+  }
+  EXPECT_LT(IndexOf<UpdateConfigMap>(plan), IndexOf<DeletePod>(plan))
+      << "the new cluster spec is written before the members restart";
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(status.phase, JobPhase::kRestarting);
+  EXPECT_THAT(status.FindCondition("Restarting")->message,
+              HasSubstr("reads its cluster spec only at start"));
+  EXPECT_EQ(status.restart_count, 0) << "a membership change is not a failure";
+  // The members come back, reading the new cluster spec.
+  cluster.RemovePod("mnist-worker-2");
+  plan = cluster.Step(T0() + seconds(11));
+  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0",
+                                                      "mnist-worker-1", "mnist-worker-2"));
+}
+
+TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  cluster.MarkWaiting("mnist-worker-0", "UnknownQueue",
+                      "queue \"research\" is not configured; configured queues: default");
+  cluster.Step(T0() + seconds(2));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  ASSERT_TRUE(status.HasTrueCondition("Queued"));
+  EXPECT_EQ(status.FindCondition("Queued")->reason, "UnknownQueue");
+  EXPECT_THAT(status.FindCondition("Queued")->message, HasSubstr("not configured"));
+
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0() + seconds(5));
+  EXPECT_FALSE(cluster.Status().HasTrueCondition("Queued"));
 }
 
 TEST(ControllerPlannerTest, PlacementBelowAMinimumIsNotCommitted) {
@@ -247,7 +359,7 @@ TEST(ControllerPlannerTest, PytorchElasticWorldSize) {
   cluster.Step(T0());
   Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1"});
   Plan plan = cluster.Step(T0());
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
+  EXPECT_TRUE(DeletedPods(plan).empty());
   const json config_map = *cluster.ConfigMap("ddp-cluster");
   EXPECT_EQ(WorkerEnvValue(config_map, 1, "WORLD_SIZE"), "3");
   EXPECT_EQ(WorkerEnvValue(config_map, 0, "RANK"), "1");
@@ -288,7 +400,9 @@ TEST(ControllerPlannerTest, SuccessDeletesTheParameterServers) {
   cluster.Exit("mnist-worker-1", 0);
   Plan plan = cluster.Step(T0() + seconds(60));
 
-  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
+  // The parameter server, and the pods that were waiting to grow the job.
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "cleanup");
   EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-worker-0", "mnist-worker-1"));
   api::HybridJobStatus status = cluster.Status();
@@ -313,7 +427,8 @@ TEST(ControllerPlannerTest, CleanPodPolicyAllAndNone) {
   cluster.Exit("mnist-worker-1", 0);
   Plan plan = cluster.Step(T0() + seconds(60));
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                   "mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 2) << "counted before cleanup";
 
   json none = TfJob();
@@ -322,7 +437,8 @@ TEST(ControllerPlannerTest, CleanPodPolicyAllAndNone) {
   kept.Exit("mnist-worker-0", 0);
   kept.Exit("mnist-worker-1", 0);
   plan = kept.Step(T0() + seconds(60));
-  EXPECT_TRUE(DeletedPods(plan).empty());
+  // Unbound pods always go; members stay.
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(kept.Status().phase, JobPhase::kSucceeded);
 }
 
@@ -360,7 +476,8 @@ TEST(ControllerPlannerTest, ChiefDecidesSuccess) {
   Plan plan = cluster.Step(T0() + seconds(10));
   EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                   "mnist-worker-2", "mnist-worker-3"));
 }
 
 TEST(ControllerPlannerTest, FailedWorkerIsRecreatedWithTheSameIndex) {
@@ -425,7 +542,8 @@ TEST(ControllerPlannerTest, RestartPolicyNeverFailsTheJob) {
               HasSubstr("mnist-ps-0 failed with exit code 2; role ps has restartPolicy Never"));
   EXPECT_EQ(status.FindReplicaStatus("ps")->failed, 1);
   // cleanPodPolicy Running: the running workers stop, the failed pod stays for its logs.
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1",
+                                                      "mnist-worker-2", "mnist-worker-3"));
   EXPECT_THAT(EventReasons(plan), ElementsAre("MemberFailed"));
   EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
 }
@@ -508,7 +626,7 @@ TEST(ControllerPlannerTest, CrashLoopEndsAtTheBackoffLimit) {
     cluster.Bind("mnist-worker-0");
     cluster.Run("mnist-worker-0");
     cluster.Step(now);
-    EXPECT_LE(cluster.PodNames().size(), 3u) << "dead pods never pile up";
+    EXPECT_LE(cluster.PodNames().size(), 5u) << "dead pods never pile up";
   }
   EXPECT_THAT(waits, ElementsAre(seconds(10), seconds(20), seconds(40)));
   EXPECT_EQ(cluster.Status().restart_count, 3);
@@ -538,7 +656,8 @@ TEST(ControllerPlannerTest, DeadlineStopsEverything) {
   EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
   EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "DeadlineExceeded");
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                   "mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "deadline");
   EXPECT_THAT(EventReasons(plan), ElementsAre("DeadlineExceeded"));
   EXPECT_THAT(cluster.PodNames(), IsEmpty());
@@ -753,7 +872,7 @@ TEST(ControllerPlannerTest, WholeLifeConvergesAndEveryStepIsIdempotent) {
     // The scheduler fits the lead and three of five workers.
     Place(cluster, {"mnist-" + lead + "-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
     cluster.Step(now += seconds(1));
-    EXPECT_EQ(cluster.PodNames().size(), 4u);
+    EXPECT_EQ(cluster.PodNames().size(), 6u) << "two pending workers may grow the job";
     RunAll(cluster);
     cluster.Step(now += seconds(1));
     EXPECT_EQ(cluster.Status().ready_members, "4/4");

@@ -1,10 +1,15 @@
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/config_watcher.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -166,8 +171,13 @@ TEST(SchedulerConfigTest, BadValuesNameTheField) {
   EXPECT_EQ(Refusal("scoring: random\n"), "scoring: \"random\" is not binpack or spread");
   EXPECT_EQ(Refusal("gangBackoffSeconds: -1\n"), "gangBackoffSeconds: must be between 0 and 3600");
   EXPECT_EQ(Refusal("clientQPS: -5\n"), "clientQPS: must not be negative");
+  // YAML spells them .nan and .inf; a rate limiter can use neither.
+  EXPECT_EQ(Refusal("clientQPS: .nan\n"), "clientQPS: must be a finite number");
+  EXPECT_EQ(Refusal("clientQPS: .inf\n"), "clientQPS: must be a finite number");
   EXPECT_EQ(Refusal("clientQPS: fast\n"), "clientQPS: \"fast\" is not a valid number");
   EXPECT_EQ(Refusal("clientBurst: 0\n"), "clientBurst: must be at least 1");
+  // Used to be accepted and truncated to an int: 4294967296 became a burst of 0.
+  EXPECT_EQ(Refusal("clientBurst: 4294967296\n"), "clientBurst: must be at most 2147483647");
   EXPECT_EQ(Refusal("bindConcurrency: 2000\n"), "bindConcurrency: must be between 1 and 1024");
   EXPECT_EQ(Refusal("gpuResources: []\n"), "gpuResources: name at least one resource");
   EXPECT_EQ(Refusal("gpuResources: nvidia.com/gpu\n"), "gpuResources: expected a list");
@@ -284,6 +294,82 @@ TEST(SchedulerConfigFileTest, ReadsAFileAndPrefixesErrorsWithItsPath) {
   config = LoadSchedulerConfigFile(dir + "/does-not-exist.yaml");
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("cannot read"));
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// The reload path, one check at a time (no thread): a good change applies, a
+// bad one is refused and leaves the configuration in force, an unreadable
+// file is reported once.
+TEST(SchedulerConfigWatcherTest, AppliesGoodChangesAndRefusesBadOnes) {
+  const std::string path = ::testing::TempDir() + "/scheduler-config-watched.yaml";
+  WriteFile(path, "queues:\n  - name: a\n    weight: 1\n");
+  std::vector<SchedulerConfig> applied;
+  std::vector<std::string> refused;
+  ConfigFileWatcher watcher(
+      path, std::chrono::milliseconds(10),
+      [&](const SchedulerConfig& config) { applied.push_back(config); },
+      [&](const Status& status) { refused.push_back(status.message()); });
+  Result<SchedulerConfig> first = watcher.Load();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kUnchanged);
+
+  WriteFile(path, "queues:\n  - name: a\n    weight: 2\n  - name: b\n    weight: 1\n");
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kApplied);
+  ASSERT_EQ(applied.size(), 1u);
+  ASSERT_EQ(applied[0].queues.size(), 2u);
+  EXPECT_DOUBLE_EQ(applied[0].queues[0].weight, 2.0);
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kUnchanged);
+
+  WriteFile(path, "queues:\n  - name: a\n    weight: -1\n");
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kRefused);
+  EXPECT_EQ(applied.size(), 1u) << "a bad file never applies";
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0], HasSubstr("queues[0].weight: must be positive"));
+  EXPECT_THAT(refused[0], HasSubstr("keeping the configuration in force"));
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kUnchanged) << "said once";
+
+  std::remove(path.c_str());
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kRefused);
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kUnchanged);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_THAT(refused[1], HasSubstr("cannot read"));
+
+  // Fixed again: the change applies.
+  WriteFile(path, "queues:\n  - name: a\n    weight: 5\n");
+  EXPECT_EQ(watcher.CheckOnce(), ConfigFileWatcher::Check::kApplied);
+  ASSERT_EQ(applied.size(), 2u);
+  EXPECT_DOUBLE_EQ(applied[1].queues[0].weight, 5.0);
+  std::remove(path.c_str());
+}
+
+TEST(SchedulerConfigWatcherTest, PollsInItsOwnThreadUntilStopped) {
+  const std::string path = ::testing::TempDir() + "/scheduler-config-polled.yaml";
+  WriteFile(path, "gangBackoffSeconds: 5\n");
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<int64_t> seen;
+  ConfigFileWatcher watcher(
+      path, std::chrono::milliseconds(5),
+      [&](const SchedulerConfig& config) {
+        std::lock_guard lock(mu);
+        seen.push_back(config.gang_backoff_seconds);
+        changed.notify_all();
+      },
+      [](const Status&) {});
+  ASSERT_TRUE(watcher.Load().ok());
+  watcher.Start();
+  WriteFile(path, "gangBackoffSeconds: 9\n");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return !seen.empty(); }));
+    EXPECT_EQ(seen.front(), 9);
+  }
+  watcher.Stop();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+#include <hybridjob/scheduler/config_watcher.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+namespace hybridjob::scheduler {
+namespace {
+
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+}  // namespace
+
+ConfigFileWatcher::ConfigFileWatcher(std::string path, std::chrono::milliseconds poll_interval,
+                                     ApplyFunction apply, RefuseFunction refuse)
+    : path_(std::move(path)),
+      poll_interval_(poll_interval),
+      apply_(std::move(apply)),
+      refuse_(std::move(refuse)) {}
+
+ConfigFileWatcher::~ConfigFileWatcher() {
+  Stop();
+}
+
+Result<SchedulerConfig> ConfigFileWatcher::Load() {
+  std::optional<std::string> text = ReadWholeFile(path_);
+  if (!text) {
+    return InvalidArgument("scheduler config: cannot read " + path_);
+  }
+  last_text_ = *text;
+  auto config = ParseSchedulerConfig(*text);
+  if (!config) {
+    return InvalidArgument(path_ + ": " + config.status().message());
+  }
+  return config;
+}
+
+ConfigFileWatcher::Check ConfigFileWatcher::CheckOnce() {
+  std::optional<std::string> text = ReadWholeFile(path_);
+  if (!text) {
+    // Mid-swap or removed: keep what is in force, say so once.
+    if (last_readable_) {
+      last_readable_ = false;
+      refuse_(InvalidArgument("scheduler config: cannot read " + path_ +
+                              "; keeping the configuration in force"));
+      return Check::kRefused;
+    }
+    return Check::kUnchanged;
+  }
+  last_readable_ = true;
+  if (*text == last_text_) {
+    return Check::kUnchanged;
+  }
+  last_text_ = *text;
+  auto config = ParseSchedulerConfig(*text);
+  if (!config) {
+    refuse_(InvalidArgument(path_ + ": " + config.status().message() +
+                            "; keeping the configuration in force"));
+    return Check::kRefused;
+  }
+  apply_(*config);
+  return Check::kApplied;
+}
+
+void ConfigFileWatcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ConfigFileWatcher::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void ConfigFileWatcher::Run() {
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, poll_interval_, [this] { return stopping_; })) {
+    lock.unlock();
+    CheckOnce();
+    lock.lock();
+  }
+}
+
+}  // namespace hybridjob::scheduler
