@@ -1,6 +1,8 @@
 // hybridjob-sim: simulated GPU nodes and a kubelet for them. Flags, wiring and
-// signals only; the logic lives in hybridjob_sim.
+// signals only; the logic lives in hybridjob_sim. `hybridjob-sim trace ...`
+// replays a job trace in virtual time instead (trace_command.cpp).
 #include <iostream>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -11,13 +13,16 @@
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/sim/simulator.h>
 
+#include "trace_command.h"
+
 namespace {
 
 constexpr const char* kSummary =
     "Registers simulated GPU nodes (Ready, with Lease heartbeats) and plays the kubelet for pods\n"
     "bound to them: Running at once, then Succeeded or Failed after the time the pod asks for\n"
     "(annotations sim.hybridjob.io/duration and sim.hybridjob.io/exit-code). Removes its nodes\n"
-    "on exit unless --keep-nodes.";
+    "on exit unless --keep-nodes.\n"
+    "`hybridjob-sim trace --help`: replay a job trace in virtual time instead.";
 
 int Fail(const std::string& message) {
   return hybridjob::FailStartup("hybridjob-sim", message);
@@ -26,6 +31,9 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "trace") {
+    return hybridjob::sim::RunTraceCommand(argc, argv);
+  }
   hybridjob::BlockShutdownSignals();
   hybridjob::sim::SimulatorOptions options;
   std::string kubeconfig;

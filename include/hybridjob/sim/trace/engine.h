@@ -1,0 +1,136 @@
+// Trace replay in virtual time. Jobs arrive as the trace says; every batch of
+// events at one instant (arrivals, completions, evicted members leaving) is
+// followed by one scheduling cycle of the scheduler's own pure core
+// (BuildGroups and PlanCycleWithPolicies over a Snapshot of simulated nodes),
+// and the engine carries out what the cycle decides: placed members start
+// working, evicted members leave after a grace period. A job runs once every
+// role has its minimum; its work drains at a rate that grows with the GPUs it
+// holds, so elastic growth and reclaim change when it finishes. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/sim/trace/trace.h>
+
+namespace hybridjob::sim::trace {
+
+// The policies a trace is replayed under (docs/trace-format.md).
+enum class Policy : uint8_t {
+  kPodGreedy,       // pods placed one by one (kube-scheduler); partial gangs hold GPUs
+  kStaticGang,      // all-or-nothing at every role's maximum, strict FIFO
+  kElasticGang,     // gang at the minimum, growth to the maximum when idle
+  kElasticReclaim,  // plus queues with fair share, reclaim and starvation control
+};
+
+std::string_view PolicyName(Policy policy);
+Result<Policy> ParsePolicy(std::string_view name);
+// In the order above.
+const std::vector<Policy>& AllPolicies();
+
+// How fast a job drains its work with `gpus` of its `max_gpus`: in GPU-seconds
+// per second, max_gpus * (gpus / max_gpus)^exponent. Exponent 1 is linear
+// scaling (rate = gpus); below 1, every GPU added helps less.
+double DrainRate(int64_t gpus, int64_t max_gpus, double exponent);
+
+// The remaining work of one job over virtual time.
+class JobWork {
+ public:
+  JobWork() = default;
+  JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent);
+
+  // Drains from the last update to `now` at the current rate; nothing drains
+  // before the end of a pause.
+  void AdvanceTo(double now);
+  // Drains up to `now`, then works with `gpus` from `pause_until` on (a
+  // resized job restarts its workers; 0 GPUs stops it).
+  void Resize(double now, int64_t gpus, double pause_until);
+
+  double remaining() const { return remaining_; }
+  int64_t gpus() const { return gpus_; }
+  double rate() const;
+  // When the work runs out at the current rate; +inf without GPUs.
+  double FinishTime() const;
+
+ private:
+  double remaining_ = 0;
+  int64_t max_gpus_ = 1;
+  double exponent_ = 1.0;
+  int64_t gpus_ = 0;
+  double last_update_ = 0;
+  double pause_until_ = 0;
+};
+
+struct ReplayOptions {
+  Policy policy = Policy::kElasticReclaim;
+  int64_t gpus = 64;  // cluster size: gpus / gpus_per_node nodes
+  int32_t gpus_per_node = 8;
+  double speedup_exponent = 1.0;  // see DrainRate
+  // Virtual seconds between an eviction and the member's leaving (its pod's
+  // termination grace period); it keeps working meanwhile.
+  double eviction_grace_seconds = 30;
+  // Virtual seconds a running job makes no progress after its size changes
+  // (workers restart from a checkpoint).
+  double resize_pause_seconds = 30;
+  // elastic-reclaim: starvation.maxWaitSeconds.
+  int64_t starvation_seconds = 600;
+  // static-gang: groups planned per cycle before head-of-line blocking is
+  // applied (a bound on wasted planning, not a policy knob).
+  int32_t fifo_window = 16;
+};
+
+Status ValidateReplayOptions(const ReplayOptions& options);
+
+struct JobRecord {
+  std::string id;
+  std::string queue;
+  int64_t min_gpus = 0;
+  int64_t max_gpus = 0;
+  double submit = 0;
+  double start = -1;    // first time every role had its minimum; -1: never
+  double finish = -1;   // -1: never
+  int64_t resizes = 0;  // size changes while running
+  int64_t evicted_members = 0;
+  double gpu_seconds_held = 0;     // while running
+  double partial_gpu_seconds = 0;  // held while below a role's minimum
+  double mean_gpus_running = 0;    // time-weighted while running
+
+  bool finished() const { return finish >= 0; }
+};
+
+// The cluster after a cycle, until the next event.
+struct TimelinePoint {
+  double time = 0;
+  int64_t busy_gpus = 0;     // held by jobs that run
+  int64_t partial_gpus = 0;  // held by jobs below a role's minimum
+  int64_t waiting_jobs = 0;  // submitted, not running, not finished
+  int64_t running_jobs = 0;
+};
+
+struct ReplayResult {
+  Policy policy = Policy::kElasticReclaim;
+  int64_t cluster_gpus = 0;
+  std::vector<JobRecord> jobs;  // in trace order
+  std::vector<TimelinePoint> timeline;
+  double end_time = 0;  // the last event
+  double busy_gpu_seconds = 0;
+  double partial_gpu_seconds = 0;
+  // While at least one job waits: how long, and the busy GPU-seconds then.
+  double waiting_seconds = 0;
+  double busy_gpu_seconds_while_waiting = 0;
+  int64_t cycles = 0;
+  int64_t decisions = 0;  // group decisions returned by the cycles
+  int64_t evictions = 0;
+  double planning_wall_seconds = 0;  // wall clock spent in the scheduler's core
+  // Jobs left waiting when no event remained (e.g. deadlocked partial gangs).
+  int64_t stuck_jobs = 0;
+};
+
+// Replays `jobs` (validated, sorted by submit time, unique ids).
+Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptions& options);
+
+}  // namespace hybridjob::sim::trace

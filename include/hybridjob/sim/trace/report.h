@@ -1,0 +1,51 @@
+// What a replay measured, per policy: the summary numbers, and the texts the
+// trace command writes (summary CSV, per-job CSV, a table, an SVG plot).
+// Pure: strings in and out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <hybridjob/sim/trace/engine.h>
+
+namespace hybridjob::sim::trace {
+
+struct PolicySummary {
+  std::string policy;
+  int64_t jobs = 0;
+  int64_t finished = 0;
+  double avg_jct_seconds = 0;         // finished jobs: finish - submit
+  double p95_jct_seconds = 0;         // nearest rank
+  double avg_wait_seconds = 0;        // started jobs: start - submit
+  double makespan_seconds = 0;        // first submit to last finish
+  double gpu_util = 0;                // busy GPU-seconds / (cluster GPUs * makespan)
+  double gpu_util_while_waiting = 0;  // the same over the time some job waits
+  // GPU-hours idle (not held by a running job) while some job waits.
+  double idle_gpu_hours_while_waiting = 0;
+  double partial_gang_gpu_hours = 0;
+  double decisions_per_second = 0;  // group decisions / planning wall-clock seconds
+  int64_t cycles = 0;
+  int64_t evictions = 0;
+  int64_t stuck_jobs = 0;
+  double planning_wall_seconds = 0;
+  // Wall clock of the whole replay; set by the caller that timed it.
+  double replay_wall_seconds = 0;
+};
+
+PolicySummary Summarize(const ReplayResult& result);
+
+// Header `policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,
+// partial_gang_gpu_hours,decisions_per_s`, one row per summary.
+std::string SummaryCsv(const std::vector<PolicySummary>& summaries);
+// Aligned columns for a terminal, with the extra numbers the CSV leaves out.
+std::string SummaryTable(const std::vector<PolicySummary>& summaries);
+// One row per job and policy: policy,job,queue,min_gpus,max_gpus,submit_s,
+// start_s,finish_s,wait_s,jct_s,mean_gpus,resizes,evicted_members,
+// partial_gpu_s (start/finish/wait/jct empty when it never happened).
+std::string JobsCsv(const std::vector<ReplayResult>& results);
+// Two stacked charts over virtual time, one line per policy: GPU utilisation
+// (busy GPUs / cluster GPUs) and queue length (waiting jobs).
+std::string TimelineSvg(const std::vector<ReplayResult>& results);
+
+}  // namespace hybridjob::sim::trace

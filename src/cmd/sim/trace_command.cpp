@@ -1,0 +1,204 @@
+// The trace subcommand's shell: flags, reading the trace file, writing the
+// reports. The replay itself is hybridjob_trace.
+#include "trace_command.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <hybridjob/common/flags.h>
+#include <hybridjob/sim/trace/engine.h>
+#include <hybridjob/sim/trace/generator.h>
+#include <hybridjob/sim/trace/report.h>
+#include <hybridjob/sim/trace/trace.h>
+
+namespace hybridjob::sim {
+namespace {
+
+constexpr const char* kProgram = "hybridjob-sim trace";
+constexpr const char* kSummary =
+    "Replays a job trace in virtual time with the gang scheduler's own planner and policies, and\n"
+    "compares policies on it. Writes DIR/summary.csv, DIR/jobs.csv, DIR/timeline.svg (and\n"
+    "DIR/trace.csv, the trace replayed) and prints a table. See docs/trace-format.md.\n"
+    "usage: hybridjob-sim trace (--trace FILE | --synthetic --jobs N --seed S) --gpus G\n"
+    "       [--gpus-per-node K] --policy P|all --out DIR";
+
+int UsageError(const std::string& message) {
+  bool points_to_help = message.find("--help") != std::string::npos;
+  std::cerr << kProgram << ": " << message << (points_to_help ? "" : " (see --help)") << "\n";
+  return 2;
+}
+
+int Failure(const std::string& message) {
+  std::cerr << kProgram << ": " << message << "\n";
+  return 1;
+}
+
+Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    return Internal("cannot write " + path.string());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunTraceCommand(int argc, char** argv) {
+  std::string trace_path;
+  bool synthetic = false;
+  int64_t jobs = 1000;
+  int64_t seed = 1;
+  int64_t gpus = 0;
+  int64_t gpus_per_node = 8;
+  std::string policy_name;
+  std::string out_dir;
+  trace::ReplayOptions replay;
+  trace::GeneratorOptions generator;
+  int64_t queues = generator.queues;
+  FlagSet flags(kProgram, kSummary);
+  flags.String("trace", &trace_path, "trace file, CSV or JSON lines (docs/trace-format.md)");
+  flags.Bool("synthetic", &synthetic, "generate a Philly/Helios-shaped trace instead");
+  flags.Int("jobs", &jobs, "synthetic: number of jobs");
+  flags.Int("seed", &seed, "synthetic: random seed");
+  flags.Int("gpus", &gpus, "GPUs in the simulated cluster (required)");
+  flags.Int("gpus-per-node", &gpus_per_node, "GPUs per simulated node");
+  flags.String("policy", &policy_name,
+               "pod-greedy, static-gang, elastic-gang, elastic-reclaim or all (required)");
+  flags.String("out", &out_dir, "directory for the reports (required; created if missing)");
+  flags.Double("speedup-exponent", &replay.speedup_exponent,
+               "work drains at max_gpus*(gpus/max_gpus)^e GPU-seconds per second; 1 is linear");
+  flags.Double("eviction-grace", &replay.eviction_grace_seconds,
+               "virtual seconds an evicted member keeps its GPUs");
+  flags.Double("resize-pause", &replay.resize_pause_seconds,
+               "virtual seconds a running job stalls after its size changes");
+  flags.Int("starvation-seconds", &replay.starvation_seconds,
+            "elastic-reclaim: wait before a starved group gets nodes reserved (0: off)");
+  flags.Double("load", &generator.load,
+               "synthetic: offered GPU-seconds as a share of the cluster's, on average");
+  flags.Double("diurnal-amplitude", &generator.diurnal_amplitude,
+               "synthetic: relative amplitude of the daily arrival cycle, in [0, 1)");
+  flags.Double("elastic-fraction", &generator.elastic_fraction,
+               "synthetic: share of multi-member jobs that are elastic (min = max/4)");
+  flags.Int("queues", &queues, "synthetic: number of queues (skewed popularity)");
+  if (Status status = flags.Parse(argc, argv, 2); !status.ok()) {
+    return UsageError(status.message());
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    return UsageError("unexpected argument \"" + flags.positional().front() + "\"");
+  }
+  if (synthetic == !trace_path.empty()) {
+    return UsageError("give exactly one of --trace FILE and --synthetic");
+  }
+  if (!synthetic && (flags.WasSet("jobs") || flags.WasSet("seed"))) {
+    return UsageError("--jobs and --seed go with --synthetic");
+  }
+  if (!flags.WasSet("gpus")) {
+    return UsageError("--gpus is required");
+  }
+  if (policy_name.empty()) {
+    return UsageError("--policy is required (a policy name or all)");
+  }
+  if (out_dir.empty()) {
+    return UsageError("--out is required");
+  }
+  if (gpus_per_node <= 0 || gpus_per_node > 1024) {
+    return UsageError("--gpus-per-node: must be in 1..1024");
+  }
+  if (gpus < gpus_per_node || gpus % gpus_per_node != 0) {
+    return UsageError("--gpus: must be a positive multiple of --gpus-per-node (" +
+                      std::to_string(gpus_per_node) + ")");
+  }
+  std::vector<trace::Policy> policies;
+  if (policy_name == "all") {
+    policies = trace::AllPolicies();
+  } else {
+    auto policy = trace::ParsePolicy(policy_name);
+    if (!policy.ok()) {
+      return UsageError("--policy: " + policy.status().message());
+    }
+    policies.push_back(*policy);
+  }
+  replay.gpus = gpus;
+  replay.gpus_per_node = static_cast<int32_t>(gpus_per_node);
+  if (Status status = trace::ValidateReplayOptions(replay); !status.ok()) {
+    return UsageError(status.message());
+  }
+
+  std::vector<trace::TraceJob> trace_jobs;
+  if (synthetic) {
+    generator.jobs = jobs;
+    generator.seed = static_cast<uint64_t>(seed);
+    generator.cluster_gpus = gpus;
+    generator.gpus_per_node = static_cast<int32_t>(gpus_per_node);
+    generator.queues = static_cast<int32_t>(queues);
+    if (Status status = trace::ValidateGeneratorOptions(generator); !status.ok()) {
+      return UsageError(status.message());
+    }
+    trace_jobs = trace::GenerateSyntheticTrace(generator);
+  } else {
+    std::ifstream in(trace_path, std::ios::binary);
+    if (!in) {
+      return Failure("cannot read " + trace_path);
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto parsed = trace::ParseTrace(text.str());
+    if (!parsed.ok()) {
+      return Failure(trace_path + ": " + parsed.status().message());
+    }
+    trace_jobs = std::move(*parsed);
+  }
+  if (trace_jobs.empty()) {
+    return Failure("the trace has no jobs");
+  }
+
+  std::error_code error;
+  std::filesystem::create_directories(out_dir, error);
+  if (error) {
+    return Failure("cannot create " + out_dir + ": " + error.message());
+  }
+  std::filesystem::path dir(out_dir);
+  std::vector<trace::ReplayResult> results;
+  std::vector<trace::PolicySummary> summaries;
+  for (trace::Policy policy : policies) {
+    replay.policy = policy;
+    auto started = std::chrono::steady_clock::now();
+    auto result = trace::Replay(trace_jobs, replay);
+    if (!result.ok()) {
+      return Failure(std::string(trace::PolicyName(policy)) + ": " + result.status().message());
+    }
+    summaries.push_back(trace::Summarize(*result));
+    summaries.back().replay_wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (result->stuck_jobs > 0) {
+      std::cerr << kProgram << ": " << trace::PolicyName(policy) << ": " << result->stuck_jobs
+                << " jobs never finished (no event left that could start them)\n";
+    }
+    results.push_back(std::move(*result));
+  }
+  for (const auto& [name, text] :
+       {std::pair<std::string, std::string>{"trace.csv", trace::FormatTraceCsv(trace_jobs)},
+        {"summary.csv", trace::SummaryCsv(summaries)},
+        {"jobs.csv", trace::JobsCsv(results)},
+        {"timeline.svg", trace::TimelineSvg(results)}}) {
+    if (Status status = WriteFile(dir / name, text); !status.ok()) {
+      return Failure(status.message());
+    }
+  }
+  std::cout << trace_jobs.size() << " jobs on " << gpus << " GPUs (" << gpus / gpus_per_node
+            << " nodes of " << gpus_per_node << ")\n"
+            << trace::SummaryTable(summaries) << "wrote " << (dir / "summary.csv").string() << ", "
+            << (dir / "jobs.csv").string() << ", " << (dir / "timeline.svg").string() << "\n";
+  return 0;
+}
+
+}  // namespace hybridjob::sim

@@ -1,0 +1,698 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/queues.h>
+#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/sim/trace/engine.h>
+
+namespace hybridjob::sim::trace {
+namespace {
+
+namespace sched = hybridjob::scheduler;
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Completions within this much virtual time of an event belong to its batch.
+constexpr double kTimeEpsilon = 1e-6;
+// Virtual time 0 as a wall-clock instant for the scheduler's timestamps.
+constexpr int64_t kEpochSeconds = 1'700'000'000;
+constexpr std::string_view kNamespace = "trace";
+
+sched::Timestamp ToTimestamp(double seconds) {
+  return sched::Timestamp{std::chrono::seconds{kEpochSeconds + static_cast<int64_t>(seconds)}};
+}
+
+struct Member {
+  std::unique_ptr<sched::PodInfo> pod;  // the pending form; the snapshot holds the bound copy
+  size_t role = 0;
+  int32_t gpus = 0;
+  bool bound = false;
+  bool leaving = false;  // evicted, still in its grace period
+};
+
+struct Job {
+  const TraceJob* trace = nullptr;
+  std::string name;
+  std::vector<Member> members;
+  std::vector<int32_t> bound_in_role;
+  int64_t held_gpus = 0;
+  bool submitted = false;
+  bool finished = false;
+  bool running = false;
+  JobWork work;
+  double start = -1;
+  double finish = -1;
+  int64_t resizes = 0;
+  int64_t evicted_members = 0;
+};
+
+struct Removal {
+  double time = 0;
+  size_t job = 0;
+  size_t member = 0;
+  bool operator>(const Removal& other) const { return time > other.time; }
+};
+
+class Replayer {
+ public:
+  Replayer(const std::vector<TraceJob>& trace, const ReplayOptions& options)
+      : trace_(trace), options_(options) {}
+
+  Result<ReplayResult> Run();
+
+ private:
+  Status BuildCluster();
+  void BuildJobs();
+  sched::PolicyConfig MakePolicyConfig() const;
+  double NextEventTime() const;
+  void AdvanceTo(double now);
+  void ProcessEvents(double now);
+  void Finish(size_t job_index, double now);
+  void RemoveMember(size_t job_index, size_t member_index);
+  void RunCycles(double now);
+  void RunPolicyCycle(double now, std::vector<size_t> job_indices, bool fifo);
+  void ApplyPlacement(const sched::PodInfo* pod);
+  void UpdateRunning(size_t job_index, double now);
+  void Record(double now);
+
+  const std::vector<TraceJob>& trace_;
+  const ReplayOptions& options_;
+  sched::Snapshot snapshot_;
+  sched::PolicyConfig policy_;
+  sched::PlannerConfig planner_;
+  sched::PolicyState state_;
+  uint32_t start_slot_ = 0;
+
+  std::vector<Job> jobs_;
+  std::unordered_map<const sched::PodInfo*, std::pair<size_t, size_t>> member_by_pod_;
+  std::unordered_map<std::string, std::pair<size_t, size_t>> member_by_name_;
+  std::unordered_map<std::string, size_t> job_by_name_;
+  // Submitted, unfinished jobs in submit order.
+  std::vector<size_t> active_;
+  size_t next_arrival_ = 0;
+  std::priority_queue<Removal, std::vector<Removal>, std::greater<>> removals_;
+  double now_ = 0;
+  bool dirty_ = true;  // something changed since the last cycle
+  // Capacity was released since the last cycle (a job ended, a member left).
+  bool capacity_freed_ = false;
+  // Jobs that arrived since the last cycle, in submit order.
+  std::vector<size_t> arrived_;
+
+  ReplayResult result_;
+};
+
+Status Replayer::BuildCluster() {
+  int64_t nodes = options_.gpus / options_.gpus_per_node;
+  for (int64_t i = 0; i < nodes; ++i) {
+    sched::NodeInfo node;
+    char name[32];
+    std::snprintf(name, sizeof(name), "node-%05lld", static_cast<long long>(i));
+    node.name = name;
+    node.allocatable.milli_cpu = 4000LL * options_.gpus_per_node + 8000;
+    node.allocatable.memory = 1LL << 40;
+    node.allocatable.pods = 110;
+    node.allocatable.SetScalar(sched::kResourceNvidiaGpu, options_.gpus_per_node);
+    if (Status status = snapshot_.UpsertNode(std::move(node)); !status.ok()) {
+      return status;
+    }
+  }
+  return Status::Ok();
+}
+
+void Replayer::BuildJobs() {
+  bool lone_pods = options_.policy == Policy::kPodGreedy;
+  bool at_max = options_.policy == Policy::kStaticGang;
+  bool own_queues = options_.policy == Policy::kElasticReclaim;
+  jobs_.resize(trace_.size());
+  for (size_t j = 0; j < trace_.size(); ++j) {
+    const TraceJob& source = trace_[j];
+    Job& job = jobs_[j];
+    job.trace = &source;
+    char name[32];
+    std::snprintf(name, sizeof(name), "job-%06zu", j);
+    job.name = name;
+    job_by_name_.emplace(job.name, j);
+    job.work = JobWork(source.work_gpu_seconds, source.MaxGpus(), options_.speedup_exponent);
+    job.bound_in_role.assign(source.roles.size(), 0);
+    sched::GroupSpec spec;
+    spec.queue = own_queues ? source.queue : std::string(sched::kDefaultQueueName);
+    spec.schedule_timeout_seconds = 0;  // every member pod exists from the start
+    for (const TraceRole& role : source.roles) {
+      sched::RoleSpec role_spec;
+      role_spec.name = role.name;
+      role_spec.min_replicas = at_max ? role.max_replicas : role.min_replicas;
+      role_spec.max_replicas = role.max_replicas;
+      spec.roles.push_back(role_spec);
+    }
+    for (size_t r = 0; r < source.roles.size(); ++r) {
+      const TraceRole& role = source.roles[r];
+      for (int32_t index = 0; index < role.max_replicas; ++index) {
+        auto pod = std::make_unique<sched::PodInfo>();
+        pod->namespace_name = std::string(kNamespace);
+        char pod_name[64];
+        std::snprintf(pod_name, sizeof(pod_name), "%s-r%zu-%04d", job.name.c_str(), r, index);
+        pod->name = pod_name;
+        pod->uid = pod->name;
+        pod->scheduler_name = "gang-scheduler";
+        pod->phase = "Pending";
+        pod->creation_time = ToTimestamp(source.submit_seconds);
+        pod->requests.pods = 1;
+        pod->requests.milli_cpu = 1000LL * std::max(1, role.gpus_per_member);
+        if (role.gpus_per_member > 0) {
+          pod->requests.SetScalar(sched::kResourceNvidiaGpu, role.gpus_per_member);
+        }
+        if (!lone_pods) {
+          // Gang policies see a group; pod-greedy sees lone pods, as kube-scheduler does.
+          pod->job_name = job.name;
+          pod->role = role.name;
+          pod->index = index;
+          pod->group_spec = spec;
+        }
+        Member member;
+        member.role = r;
+        member.gpus = role.gpus_per_member;
+        member_by_pod_.emplace(pod.get(), std::make_pair(j, job.members.size()));
+        member_by_name_.emplace(pod->name, std::make_pair(j, job.members.size()));
+        member.pod = std::move(pod);
+        job.members.push_back(std::move(member));
+      }
+    }
+  }
+}
+
+sched::PolicyConfig Replayer::MakePolicyConfig() const {
+  sched::PolicyConfig config;
+  config.reclaim.enabled = false;
+  config.reclaim.growth = false;
+  config.starvation.max_wait_seconds = 0;
+  switch (options_.policy) {
+    case Policy::kPodGreedy:
+    case Policy::kStaticGang:
+      break;
+    case Policy::kElasticGang:
+      config.reclaim.growth = true;
+      break;
+    case Policy::kElasticReclaim: {
+      config.reclaim.enabled = true;
+      config.reclaim.growth = true;
+      config.starvation.max_wait_seconds = options_.starvation_seconds;
+      std::set<std::string> names;
+      for (const TraceJob& job : trace_) {
+        names.insert(job.queue);
+      }
+      for (const std::string& name : names) {
+        sched::QueueSpec queue;
+        queue.name = name;
+        config.queues.push_back(queue);
+      }
+      break;
+    }
+  }
+  return config;
+}
+
+double Replayer::NextEventTime() const {
+  double next = kInfinity;
+  if (next_arrival_ < trace_.size()) {
+    next = trace_[next_arrival_].submit_seconds;
+  }
+  if (!removals_.empty()) {
+    next = std::min(next, removals_.top().time);
+  }
+  for (size_t j : active_) {
+    if (jobs_[j].running) {
+      next = std::min(next, jobs_[j].work.FinishTime());
+    }
+  }
+  return next;
+}
+
+void Replayer::AdvanceTo(double now) {
+  double span = now - now_;
+  if (span <= 0) {
+    return;
+  }
+  int64_t busy = 0;
+  int64_t partial = 0;
+  bool waiting = false;
+  for (size_t j : active_) {
+    Job& job = jobs_[j];
+    if (job.running) {
+      job.work.AdvanceTo(now);
+      busy += job.held_gpus;
+    } else {
+      partial += job.held_gpus;
+      waiting = true;
+    }
+  }
+  result_.busy_gpu_seconds += static_cast<double>(busy) * span;
+  result_.partial_gpu_seconds += static_cast<double>(partial) * span;
+  if (waiting) {
+    result_.waiting_seconds += span;
+    result_.busy_gpu_seconds_while_waiting += static_cast<double>(busy) * span;
+  }
+  for (size_t j : active_) {
+    Job& job = jobs_[j];
+    JobRecord& record = result_.jobs[j];
+    if (job.running) {
+      record.gpu_seconds_held += static_cast<double>(job.held_gpus) * span;
+    } else {
+      record.partial_gpu_seconds += static_cast<double>(job.held_gpus) * span;
+    }
+  }
+  now_ = now;
+}
+
+void Replayer::RemoveMember(size_t job_index, size_t member_index) {
+  Job& job = jobs_[job_index];
+  Member& member = job.members[member_index];
+  if (!member.bound) {
+    return;
+  }
+  (void)snapshot_.RemovePod(member.pod->namespace_name, member.pod->name);
+  member.bound = false;
+  member.leaving = false;
+  --job.bound_in_role[member.role];
+  job.held_gpus -= member.gpus;
+}
+
+void Replayer::Finish(size_t job_index, double now) {
+  Job& job = jobs_[job_index];
+  for (size_t m = 0; m < job.members.size(); ++m) {
+    RemoveMember(job_index, m);
+  }
+  job.work.Resize(now, 0, now);
+  job.running = false;
+  job.finished = true;
+  job.finish = now;
+}
+
+void Replayer::ProcessEvents(double now) {
+  while (next_arrival_ < trace_.size() && trace_[next_arrival_].submit_seconds <= now) {
+    jobs_[next_arrival_].submitted = true;
+    active_.push_back(next_arrival_);
+    arrived_.push_back(next_arrival_);
+    ++next_arrival_;
+    dirty_ = true;
+  }
+  std::set<size_t> shrunk;  // one resize per job, however many members leave
+  while (!removals_.empty() && removals_.top().time <= now + kTimeEpsilon) {
+    Removal removal = removals_.top();
+    removals_.pop();
+    Job& job = jobs_[removal.job];
+    if (!job.finished && job.members[removal.member].leaving) {
+      RemoveMember(removal.job, removal.member);
+      ++job.evicted_members;
+      shrunk.insert(removal.job);
+      dirty_ = true;
+      capacity_freed_ = true;
+    }
+  }
+  for (size_t j : shrunk) {
+    UpdateRunning(j, now);
+  }
+  for (size_t j : active_) {
+    Job& job = jobs_[j];
+    if (job.running && job.work.FinishTime() <= now + kTimeEpsilon) {
+      Finish(j, now);
+      dirty_ = true;
+      capacity_freed_ = true;
+    }
+  }
+  std::erase_if(active_, [this](size_t j) { return jobs_[j].finished; });
+}
+
+void Replayer::UpdateRunning(size_t job_index, double now) {
+  Job& job = jobs_[job_index];
+  const std::vector<TraceRole>& roles = job.trace->roles;
+  bool running = true;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    int32_t minimum =
+        options_.policy == Policy::kStaticGang ? roles[r].max_replicas : roles[r].min_replicas;
+    if (job.bound_in_role[r] < minimum) {
+      running = false;
+    }
+  }
+  if (running && !job.running) {
+    if (job.start < 0) {
+      job.start = now;
+    }
+    job.work.Resize(now, job.held_gpus, now);
+  } else if (running && job.work.gpus() != job.held_gpus) {
+    ++job.resizes;
+    job.work.Resize(now, job.held_gpus, now + options_.resize_pause_seconds);
+  } else if (!running && job.running) {
+    job.work.Resize(now, 0, now);
+  }
+  job.running = running;
+}
+
+void Replayer::ApplyPlacement(const sched::PodInfo* pod) {
+  auto it = member_by_pod_.find(pod);
+  if (it == member_by_pod_.end()) {
+    return;
+  }
+  Job& job = jobs_[it->second.first];
+  Member& member = job.members[it->second.second];
+  if (member.bound) {
+    return;
+  }
+  member.bound = true;
+  ++job.bound_in_role[member.role];
+  job.held_gpus += member.gpus;
+}
+
+void Replayer::RunPolicyCycle(double now, std::vector<size_t> job_indices, bool fifo) {
+  std::vector<const sched::PodInfo*> pending;
+  for (size_t j : job_indices) {
+    for (const Member& member : jobs_[j].members) {
+      if (!member.bound) {
+        pending.push_back(member.pod.get());
+      }
+    }
+  }
+  if (pending.empty()) {
+    return;
+  }
+  auto wall_start = std::chrono::steady_clock::now();
+  std::vector<sched::PodGroup> groups = sched::BuildGroups(pending, snapshot_);
+  sched::PolicyCycleResult cycle = sched::PlanCycleWithPolicies(
+      snapshot_, std::move(groups), policy_, planner_, ToTimestamp(now), state_, start_slot_);
+  result_.planning_wall_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  ++result_.cycles;
+  result_.decisions += static_cast<int64_t>(cycle.decisions.size());
+  state_ = std::move(cycle.state);
+  start_slot_ = cycle.next_start_slot;
+
+  std::set<size_t> placed_jobs;
+  for (const sched::PolicyDecision& decision : cycle.decisions) {
+    if (!decision.plan.placed()) {
+      continue;
+    }
+    for (const sched::Assignment& assignment : decision.plan.assignments) {
+      auto it = member_by_pod_.find(assignment.pod);
+      if (it != member_by_pod_.end()) {
+        placed_jobs.insert(it->second.first);
+      }
+    }
+  }
+  if (fifo) {
+    // Strict FIFO: nothing behind the first job that did not start may start.
+    // The cycle backfills, so its placements past that job are taken back.
+    bool blocked = false;
+    for (size_t j : job_indices) {
+      if (!blocked && placed_jobs.contains(j)) {
+        continue;
+      }
+      blocked = true;
+      if (placed_jobs.erase(j) > 0) {
+        for (const sched::PolicyDecision& decision : cycle.decisions) {
+          if (decision.group.name != jobs_[j].name) {
+            continue;
+          }
+          for (const sched::Assignment& assignment : decision.plan.assignments) {
+            (void)snapshot_.RemovePod(assignment.pod->namespace_name, assignment.pod->name);
+          }
+        }
+      }
+    }
+  }
+  for (const sched::PolicyDecision& decision : cycle.decisions) {
+    if (!decision.plan.placed()) {
+      continue;
+    }
+    for (const sched::Assignment& assignment : decision.plan.assignments) {
+      auto it = member_by_pod_.find(assignment.pod);
+      if (it != member_by_pod_.end() && placed_jobs.contains(it->second.first)) {
+        ApplyPlacement(assignment.pod);
+      }
+    }
+  }
+  for (const sched::Eviction& eviction : cycle.evictions) {
+    auto it = member_by_name_.find(eviction.name);
+    if (it == member_by_name_.end()) {
+      continue;
+    }
+    Member& member = jobs_[it->second.first].members[it->second.second];
+    if (!member.bound || member.leaving) {
+      continue;
+    }
+    member.leaving = true;
+    ++result_.evictions;
+    removals_.push(
+        Removal{now + options_.eviction_grace_seconds, it->second.first, it->second.second});
+  }
+  for (size_t j : placed_jobs) {
+    UpdateRunning(j, now);
+  }
+}
+
+void Replayer::RunCycles(double now) {
+  bool freed = std::exchange(capacity_freed_, false);
+  std::vector<size_t> arrived = std::move(arrived_);
+  arrived_.clear();
+  if (options_.policy == Policy::kPodGreedy) {
+    // Pods placed one by one with no reclaim, growth or reservations: after
+    // arrivals alone, the pods that were pending before still fit nowhere
+    // (capacity only shrank since they last failed) and go before the
+    // newcomers, so planning just the newcomers places the same pods for a
+    // fraction of the work. (Not done for elastic-gang: there the planner's
+    // rotating scan start breaks ties between equal nodes differently.)
+    RunPolicyCycle(now, freed ? active_ : arrived, false);
+    return;
+  }
+  if (options_.policy != Policy::kStaticGang) {
+    RunPolicyCycle(now, active_, false);
+    return;
+  }
+  // static-gang: windows of the FIFO queue until one does not start entirely.
+  while (true) {
+    std::vector<size_t> window;
+    for (size_t j : active_) {
+      if (!jobs_[j].running && window.size() < static_cast<size_t>(options_.fifo_window)) {
+        window.push_back(j);
+      }
+    }
+    if (window.empty()) {
+      return;
+    }
+    RunPolicyCycle(now, window, true);
+    for (size_t j : window) {
+      if (!jobs_[j].running) {
+        return;
+      }
+    }
+  }
+}
+
+void Replayer::Record(double now) {
+  TimelinePoint point;
+  point.time = now;
+  for (size_t j : active_) {
+    const Job& job = jobs_[j];
+    if (job.running) {
+      point.busy_gpus += job.held_gpus;
+      ++point.running_jobs;
+    } else {
+      point.partial_gpus += job.held_gpus;
+      ++point.waiting_jobs;
+    }
+  }
+  std::vector<TimelinePoint>& timeline = result_.timeline;
+  if (!timeline.empty() && timeline.back().time == now) {
+    timeline.back() = point;
+  } else if (timeline.empty() || timeline.back().busy_gpus != point.busy_gpus ||
+             timeline.back().partial_gpus != point.partial_gpus ||
+             timeline.back().waiting_jobs != point.waiting_jobs ||
+             timeline.back().running_jobs != point.running_jobs) {
+    timeline.push_back(point);
+  }
+}
+
+Result<ReplayResult> Replayer::Run() {
+  if (Status status = BuildCluster(); !status.ok()) {
+    return status;
+  }
+  BuildJobs();
+  policy_ = MakePolicyConfig();
+  if (Status status = sched::ValidatePolicyConfig(policy_); !status.ok()) {
+    return status;
+  }
+  result_.policy = options_.policy;
+  result_.cluster_gpus = options_.gpus / options_.gpus_per_node * options_.gpus_per_node;
+  result_.jobs.resize(trace_.size());
+  for (size_t j = 0; j < trace_.size(); ++j) {
+    JobRecord& record = result_.jobs[j];
+    record.id = trace_[j].id;
+    record.queue = trace_[j].queue;
+    record.min_gpus =
+        options_.policy == Policy::kStaticGang ? trace_[j].MaxGpus() : trace_[j].MinGpus();
+    record.max_gpus = trace_[j].MaxGpus();
+    record.submit = trace_[j].submit_seconds;
+  }
+  while (true) {
+    double next = NextEventTime();
+    if (next == kInfinity) {
+      break;
+    }
+    AdvanceTo(std::max(next, now_));
+    ProcessEvents(now_);
+    if (dirty_) {
+      RunCycles(now_);
+      dirty_ = false;
+    }
+    Record(now_);
+  }
+  result_.end_time = now_;
+  result_.stuck_jobs = static_cast<int64_t>(active_.size());
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    const Job& job = jobs_[j];
+    JobRecord& record = result_.jobs[j];
+    record.start = job.start;
+    record.finish = job.finish;
+    record.resizes = job.resizes;
+    record.evicted_members = job.evicted_members;
+    if (job.start >= 0) {
+      double end = job.finish >= 0 ? job.finish : now_;
+      if (end > job.start) {
+        record.mean_gpus_running = record.gpu_seconds_held / (end - job.start);
+      }
+    }
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+std::string_view PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kPodGreedy:
+      return "pod-greedy";
+    case Policy::kStaticGang:
+      return "static-gang";
+    case Policy::kElasticGang:
+      return "elastic-gang";
+    case Policy::kElasticReclaim:
+      return "elastic-reclaim";
+  }
+  return "unknown";
+}
+
+const std::vector<Policy>& AllPolicies() {
+  static const std::vector<Policy> kAll = {Policy::kPodGreedy, Policy::kStaticGang,
+                                           Policy::kElasticGang, Policy::kElasticReclaim};
+  return kAll;
+}
+
+Result<Policy> ParsePolicy(std::string_view name) {
+  for (Policy policy : AllPolicies()) {
+    if (PolicyName(policy) == name) {
+      return policy;
+    }
+  }
+  return InvalidArgument("unknown policy \"" + std::string(name) +
+                         "\"; expected pod-greedy, static-gang, elastic-gang, elastic-reclaim "
+                         "or all");
+}
+
+double DrainRate(int64_t gpus, int64_t max_gpus, double exponent) {
+  if (gpus <= 0 || max_gpus <= 0) {
+    return 0;
+  }
+  double share = static_cast<double>(gpus) / static_cast<double>(max_gpus);
+  return static_cast<double>(max_gpus) * std::pow(share, exponent);
+}
+
+JobWork::JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent)
+    : remaining_(work_gpu_seconds), max_gpus_(max_gpus), exponent_(exponent) {}
+
+double JobWork::rate() const {
+  return DrainRate(gpus_, max_gpus_, exponent_);
+}
+
+void JobWork::AdvanceTo(double now) {
+  double from = std::max(last_update_, pause_until_);
+  if (now > from) {
+    remaining_ = std::max(0.0, remaining_ - rate() * (now - from));
+  }
+  last_update_ = std::max(last_update_, now);
+}
+
+void JobWork::Resize(double now, int64_t gpus, double pause_until) {
+  AdvanceTo(now);
+  gpus_ = gpus;
+  pause_until_ = std::max(pause_until, now);
+}
+
+double JobWork::FinishTime() const {
+  double current = rate();
+  if (current <= 0) {
+    return kInfinity;
+  }
+  return std::max(last_update_, pause_until_) + remaining_ / current;
+}
+
+Status ValidateReplayOptions(const ReplayOptions& options) {
+  if (options.gpus_per_node <= 0) {
+    return InvalidArgument("gpus per node: must be positive");
+  }
+  if (options.gpus < options.gpus_per_node) {
+    return InvalidArgument("gpus: must be at least the GPUs of one node (" +
+                           std::to_string(options.gpus_per_node) + ")");
+  }
+  if (!(options.speedup_exponent > 0 && options.speedup_exponent <= 1)) {
+    return InvalidArgument("speedup exponent: must be in (0, 1]");
+  }
+  if (!(options.eviction_grace_seconds >= 0) || !(options.resize_pause_seconds >= 0)) {
+    return InvalidArgument("eviction grace and resize pause: must not be negative");
+  }
+  if (options.starvation_seconds < 0) {
+    return InvalidArgument("starvation seconds: must not be negative");
+  }
+  if (options.fifo_window <= 0) {
+    return InvalidArgument("fifo window: must be positive");
+  }
+  return Status::Ok();
+}
+
+Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptions& options) {
+  if (Status status = ValidateReplayOptions(options); !status.ok()) {
+    return status;
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (Status status = ValidateJob(jobs[i]); !status.ok()) {
+      return InvalidArgument("job " + jobs[i].id + ": " + status.message());
+    }
+    if (i > 0 && jobs[i].submit_seconds < jobs[i - 1].submit_seconds) {
+      return InvalidArgument("jobs must be sorted by submit time");
+    }
+    // A job that can never start would stall strict FIFO for good: refuse it.
+    for (const TraceRole& role : jobs[i].roles) {
+      if (role.gpus_per_member > options.gpus_per_node) {
+        return InvalidArgument("job " + jobs[i].id + ": role " + role.name + " wants " +
+                               std::to_string(role.gpus_per_member) +
+                               " GPUs per member, a node has " +
+                               std::to_string(options.gpus_per_node));
+      }
+    }
+    int64_t needed = options.policy == Policy::kStaticGang ? jobs[i].MaxGpus() : jobs[i].MinGpus();
+    if (needed > options.gpus) {
+      return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
+                             " GPUs to start under " + std::string(PolicyName(options.policy)) +
+                             ", the cluster has " + std::to_string(options.gpus));
+    }
+  }
+  Replayer replayer(jobs, options);
+  return replayer.Run();
+}
+
+}  // namespace hybridjob::sim::trace

@@ -1,0 +1,94 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/sim/trace/report.h>
+
+namespace hybridjob::sim::trace {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+JobRecord Record(std::string id, double submit, double start, double finish) {
+  JobRecord record;
+  record.id = std::move(id);
+  record.queue = "q";
+  record.min_gpus = 1;
+  record.max_gpus = 2;
+  record.submit = submit;
+  record.start = start;
+  record.finish = finish;
+  return record;
+}
+
+ReplayResult Result() {
+  ReplayResult result;
+  result.policy = Policy::kElasticGang;
+  result.cluster_gpus = 8;
+  for (int i = 0; i < 20; ++i) {
+    // JCTs 10, 20, ..., 200; waits 1, 2, ..., 20.
+    double submit = i;
+    result.jobs.push_back(
+        Record("j" + std::to_string(i), submit, submit + (i + 1), submit + 10.0 * (i + 1)));
+  }
+  result.jobs.push_back(Record("never", 5, -1, -1));
+  result.busy_gpu_seconds = 8 * 219.0 * 0.5;  // half the cluster over the makespan
+  result.partial_gpu_seconds = 7200;
+  result.waiting_seconds = 100;
+  result.busy_gpu_seconds_while_waiting = 8 * 100 * 0.75;
+  result.decisions = 500;
+  result.planning_wall_seconds = 0.25;
+  result.end_time = 219;
+  result.timeline = {TimelinePoint{0, 4, 0, 3, 1}, TimelinePoint{100, 8, 0, 0, 2}};
+  return result;
+}
+
+TEST(ReportTest, SummarizesAReplay) {
+  PolicySummary summary = Summarize(Result());
+  EXPECT_EQ(summary.policy, "elastic-gang");
+  EXPECT_EQ(summary.jobs, 21);
+  EXPECT_EQ(summary.finished, 20);
+  EXPECT_DOUBLE_EQ(summary.avg_jct_seconds, 105);
+  EXPECT_DOUBLE_EQ(summary.p95_jct_seconds, 190);  // nearest rank: the 19th of 20
+  EXPECT_DOUBLE_EQ(summary.avg_wait_seconds, 10.5);
+  EXPECT_DOUBLE_EQ(summary.makespan_seconds, 219);  // j19: submit 19, finish 219
+  EXPECT_DOUBLE_EQ(summary.gpu_util, 0.5);
+  EXPECT_DOUBLE_EQ(summary.gpu_util_while_waiting, 0.75);
+  EXPECT_DOUBLE_EQ(summary.idle_gpu_hours_while_waiting, 8 * 100 * 0.25 / 3600);
+  EXPECT_DOUBLE_EQ(summary.partial_gang_gpu_hours, 2);
+  EXPECT_DOUBLE_EQ(summary.decisions_per_second, 2000);
+}
+
+TEST(ReportTest, SummaryCsvHasTheContractHeader) {
+  std::string csv = SummaryCsv({Summarize(Result())});
+  EXPECT_THAT(csv, StartsWith("policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,"
+                              "gpu_util,partial_gang_gpu_hours,decisions_per_s\n"
+                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000\n"));
+}
+
+TEST(ReportTest, JobsCsvLeavesWhatNeverHappenedEmpty) {
+  std::string csv = JobsCsv({Result()});
+  EXPECT_THAT(csv, StartsWith("policy,job,queue,min_gpus,max_gpus,submit_s,start_s,finish_s,"
+                              "wait_s,jct_s,mean_gpus,resizes,evicted_members,partial_gpu_s\n"));
+  EXPECT_THAT(csv, HasSubstr("elastic-gang,j0,q,1,2,0.000,1.000,10.000,1.000,10.000,"));
+  EXPECT_THAT(csv, HasSubstr("elastic-gang,never,q,1,2,5.000,,,,,"));
+}
+
+TEST(ReportTest, TimelineSvgHasOneLinePerPolicyAndChart) {
+  ReplayResult other = Result();
+  other.policy = Policy::kStaticGang;
+  std::string svg = TimelineSvg({Result(), other});
+  EXPECT_THAT(svg, StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4u);
+  EXPECT_THAT(svg, HasSubstr(">static-gang</text>"));
+  EXPECT_THAT(svg, HasSubstr(">elastic-gang</text>"));
+}
+
+}  // namespace
+}  // namespace hybridjob::sim::trace
