@@ -8,6 +8,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/time.h>
 #include <hybridjob/api/validation.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/cluster_spec.h>
@@ -375,7 +376,30 @@ class Planner {
     if (taken_names_.count(name) != 0) {
       return;
     }
-    creates_.push_back(BuildMemberPod(job_, role, index, options_));
+    if (!membership_) {
+      creates_.push_back(BuildMemberPod(job_, role, index, options_));
+      return;
+    }
+    // A replacement tells the scheduler the gang's shape as it now stands.
+    // Members that already succeeded are no longer pods it sees, so they
+    // count toward the minimum; and a job that never grows is complete with
+    // its membership, rather than waiting for indices that will never come.
+    api::HybridJob shaped = job_;
+    for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
+      int32_t succeeded = 0;
+      for (const auto& [key, pod] : own_) {
+        succeeded += key.first == spec.name && !pod->terminating &&
+                             pod->phase == PodPhase::kSucceeded && IsMember(key.first, key.second)
+                         ? 1
+                         : 0;
+      }
+      if (!LearnsMembershipLive(job_.spec.framework)) {
+        spec.max_replicas = membership_->Count(spec.name);
+      }
+      spec.min_replicas =
+          std::max(0, std::min(spec.min_replicas, spec.EffectiveMaxReplicas()) - succeeded);
+    }
+    creates_.push_back(BuildMemberPod(shaped, *shaped.spec.FindRole(role.name), index, options_));
   }
 
   std::optional<std::string> SuccessPolicyMet() const {
@@ -460,6 +484,10 @@ class Planner {
   // bound pod right after the last member joins. Frameworks that read their
   // cluster spec only at start restart every member with the new one.
   void FollowScheduler() {
+    if (!LearnsMembershipLive(job_.spec.framework) && EvictionsStillArriving()) {
+      settling_ = true;  // and no member comes back meanwhile
+      return;
+    }
     Membership next = *membership_;
     std::string changes;
     for (auto& [role_name, count] : next.counts) {
@@ -512,12 +540,36 @@ class Planner {
     membership_events_.push_back(message);
   }
 
+  // The scheduler marks a cycle's victims one pod at a time: a job that
+  // restarts on every new membership waits until the marks settle, so it
+  // restarts once per reclaim rather than once per victim.
+  bool EvictionsStillArriving() {
+    constexpr seconds kSettle(3);
+    std::optional<api::TimePoint> latest;
+    for (const auto& [key, pod] : own_) {
+      if (!pod->disrupted || pod->disrupted_at.empty()) {
+        continue;
+      }
+      if (std::optional<api::TimePoint> at = api::ParseTime(pod->disrupted_at)) {
+        latest = latest ? std::max(*latest, *at) : *at;
+      }
+    }
+    if (!latest || now_ >= *latest + kSettle) {
+      return false;
+    }
+    Requeue(std::chrono::duration_cast<seconds>(*latest + kSettle - now_));
+    return true;
+  }
+
   static bool LearnsMembershipLive(api::Framework framework) {
     return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
   }
 
   // Members without a pod get one back, once the restart backoff has passed.
   void CreateMissingMembers() {
+    if (settling_) {
+      return;
+    }
     if (status_.last_restart_time) {
       if (std::optional<api::TimePoint> last = api::ParseTime(*status_.last_restart_time)) {
         const api::TimePoint ready = *last + RestartBackoff(status_.restart_count, options_);
@@ -532,8 +584,13 @@ class Planner {
         CreateIfAbsent(role, i);
       }
     }
-    // Elastic roles keep a pending pod for every index up to maxReplicas: the
-    // scheduler binds them when capacity is idle, and the job grows.
+    // Elastic roles of frameworks that learn their membership live keep a
+    // pending pod for every index up to maxReplicas: the scheduler binds them
+    // when capacity is idle, and the job grows. Growing the others would
+    // restart every member each time, so they only ever shrink.
+    if (!LearnsMembershipLive(job_.spec.framework)) {
+      return;
+    }
     for (const api::ReplicaSpec& role : job_.spec.replica_specs) {
       for (int32_t i = membership_->Count(role.name); i < role.EffectiveMaxReplicas(); ++i) {
         CreateIfAbsent(role, i);
@@ -541,16 +598,20 @@ class Planner {
     }
   }
 
-  // A pod that may still join its role: an elastic role's index below max.
+  // A pod that may still join its role: an elastic role's index below max,
+  // in a job that can grow.
   bool MayGrowInto(const std::string& role_name, int32_t index) const {
     const api::ReplicaSpec* role = job_.spec.FindRole(role_name);
-    return role != nullptr && role->min_replicas < role->EffectiveMaxReplicas() &&
+    return LearnsMembershipLive(job_.spec.framework) && role != nullptr &&
+           role->min_replicas < role->EffectiveMaxReplicas() &&
            index < role->EffectiveMaxReplicas();
   }
 
   void DeleteSurplus() {
     for (const auto& [key, pod] : own_) {
-      if (!pod->terminating && !IsMember(key.first, key.second) &&
+      // A member being evicted is the Eviction API's to remove (budgets,
+      // grace period).
+      if (!pod->terminating && !pod->disrupted && !IsMember(key.first, key.second) &&
           !MayGrowInto(key.first, key.second)) {
         deletes_.push_back({pod->name, pod->uid, "surplus"});
         ++surplus_deleted_;
@@ -895,6 +956,7 @@ class Planner {
   int32_t surplus_deleted_ = 0;
   std::vector<std::string> membership_events_;
   std::string membership_restart_;  // why every member restarts, if it does
+  bool settling_ = false;           // evictions still arriving: hold still
   bool delete_job_ = false;
   std::optional<seconds> requeue_;
 };

@@ -427,9 +427,7 @@ void GangScheduler::RunOneCycle() {
                       "gang " + decision.group_name + " waits: " + decision.reason);
     }
   }
-  for (const auto& eviction : evictions) {
-    CarryOut(eviction);
-  }
+  CarryOut(evictions);
   // Forget what was said of groups that are gone.
   if (reported_.size() > decisions.size()) {
     std::unordered_map<std::string, std::string> kept;
@@ -447,14 +445,23 @@ void GangScheduler::RunOneCycle() {
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started).count();
 }
 
-void GangScheduler::CarryOut(const Eviction& eviction) {
+void GangScheduler::CarryOut(const std::vector<Eviction>& evictions) {
+  // Every victim's condition first, then the evictions: the controller must
+  // never see a member terminating without knowing why, and sees a cycle's
+  // victims together (a job that restarts on a new membership restarts once).
+  for (const auto& eviction : evictions) {
+    MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, true,
+                     eviction.cause == EvictionCause::kReclaim ? "ReclaimedByGangScheduler"
+                                                               : "PreemptedByGangScheduler",
+                     eviction.message);
+  }
+  for (const auto& eviction : evictions) {
+    Evict(eviction);
+  }
+}
+
+void GangScheduler::Evict(const Eviction& eviction) {
   const std::string cause(EvictionCauseName(eviction.cause));
-  // First the condition, then the eviction: the controller must never see
-  // the member terminating without knowing why.
-  MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, true,
-                   eviction.cause == EvictionCause::kReclaim ? "ReclaimedByGangScheduler"
-                                                             : "PreemptedByGangScheduler",
-                   eviction.message);
   Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid);
   Member victim{eviction.namespace_name, eviction.name, eviction.uid, eviction.node_name};
   if (status.ok() || k8s::IsNotFound(status)) {

@@ -390,7 +390,7 @@ TEST_F(JobControllerTest, CreatesMemberPodsServiceAndClaimsForATensorflowJob) {
   EXPECT_TRUE(WaitFor([&] { return HasEvent("tf", "Created", "Normal"); }));
 }
 
-TEST_F(JobControllerTest, KeepsLeftOutPodsPendingAndWritesTheClusterSpecOfTheBoundMembers) {
+TEST_F(JobControllerTest, DeletesSurplusPodsAndWritesTheClusterSpecOfTheBoundMembers) {
   ASSERT_NO_FATAL_FAILURE(StartController());
   CreateJob(NewJob("el", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 4)})));
   ASSERT_TRUE(WaitFor([&] { return PodNames("el").size() == 5; })) << Describe("el");
@@ -401,6 +401,9 @@ TEST_F(JobControllerTest, KeepsLeftOutPodsPendingAndWritesTheClusterSpecOfTheBou
   ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-2"));
   ASSERT_NO_FATAL_FAILURE(MarkSurplus("el-worker-3"));
 
+  ASSERT_TRUE(WaitFor([&] {
+    return PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"});
+  })) << Describe("el");
   ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::ConfigMaps(), "el-cluster"); }));
   const json config_map = *client_->Get(k8s::resources::ConfigMaps(), ns(), "el-cluster");
   EXPECT_EQ(json::parse(config_map["metadata"]["annotations"][std::string(api::kMembersAnnotation)]
@@ -416,11 +419,9 @@ TEST_F(JobControllerTest, KeepsLeftOutPodsPendingAndWritesTheClusterSpecOfTheBou
   EXPECT_EQ(ReplicaStatus("el", "worker").value("members", -1), 2);
   EXPECT_EQ(ReplicaStatus("el", "worker").value("scheduled", -1), 2);
   EXPECT_EQ(ReplicaStatus("el", "ps").value("members", -1), 1);
-  // The pods left out stay pending: the scheduler may grow the job into them.
+  // The surplus stays gone: members are never re-created beyond the gang.
   std::this_thread::sleep_for(1500ms);
-  EXPECT_TRUE(PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1", "el-worker-2",
-                             "el-worker-3"}))
-      << Describe("el");
+  EXPECT_TRUE(PodsAre("el", {"el-ps-0", "el-worker-0", "el-worker-1"})) << Describe("el");
 }
 
 // The gang scheduler's reclaim and growth as the controller sees them: a

@@ -126,17 +126,21 @@ TEST(ControllerPlannerTest, WaitsQuietlyWhilePlacementIsIncomplete) {
   EXPECT_EQ(status.FindReplicaStatus("worker")->members, 0);
 }
 
-TEST(ControllerPlannerTest, LeftOutPodsWaitToGrowAndTheClusterSpecListsBoundMembers) {
+TEST(ControllerPlannerTest, SurplusIsDeletedAndTheClusterSpecListsBoundMembers) {
   FakeCluster cluster(TfJob());
   cluster.Step(T0());
   Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
   Plan plan = cluster.Step(T0() + seconds(3));
 
-  // worker-2 and worker-3 stay pending: the scheduler binds them when GPUs
-  // are idle, and the job grows.
-  EXPECT_TRUE(DeletedPods(plan).empty());
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "surplus");
+    EXPECT_FALSE(removal.uid.empty());
+  }
   EXPECT_TRUE(CreatedPods(plan).empty());
   ASSERT_EQ(ActionsOf<CreateConfigMap>(plan).size(), 1u);
+  EXPECT_LT(IndexOf<CreateConfigMap>(plan), IndexOf<DeletePod>(plan))
+      << "the membership is recorded before surplus pods go";
 
   const json config_map = ActionsOf<CreateConfigMap>(plan)[0].config_map;
   EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");
@@ -157,7 +161,7 @@ TEST(ControllerPlannerTest, LeftOutPodsWaitToGrowAndTheClusterSpecListsBoundMemb
   EXPECT_EQ(status.phase, JobPhase::kRunning);
   EXPECT_TRUE(status.HasTrueCondition("Scheduled"));
   EXPECT_THAT(status.FindCondition("Scheduled")->message,
-              HasSubstr("gang placed: ps 1/1 worker 2/4"));
+              HasSubstr("ps 1/1 worker 2/4; deleting 2 surplus pods"));
   EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
   EXPECT_EQ(status.FindReplicaStatus("worker")->scheduled, 2);
   EXPECT_EQ(status.FindReplicaStatus("ps")->members, 1);
@@ -165,10 +169,9 @@ TEST(ControllerPlannerTest, LeftOutPodsWaitToGrowAndTheClusterSpecListsBoundMemb
   EXPECT_THAT(EventReasons(plan), ElementsAre("Scheduled", "Running"));
 }
 
-TEST(ControllerPlannerTest, ElasticRoleKeepsAPendingPodForEveryIndexUpToMax) {
+TEST(ControllerPlannerTest, SurplusIsNeverRecreated) {
   FakeCluster cluster = PlacedTfJob();
-  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
-                                              "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
   EXPECT_EQ(cluster.Status().ready_members, "3/3");
   for (int minute = 1; minute <= 3; ++minute) {
     EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::minutes(minute)).actions, IsEmpty());
@@ -216,6 +219,8 @@ TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
 }
 
+// A PyTorch job placed with all four workers; then the scheduler reclaims two
+// for a waiting job and later grows it back.
 // A PyTorch job placed with all four workers; then the scheduler reclaims two
 // for a waiting job and later grows it back.
 TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
@@ -307,8 +312,40 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
   // The members come back, reading the new cluster spec.
   cluster.RemovePod("mnist-worker-2");
   plan = cluster.Step(T0() + seconds(11));
-  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0",
-                                                      "mnist-worker-1", "mnist-worker-2"));
+  EXPECT_THAT(CreatedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"))
+      << "worker-2 left the job; it never grows back, since that would restart it again";
+  // The restarted gang is complete with these pods: its shape is the membership.
+  const json group_spec = json::parse(cluster.Pod("mnist-worker-0")["metadata"]["annotations"]
+                                          [std::string(api::kGroupSpecAnnotation)]
+                                              .get<std::string>());
+  EXPECT_EQ(group_spec["roles"][1], json({{"name", "worker"}, {"min", 2}, {"max", 2},
+                                          {"priority", 0}}));
+}
+
+TEST(ControllerPlannerTest, RestartOnShrinkWaitsForTheVictimsToSettle) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["minReplicas"] = 1;
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  // One cycle's two victims: worker-2 already evicted and gone, worker-1
+  // marked a moment later.
+  cluster.RemovePod("mnist-worker-2");
+  cluster.MarkDisrupted("mnist-worker-1");
+  cluster.PodRef("mnist-worker-1")["status"]["conditions"][0]["lastTransitionTime"] =
+      api::FormatTime(T0() + seconds(10));
+  Plan plan = cluster.Reconcile(T0() + seconds(11));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "more victims of the same cycle may follow";
+  EXPECT_TRUE(CreatedPods(plan).empty()) << "an evicted member does not come back meanwhile";
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_LE(*plan.requeue_after, seconds(2));
+  plan = cluster.Reconcile(T0() + seconds(13));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0"))
+      << "one restart for both victims";
+  cluster.Apply(plan);
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 1);
 }
 
 TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
@@ -326,6 +363,22 @@ TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
   Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
   cluster.Step(T0() + seconds(5));
   EXPECT_FALSE(cluster.Status().HasTrueCondition("Queued"));
+}
+
+TEST(ControllerPlannerTest, PodsLeftOutOfALiveFrameworkWaitToGrowIt) {
+  json object = TfJob();
+  object["spec"]["framework"] = "generic";
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  Plan plan = cluster.Step(T0() + seconds(3));
+  EXPECT_TRUE(DeletedPods(plan).empty()) << "worker-2 and worker-3 may still be bound";
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+  for (int minute = 1; minute <= 3; ++minute) {
+    EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::minutes(minute)).actions, IsEmpty());
+  }
+  EXPECT_EQ(cluster.PodNames().size(), 5u);
 }
 
 TEST(ControllerPlannerTest, PlacementBelowAMinimumIsNotCommitted) {
@@ -400,9 +453,7 @@ TEST(ControllerPlannerTest, SuccessDeletesTheParameterServers) {
   cluster.Exit("mnist-worker-1", 0);
   Plan plan = cluster.Step(T0() + seconds(60));
 
-  // The parameter server, and the pods that were waiting to grow the job.
-  EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
   EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "cleanup");
   EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-worker-0", "mnist-worker-1"));
   api::HybridJobStatus status = cluster.Status();
@@ -427,8 +478,7 @@ TEST(ControllerPlannerTest, CleanPodPolicyAllAndNone) {
   cluster.Exit("mnist-worker-1", 0);
   Plan plan = cluster.Step(T0() + seconds(60));
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
-                                   "mnist-worker-2", "mnist-worker-3"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 2) << "counted before cleanup";
 
   json none = TfJob();
@@ -437,8 +487,7 @@ TEST(ControllerPlannerTest, CleanPodPolicyAllAndNone) {
   kept.Exit("mnist-worker-0", 0);
   kept.Exit("mnist-worker-1", 0);
   plan = kept.Step(T0() + seconds(60));
-  // Unbound pods always go; members stay.
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-2", "mnist-worker-3"));
+  EXPECT_TRUE(DeletedPods(plan).empty());
   EXPECT_EQ(kept.Status().phase, JobPhase::kSucceeded);
 }
 
@@ -476,8 +525,7 @@ TEST(ControllerPlannerTest, ChiefDecidesSuccess) {
   Plan plan = cluster.Step(T0() + seconds(10));
   EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
-                                   "mnist-worker-2", "mnist-worker-3"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
 }
 
 TEST(ControllerPlannerTest, FailedWorkerIsRecreatedWithTheSameIndex) {
@@ -542,8 +590,7 @@ TEST(ControllerPlannerTest, RestartPolicyNeverFailsTheJob) {
               HasSubstr("mnist-ps-0 failed with exit code 2; role ps has restartPolicy Never"));
   EXPECT_EQ(status.FindReplicaStatus("ps")->failed, 1);
   // cleanPodPolicy Running: the running workers stop, the failed pod stays for its logs.
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1",
-                                                      "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
   EXPECT_THAT(EventReasons(plan), ElementsAre("MemberFailed"));
   EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
 }
@@ -626,7 +673,7 @@ TEST(ControllerPlannerTest, CrashLoopEndsAtTheBackoffLimit) {
     cluster.Bind("mnist-worker-0");
     cluster.Run("mnist-worker-0");
     cluster.Step(now);
-    EXPECT_LE(cluster.PodNames().size(), 5u) << "dead pods never pile up";
+    EXPECT_LE(cluster.PodNames().size(), 3u) << "dead pods never pile up";
   }
   EXPECT_THAT(waits, ElementsAre(seconds(10), seconds(20), seconds(40)));
   EXPECT_EQ(cluster.Status().restart_count, 3);
@@ -656,8 +703,7 @@ TEST(ControllerPlannerTest, DeadlineStopsEverything) {
   EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
   EXPECT_EQ(cluster.Status().FindCondition("Failed")->reason, "DeadlineExceeded");
   EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
-                                   "mnist-worker-2", "mnist-worker-3"));
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
   EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "deadline");
   EXPECT_THAT(EventReasons(plan), ElementsAre("DeadlineExceeded"));
   EXPECT_THAT(cluster.PodNames(), IsEmpty());
@@ -872,7 +918,10 @@ TEST(ControllerPlannerTest, WholeLifeConvergesAndEveryStepIsIdempotent) {
     // The scheduler fits the lead and three of five workers.
     Place(cluster, {"mnist-" + lead + "-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
     cluster.Step(now += seconds(1));
-    EXPECT_EQ(cluster.PodNames().size(), 6u) << "two pending workers may grow the job";
+    // Frameworks that learn a new membership live keep the two left-out
+    // workers pending, to grow into; the others delete them.
+    const bool live = std::string(framework) == "pytorch" || std::string(framework) == "generic";
+    EXPECT_EQ(cluster.PodNames().size(), live ? 6u : 4u);
     RunAll(cluster);
     cluster.Step(now += seconds(1));
     EXPECT_EQ(cluster.Status().ready_members, "4/4");
