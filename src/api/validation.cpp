@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -35,6 +37,52 @@ bool IsAbsolutePath(std::string_view path) {
 bool HasControlOrSpace(std::string_view text) {
   return std::any_of(text.begin(), text.end(),
                      [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; });
+}
+
+bool IsAlphanumeric(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// A label value or the name part of a qualified name: at most 63 of
+// [-_.A-Za-z0-9], starting and ending with a letter or digit.
+bool IsQualifiedNamePart(std::string_view value) {
+  if (value.empty() || value.size() > kMaxDnsLabelLength || !IsAlphanumeric(value.front()) ||
+      !IsAlphanumeric(value.back())) {
+    return false;
+  }
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return IsAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// A label or annotation key: [prefix/]name, the prefix a DNS subdomain.
+bool IsQualifiedName(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return IsQualifiedNamePart(key);
+  }
+  return IsDns1123Subdomain(key.substr(0, slash)) && IsQualifiedNamePart(key.substr(slash + 1));
+}
+
+bool IsLabelValue(std::string_view value) {
+  return value.empty() || IsQualifiedNamePart(value);
+}
+
+// A quantity as the API server takes it (a string or a number), in
+// thousandths; saturated for values too large for that (exabytes).
+Result<int64_t> QuantityMilli(const json& value) {
+  if (!value.is_string() && !value.is_number()) {
+    return Status(StatusCode::kInvalidArgument, "must be a string or a number");
+  }
+  const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  Result<int64_t> milli = ParseQuantityMilli(text);
+  if (milli.ok()) {
+    return milli;
+  }
+  Result<int64_t> whole = ParseQuantity(text);
+  if (!whole.ok()) {
+    return whole.status();
+  }
+  return *whole < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
 }
 
 class Validator {
@@ -171,6 +219,9 @@ class Validator {
         pod_spec = &*it;
       }
     }
+    if (pod_template.is_object() && pod_template.contains("metadata")) {
+      CheckTemplateMetadata(pod_template["metadata"], template_path + ".metadata");
+    }
     if (pod_spec == nullptr) {
       Add(template_path + ".spec.containers",
           "required: a pod template with at least one container");
@@ -232,6 +283,119 @@ class Validator {
     }
   }
 
+  // The template's labels and annotations go onto every member pod, which the
+  // API server would refuse if they were malformed.
+  void CheckTemplateMetadata(const json& metadata, const std::string& path) {
+    if (!metadata.is_object()) {
+      Add(path, "must be an object");
+      return;
+    }
+    for (const char* field : {"labels", "annotations"}) {
+      auto entries = metadata.find(field);
+      if (entries == metadata.end() || entries->is_null()) {
+        continue;
+      }
+      const std::string entries_path = path + "." + field;
+      if (!entries->is_object()) {
+        Add(entries_path, "must be a map of strings");
+        continue;
+      }
+      for (const auto& [key, value] : entries->items()) {
+        if (!IsQualifiedName(key)) {
+          Add(entries_path, "key " + Quoted(key) +
+                                " must be a qualified name: [prefix/]name, the name at most 63 "
+                                "letters, digits, '-', '_' or '.'");
+        }
+        if (!value.is_string()) {
+          Add(entries_path, "value of " + Quoted(key) + " must be a string");
+        } else if (std::string_view(field) == "labels" && !IsLabelValue(value.get<std::string>())) {
+          Add(entries_path, "value " + Quoted(value.get<std::string>()) + " of label " +
+                                Quoted(key) +
+                                " must be empty or at most 63 letters, digits, '-', '_' or '.', "
+                                "starting and ending with a letter or digit");
+        }
+      }
+    }
+  }
+
+  // Requests and limits must be quantities, and no request above its limit.
+  void CheckResources(const json& container, const std::string& path) {
+    auto resources = container.find("resources");
+    if (resources == container.end() || resources->is_null()) {
+      return;
+    }
+    if (!resources->is_object()) {
+      Add(path, "must be an object");
+      return;
+    }
+    std::map<std::string, int64_t> limits;
+    for (const char* kind : {"limits", "requests"}) {
+      auto entries = resources->find(kind);
+      if (entries == resources->end() || entries->is_null()) {
+        continue;
+      }
+      const std::string kind_path = path + "." + kind;
+      if (!entries->is_object()) {
+        Add(kind_path, "must be a map of resource name to quantity");
+        continue;
+      }
+      for (const auto& [name, value] : entries->items()) {
+        Result<int64_t> milli = QuantityMilli(value);
+        if (!milli.ok()) {
+          Add(kind_path, Quoted(value.is_string() ? value.get<std::string>() : value.dump()) +
+                             " for " + Quoted(name) +
+                             " is not a resource quantity such as "
+                             "\"2\", \"500m\" or \"16Gi\"");
+          continue;
+        }
+        if (*milli < 0) {
+          Add(kind_path, Quoted(name) + " must not be negative");
+        }
+        if (std::string_view(kind) == "limits") {
+          limits[name] = *milli;
+        } else if (auto limit = limits.find(name);
+                   limit != limits.end() && *milli > limit->second) {
+          Add(kind_path, Quoted(name) + " must be less than or equal to its limit");
+        }
+      }
+    }
+  }
+
+  void CheckEnvAndPorts(const json& container, const std::string& path) {
+    auto env = container.find("env");
+    if (env != container.end() && !env->is_null()) {
+      if (!env->is_array()) {
+        Add(path + ".env", "must be a list of {name, value}");
+      } else {
+        for (size_t e = 0; e < env->size(); ++e) {
+          const json& variable = (*env)[e];
+          if (!variable.is_object() || !variable.contains("name") ||
+              !variable["name"].is_string() || variable["name"].get<std::string>().empty()) {
+            Add(Indexed(path + ".env", e) + ".name", "required");
+          } else if (variable.contains("value") && !variable["value"].is_string()) {
+            Add(Indexed(path + ".env", e) + ".value", "must be a string");
+          }
+        }
+      }
+    }
+    auto ports = container.find("ports");
+    if (ports != container.end() && !ports->is_null()) {
+      if (!ports->is_array()) {
+        Add(path + ".ports", "must be a list of {containerPort, ...}");
+        return;
+      }
+      for (size_t p = 0; p < ports->size(); ++p) {
+        const json& port = (*ports)[p];
+        const json* number =
+            port.is_object() && port.contains("containerPort") ? &port["containerPort"] : nullptr;
+        if (number == nullptr || !number->is_number_integer() || number->get<int64_t>() < 1 ||
+            number->get<int64_t>() > 65535) {
+          Add(Indexed(path + ".ports", p) + ".containerPort", "must be between 1 and 65535");
+        }
+      }
+    }
+  }
+
   void CheckContainers(const json& containers, const std::string& path,
                        const std::vector<std::pair<std::string, std::string>>& injected) {
     std::set<std::string> names;
@@ -254,6 +418,8 @@ class Validator {
       if (image == container.end() || !image->is_string() || image->get<std::string>().empty()) {
         Add(container_path + ".image", "required");
       }
+      CheckResources(container, container_path + ".resources");
+      CheckEnvAndPorts(container, container_path);
       auto mounts = container.find("volumeMounts");
       if (mounts == container.end() || !mounts->is_array()) {
         continue;

@@ -385,6 +385,7 @@ class Planner {
     // count toward the minimum; and a job that never grows is complete with
     // its membership, rather than waiting for indices that will never come.
     api::HybridJob shaped = job_;
+    int32_t succeeded_members = 0;
     for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
       int32_t succeeded = 0;
       for (const auto& [key, pod] : own_) {
@@ -398,6 +399,12 @@ class Planner {
       }
       spec.min_replicas =
           std::max(0, std::min(spec.min_replicas, spec.EffectiveMaxReplicas()) - succeeded);
+      succeeded_members += succeeded;
+    }
+    if (succeeded_members > 0) {
+      // Their indices will never have pods again: the scheduler should not
+      // wait for the gang to assemble.
+      shaped.spec.run_policy.schedule_timeout_seconds = 0;
     }
     creates_.push_back(BuildMemberPod(shaped, *shaped.spec.FindRole(role.name), index, options_));
   }

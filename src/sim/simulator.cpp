@@ -1,20 +1,25 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/sim/simulator.h>
+#include <algorithm>
+#include <functional>
 
 #include <spdlog/spdlog.h>
 
-#include <functional>
-
 #include <hybridjob/api/time.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/sim/simulator.h>
 
 namespace hybridjob::sim {
 namespace {
 
 constexpr const char* kNodeLeaseNamespace = "kube-node-lease";
+// Lease renewers: one per 200 nodes, at most this many. A busy API server
+// answers a renewal in 100-200 ms, so 5,000 nodes every 40 s need about 25.
+constexpr int64_t kNodesPerHeartbeatThread = 200;
+constexpr int64_t kMaxHeartbeatThreads = 32;
 
 std::string MicroTimeNow() {
   const auto now = std::chrono::system_clock::now();
-  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(now)).insert(19, ".000000");
+  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(now))
+      .insert(19, ".000000");
 }
 
 // Runs fn(i) for i in [0, count) on `threads` threads; returns the first error.
@@ -42,6 +47,23 @@ Status ParallelFor(int64_t count, int threads, const std::function<Status(int64_
   return first_error;
 }
 
+Result<SimNode> DecodeSimNode(const nlohmann::json& node) {
+  SimNode out;
+  if (!node.contains("metadata") || !node["metadata"].is_object()) {
+    return InvalidArgument("node without metadata");
+  }
+  out.name = node["metadata"].value("name", "");
+  if (node.contains("status") && node["status"].is_object() &&
+      node["status"].contains("conditions") && node["status"]["conditions"].is_array()) {
+    for (const auto& condition : node["status"]["conditions"]) {
+      if (condition.is_object() && condition.value("type", "") == "Ready") {
+        out.reported_not_ready = condition.value("status", "") != "True";
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Simulator::Simulator(k8s::ApiClient& client, SimulatorOptions options)
@@ -51,7 +73,9 @@ Simulator::Simulator(k8s::ApiClient& client, SimulatorOptions options)
   }
 }
 
-Simulator::~Simulator() { Stop(); }
+Simulator::~Simulator() {
+  Stop();
+}
 
 std::vector<std::string> Simulator::NodeNames() const {
   std::vector<std::string> names;
@@ -66,8 +90,8 @@ Status Simulator::RegisterNode(int64_t index) {
   const std::string name = NodeName(options_.nodes, index);
   auto created = client_.Create(k8s::resources::Nodes(), "", node);
   if (!created && !k8s::IsAlreadyExists(created.status())) {
-    return Status(created.status().code(), "register node " + name + ": " +
-                                               created.status().message());
+    return Status(created.status().code(),
+                  "register node " + name + ": " + created.status().message());
   }
   // Admission taints new nodes not-ready; a Ready kubelet clears that. The
   // status is written explicitly too, for a node that already existed.
@@ -78,7 +102,8 @@ Status Simulator::RegisterNode(int64_t index) {
   if (auto patched = client_.Patch(k8s::resources::Nodes(), "", name, k8s::PatchType::kMerge,
                                    taints_patch.dump());
       !patched) {
-    return Status(patched.status().code(), "taint node " + name + ": " + patched.status().message());
+    return Status(patched.status().code(),
+                  "taint node " + name + ": " + patched.status().message());
   }
   k8s::PatchOptions status_patch;
   status_patch.subresource = "status";
@@ -96,10 +121,10 @@ Status Simulator::RegisterNode(int64_t index) {
       {"spec",
        {{"holderIdentity", name},
         {"leaseDurationSeconds",
-         std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
-                                  options_.heartbeat_interval)
-                                      .count() +
-                                  1)},
+         std::max<int64_t>(
+             1,
+             std::chrono::duration_cast<std::chrono::seconds>(options_.heartbeat_interval).count() +
+                 1)},
         {"renewTime", MicroTimeNow()}}}};
   auto lease_created = client_.Create(k8s::resources::Leases(), kNodeLeaseNamespace, lease);
   if (!lease_created && !k8s::IsAlreadyExists(lease_created.status())) {
@@ -163,11 +188,37 @@ Status Simulator::Start() {
     written_phase_.erase(pod->uid);
   };
   pods_->AddEventHandler(std::move(handler));
+
+  // Nodes are watched only to learn that one of ours was lost.
+  k8s::InformerOptions<SimNode> node_options;
+  node_options.reflector.resource = k8s::resources::Nodes();
+  node_options.decode = [](nlohmann::json&& node) { return DecodeSimNode(node); };
+  nodes_ = std::make_unique<k8s::Informer<SimNode>>(client_, node_options);
+  k8s::EventHandler<SimNode> node_handler;
+  auto on_node = [this](const std::shared_ptr<const SimNode>& node) {
+    if (node->reported_not_ready && node_index_.contains(node->name)) {
+      MarkLost(node->name, "reported not Ready");
+    }
+  };
+  node_handler.on_add = on_node;
+  node_handler.on_update = [on_node](const auto&, const auto& node) { on_node(node); };
+  node_handler.on_delete = [this](const std::shared_ptr<const SimNode>& node, bool) {
+    if (node_index_.contains(node->name)) {
+      MarkLost(node->name, "deleted");
+    }
+  };
+  nodes_->AddEventHandler(std::move(node_handler));
+  nodes_->Start();
   pods_->Start();
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  // A few renewers, so one slow request does not hold up every other node's.
+  const int64_t shards =
+      std::clamp<int64_t>(options_.nodes.count / kNodesPerHeartbeatThread, 1, kMaxHeartbeatThreads);
+  for (int64_t shard = 0; shard < shards; ++shard) {
+    heartbeat_threads_.emplace_back([this, shard, shards] { HeartbeatLoop(shard, shards); });
+  }
   return Status::Ok();
 }
 
@@ -183,6 +234,9 @@ void Simulator::Stop() {
   if (pods_) {
     pods_->Stop();
   }
+  if (nodes_) {
+    nodes_->Stop();
+  }
   if (queue_) {
     queue_->ShutDown();
   }
@@ -190,9 +244,10 @@ void Simulator::Stop() {
     worker.join();
   }
   workers_.clear();
-  if (heartbeat_thread_.joinable()) {
-    heartbeat_thread_.join();
+  for (auto& heartbeat : heartbeat_threads_) {
+    heartbeat.join();
   }
+  heartbeat_threads_.clear();
   if (!options_.keep_nodes) {
     DeleteNodes();
     spdlog::info("removed {} simulated nodes", options_.nodes.count);
@@ -218,12 +273,12 @@ void Simulator::Handle(const std::string& key) {
     return;
   }
   auto node = node_index_.find(pod->node_name);
-  if (node == node_index_.end()) {
+  if (node == node_index_.end() || IsLost(pod->node_name)) {
+    queue_->Forget(key);  // a lost node's kubelet does nothing more
     return;
   }
   const auto now = WallClock::now();
-  KubeletDecision decision =
-      DecideKubeletStep(*pod, now, PodIp(*pod), NodeAddress(node->second));
+  KubeletDecision decision = DecideKubeletStep(*pod, now, PodIp(*pod), NodeAddress(node->second));
   std::string written_phase;
   if (decision.step == KubeletStep::kStart || decision.step == KubeletStep::kFinish) {
     written_phase = decision.status_patch["status"]["phase"].get<std::string>();
@@ -276,26 +331,63 @@ void Simulator::Handle(const std::string& key) {
   }
 }
 
-void Simulator::HeartbeatLoop() {
-  if (options_.nodes.count == 0) {
+void Simulator::HeartbeatLoop(int64_t shard, int64_t shards) {
+  // This thread renews the Leases of nodes shard, shard + shards, ...
+  const int64_t mine = (options_.nodes.count - shard + shards - 1) / shards;
+  if (mine <= 0) {
     return;
   }
-  // Spread renewals over the interval rather than in one burst.
-  const auto step = options_.heartbeat_interval / options_.nodes.count;
-  int64_t index = 0;
+  // Spread renewals over the interval rather than in one burst, each on its
+  // own deadline: the time a renewal takes must not stretch the period, or
+  // with thousands of nodes a busy API server lets Leases expire.
+  const auto interval =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.heartbeat_interval);
+  const auto step =
+      std::max<std::chrono::steady_clock::duration>(interval / mine, std::chrono::milliseconds(1));
+  auto next = std::chrono::steady_clock::now() + step * shard / shards;
+  int64_t index = shard;
   std::unique_lock lock(mu_);
-  while (!stop_cv_.wait_for(lock, std::max(step, std::chrono::milliseconds(1)),
-                            [this] { return stopping_; })) {
-    lock.unlock();
+  while (!stop_cv_.wait_until(lock, next, [this] { return stopping_; })) {
     const std::string name = NodeName(options_.nodes, index);
+    index = index + shards < options_.nodes.count ? index + shards : shard;
+    next += step;
+    // After a stall of a whole interval, resume the schedule instead of
+    // renewing everything at once.
+    if (const auto now = std::chrono::steady_clock::now(); now > next + interval) {
+      next = now;
+    }
+    if (lost_nodes_.contains(name)) {
+      continue;  // a lost kubelet renews nothing
+    }
+    lock.unlock();
     const nlohmann::json patch = {{"spec", {{"renewTime", MicroTimeNow()}}}};
     if (client_.Patch(k8s::resources::Leases(), kNodeLeaseNamespace, name, k8s::PatchType::kMerge,
                       patch.dump())) {
       ++stats_.heartbeats;
     }
-    index = (index + 1) % options_.nodes.count;
     lock.lock();
   }
+}
+
+void Simulator::MarkLost(const std::string& node, const std::string& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (!lost_nodes_.insert(node).second) {
+      return;
+    }
+  }
+  ++stats_.nodes_lost;
+  spdlog::warn("node {} {}: no longer playing its kubelet", node, why);
+}
+
+bool Simulator::IsLost(const std::string& node) {
+  std::lock_guard lock(mu_);
+  return lost_nodes_.contains(node);
+}
+
+std::vector<std::string> Simulator::LostNodes() {
+  std::lock_guard lock(mu_);
+  return {lost_nodes_.begin(), lost_nodes_.end()};
 }
 
 }  // namespace hybridjob::sim

@@ -7,8 +7,16 @@
 #include <hybridjob/api/labels.h>
 
 namespace hybridjob::testing {
+namespace {
 
-System::System(const SystemOptions& options) {
+// The first replica keeps the plain name, so single-replica logs look as before.
+std::string LogName(const std::string& binary, int replica) {
+  return replica == 0 ? binary + ".log" : binary + "-" + std::to_string(replica) + ".log";
+}
+
+}  // namespace
+
+System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   if (!cluster_.ok()) {
     return;
   }
@@ -28,12 +36,21 @@ System::System(const SystemOptions& options) {
   }
   const std::string dir = cluster_.dir();
   const std::string kubeconfig = cluster_.kubeconfig();
-  sim_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{BinaryDir() + "/hybridjob-sim", "--kubeconfig", kubeconfig,
-                               "--nodes", std::to_string(options.nodes), "--gpus-per-node",
-                               std::to_string(options.gpus_per_node), "--cpu", "32", "--memory",
-                               "256Gi", "--heartbeat-interval", "20s"},
-      dir + "/logs/hybridjob-sim.log");
+  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim",
+                                       "--kubeconfig",
+                                       kubeconfig,
+                                       "--nodes",
+                                       std::to_string(options.nodes),
+                                       "--gpus-per-node",
+                                       std::to_string(options.gpus_per_node),
+                                       "--cpu",
+                                       "32",
+                                       "--memory",
+                                       "256Gi",
+                                       "--heartbeat-interval",
+                                       "20s"};
+  sim_argv.insert(sim_argv.end(), replicas.sim_args.begin(), replicas.sim_args.end());
+  sim_ = std::make_unique<ChildProcess>(sim_argv, dir + "/logs/hybridjob-sim.log");
   // Nodes first, so the scheduler's first cycle sees them.
   const bool nodes_ready = WaitFor(
       [&] {
@@ -45,37 +62,71 @@ System::System(const SystemOptions& options) {
     ADD_FAILURE() << "simulated nodes did not register:\n" << sim_->Log();
     return;
   }
-  std::vector<std::string> scheduler_args = {BinaryDir() + "/gang-scheduler", "--kubeconfig",
-                                             kubeconfig, "--metrics-addr", "0", "--health-addr",
-                                             "0"};
+  scheduler_argv_ = {BinaryDir() + "/gang-scheduler",
+                     "--kubeconfig",
+                     kubeconfig,
+                     "--metrics-addr",
+                     "0",
+                     "--health-addr",
+                     "0"};
   if (!options.scheduler_config.empty()) {
     const std::string config_path = dir + "/scheduler.yaml";
     std::ofstream(config_path) << options.scheduler_config;
-    scheduler_args.push_back("--config");
-    scheduler_args.push_back(config_path);
+    scheduler_argv_.push_back("--config");
+    scheduler_argv_.push_back(config_path);
   }
-  scheduler_ = std::make_unique<ChildProcess>(scheduler_args, dir + "/logs/gang-scheduler.log");
-  controller_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{BinaryDir() + "/hybridjob-controller", "--kubeconfig", kubeconfig,
-                               "--metrics-addr", "0", "--health-addr", "0"},
-      dir + "/logs/hybridjob-controller.log");
-  ok_ = sim_->Running() && scheduler_->Running() && controller_->Running();
+  scheduler_argv_.insert(scheduler_argv_.end(), replicas.scheduler_args.begin(),
+                         replicas.scheduler_args.end());
+  controller_argv_ = {BinaryDir() + "/hybridjob-controller",
+                      "--kubeconfig",
+                      kubeconfig,
+                      "--metrics-addr",
+                      "0",
+                      "--health-addr",
+                      "0"};
+  controller_argv_.insert(controller_argv_.end(), replicas.controller_args.begin(),
+                          replicas.controller_args.end());
+  ok_ = sim_->Running();
+  for (int i = 0; i < replicas.schedulers; ++i) {
+    schedulers_.push_back(std::make_unique<ChildProcess>(
+        scheduler_argv_, dir + "/logs/" + LogName("gang-scheduler", i)));
+    ok_ = ok_ && schedulers_.back()->Running();
+  }
+  for (int i = 0; i < replicas.controllers; ++i) {
+    controllers_.push_back(std::make_unique<ChildProcess>(
+        controller_argv_, dir + "/logs/" + LogName("hybridjob-controller", i)));
+    ok_ = ok_ && controllers_.back()->Running();
+  }
   if (!ok_) {
     ADD_FAILURE() << "a binary did not start:\n" << Logs();
   }
 }
 
 System::~System() {
-  // Controller and scheduler first, so nothing reacts to the nodes going.
-  if (controller_) {
-    controller_->Stop();
+  // Controllers and schedulers first, so nothing reacts to the nodes going.
+  for (auto& controller : controllers_) {
+    controller->Stop();
   }
-  if (scheduler_) {
-    scheduler_->Stop();
+  for (auto& scheduler : schedulers_) {
+    scheduler->Stop();
   }
   if (sim_) {
     sim_->Stop();
   }
+}
+
+bool System::RestartScheduler(size_t replica) {
+  const std::string log_path = schedulers_.at(replica)->log_path();
+  schedulers_.at(replica)->Stop();
+  schedulers_.at(replica) = std::make_unique<ChildProcess>(scheduler_argv_, log_path);
+  return schedulers_.at(replica)->Running();
+}
+
+bool System::RestartController(size_t replica) {
+  const std::string log_path = controllers_.at(replica)->log_path();
+  controllers_.at(replica)->Stop();
+  controllers_.at(replica) = std::make_unique<ChildProcess>(controller_argv_, log_path);
+  return controllers_.at(replica)->Running();
 }
 
 int System::Kubectl(const std::string& args, std::string* output) const {
@@ -115,7 +166,14 @@ std::vector<nlohmann::json> System::Pods(const std::string& job, const std::stri
 
 std::string System::Logs() const {
   std::string out;
-  for (const auto* process : {sim_.get(), scheduler_.get(), controller_.get()}) {
+  std::vector<const ChildProcess*> processes = {sim_.get()};
+  for (const auto& scheduler : schedulers_) {
+    processes.push_back(scheduler.get());
+  }
+  for (const auto& controller : controllers_) {
+    processes.push_back(controller.get());
+  }
+  for (const auto* process : processes) {
     if (process != nullptr) {
       std::string log = process->Log();
       if (log.size() > 4000) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,9 +20,20 @@ struct SystemOptions {
   std::string scheduler_config;  // YAML; empty = defaults
 };
 
+// How many replicas of each binary run and what extra flags they get: fault
+// tests run standbys with short leases. A separate
+// struct so SystemOptions stays initialisable field by field.
+struct ReplicaOptions {
+  int controllers = 1;
+  int schedulers = 1;
+  std::vector<std::string> controller_args;
+  std::vector<std::string> scheduler_args;
+  std::vector<std::string> sim_args;
+};
+
 class System {
  public:
-  explicit System(const SystemOptions& options = {});
+  explicit System(const SystemOptions& options = {}, const ReplicaOptions& replicas = {});
   ~System();
   System(const System&) = delete;
   System& operator=(const System&) = delete;
@@ -40,8 +52,15 @@ class System {
   // Pods of a job by name, from a fresh list.
   std::vector<nlohmann::json> Pods(const std::string& job, const std::string& ns = "default");
 
-  ChildProcess& scheduler() { return *scheduler_; }
-  ChildProcess& controller() { return *controller_; }
+  ChildProcess& scheduler(size_t replica = 0) { return *schedulers_.at(replica); }
+  ChildProcess& controller(size_t replica = 0) { return *controllers_.at(replica); }
+  ChildProcess& sim() { return *sim_; }
+  size_t scheduler_count() const { return schedulers_.size(); }
+  size_t controller_count() const { return controllers_.size(); }
+  // Starts a replica again with its original flags (after Kill or Stop); its
+  // log goes on in the same file. False when it did not come up.
+  bool RestartScheduler(size_t replica = 0);
+  bool RestartController(size_t replica = 0);
   // Logs of the three binaries, for failure messages.
   std::string Logs() const;
 
@@ -49,8 +68,10 @@ class System {
   PrivateCluster cluster_;
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<ChildProcess> sim_;
-  std::unique_ptr<ChildProcess> scheduler_;
-  std::unique_ptr<ChildProcess> controller_;
+  std::vector<std::string> scheduler_argv_;
+  std::vector<std::string> controller_argv_;
+  std::vector<std::unique_ptr<ChildProcess>> schedulers_;
+  std::vector<std::unique_ptr<ChildProcess>> controllers_;
   bool ok_ = false;
 };
 

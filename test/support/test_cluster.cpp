@@ -10,6 +10,8 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 namespace hybridjob::testing {
 
 std::string ClusterDir() {
@@ -146,6 +148,32 @@ bool PrivateCluster::Restart(const std::string& component) const {
 
 bool PrivateCluster::Stop(const std::string& component) const {
   return RunCommand(LocalClusterScript() + " stop " + component + " --dir " + dir_) == 0;
+}
+
+int64_t PrivateCluster::CompactEtcd() const {
+  std::ifstream endpoint_file(dir_ + "/etcd.endpoint");
+  std::string endpoint;
+  std::getline(endpoint_file, endpoint);
+  // etcd's JSON gateway: a range read answers with the current revision.
+  std::string output;
+  const std::string curl = "curl -fsS -X POST -H 'Content-Type: application/json' ";
+  if (RunCommand(curl + "-d '{\"key\":\"AA==\"}' " + endpoint + "/v3/kv/range", &output) != 0) {
+    ADD_FAILURE() << "etcd range read failed:\n" << output;
+    return -1;
+  }
+  const auto range = nlohmann::json::parse(output, nullptr, false);
+  if (range.is_discarded() || !range.contains("header") || !range["header"].contains("revision")) {
+    ADD_FAILURE() << "etcd range read answered:\n" << output;
+    return -1;
+  }
+  const std::string revision = range["header"]["revision"].get<std::string>();
+  if (RunCommand(curl + "-d '{\"revision\":\"" + revision + "\",\"physical\":true}' " + endpoint +
+                     "/v3/kv/compaction",
+                 &output) != 0) {
+    ADD_FAILURE() << "etcd compaction at " << revision << " failed:\n" << output;
+    return -1;
+  }
+  return std::stoll(revision);
 }
 
 int RunCommand(const std::string& command, std::string* output) {

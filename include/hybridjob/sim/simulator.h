@@ -36,6 +36,16 @@ struct SimulatorStats {
   std::atomic<uint64_t> pods_removed{0};
   std::atomic<uint64_t> write_errors{0};
   std::atomic<uint64_t> heartbeats{0};
+  std::atomic<uint64_t> nodes_lost{0};
+};
+
+// What the simulator needs of a Node it watches: whether it still plays the
+// kubelet there.
+struct SimNode {
+  std::string name;
+  // The Ready condition was set to something other than True by someone else
+  // (a test, or the node lifecycle controller): the node is treated as lost.
+  bool reported_not_ready = false;
 };
 
 class Simulator {
@@ -50,6 +60,10 @@ class Simulator {
   void Stop();
 
   const SimulatorStats& stats() const { return stats_; }
+  // Nodes this simulator gave up: deleted, or reported not Ready, by someone
+  // else. It stops renewing their Leases and acting on their pods, as a
+  // crashed kubelet would, and never registers them again while it runs.
+  std::vector<std::string> LostNodes();
   std::vector<std::string> NodeNames() const;
 
  private:
@@ -57,9 +71,11 @@ class Simulator {
   Status RegisterNode(int64_t index);
   void DeleteNodes();
   void Work();
-  void HeartbeatLoop();
+  void HeartbeatLoop(int64_t shard, int64_t shards);
   void Handle(const std::string& key);
   std::string PodIp(const SimPod& pod) const;
+  void MarkLost(const std::string& node, const std::string& why);
+  bool IsLost(const std::string& node);
 
   k8s::ApiClient& client_;
   SimulatorOptions options_;
@@ -67,9 +83,10 @@ class Simulator {
   std::unordered_map<std::string, int64_t> node_index_;  // fixed after construction
 
   std::unique_ptr<k8s::Informer<SimPod>> pods_;
+  std::unique_ptr<k8s::Informer<SimNode>> nodes_;
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::vector<std::thread> workers_;
-  std::thread heartbeat_thread_;
+  std::vector<std::thread> heartbeat_threads_;
 
   std::mutex mu_;
   std::condition_variable stop_cv_;
@@ -78,6 +95,7 @@ class Simulator {
   // Phase this simulator last wrote per pod uid, so a stale cache entry does
   // not make it report the same transition twice.
   std::unordered_map<std::string, std::string> written_phase_;
+  std::unordered_set<std::string> lost_nodes_;
 };
 
 }  // namespace hybridjob::sim

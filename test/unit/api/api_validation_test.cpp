@@ -181,6 +181,44 @@ TEST(ApiValidationTest, TemplatesLeaveControllerFieldsAlone) {
   EXPECT_THAT(ValidateJson(object), IsEmpty());
 }
 
+// What the API server would refuse in a member pod must not get past validation,
+// or the job would sit waiting for pods that can never be created.
+TEST(ApiValidationTest, TemplatesHoldOnlyWhatAPodMay) {
+  json object = TfJobJson();
+  json& pod_template = object["spec"]["replicaSpecs"][1]["template"];
+  pod_template["metadata"]["labels"] = {{"team", "not valid!"}, {"ok.io/tier", "gold"}};
+  pod_template["metadata"]["annotations"] = {{"bad key!", "x"}, {"fine.io/note", "any text"}};
+  json& container = pod_template["spec"]["containers"][0];
+  container["resources"] = {{"limits", {{"nvidia.com/gpu", "lots"}, {"cpu", "2"}}},
+                            {"requests", {{"cpu", "4"}, {"memory", 1024}}}};
+  container["env"] = "EPOCHS=10";
+  container["ports"] = json::array({{{"containerPort", 99999}}, {{"containerPort", 2222}}});
+  std::vector<FieldError> errors = ValidateJson(object);
+  const std::string path = "spec.replicaSpecs[1].template";
+  EXPECT_THAT(ErrorsAt(errors, path + ".metadata.labels"),
+              HasSubstr("value \"not valid!\" of label \"team\""));
+  EXPECT_THAT(ErrorsAt(errors, path + ".metadata.annotations"),
+              HasSubstr("key \"bad key!\" must be a qualified name"));
+  const std::string container_path = path + ".spec.containers[0]";
+  EXPECT_THAT(ErrorsAt(errors, container_path + ".resources.limits"),
+              HasSubstr("\"lots\" for \"nvidia.com/gpu\" is not a resource quantity"));
+  EXPECT_THAT(ErrorsAt(errors, container_path + ".resources.requests"),
+              HasSubstr("\"cpu\" must be less than or equal to its limit"));
+  EXPECT_THAT(ErrorsAt(errors, container_path + ".env"), HasSubstr("must be a list"));
+  EXPECT_THAT(ErrorsAt(errors, container_path + ".ports[0].containerPort"),
+              HasSubstr("between 1 and 65535"));
+  EXPECT_EQ(errors.size(), 6u) << JoinErrors(errors);
+
+  object = TfJobJson();
+  json& fine = object["spec"]["replicaSpecs"][1]["template"];
+  fine["metadata"]["labels"] = {{"team", "vision"}, {"empty", ""}};
+  fine["spec"]["containers"][0]["resources"] = {
+      {"limits", {{"cpu", "2"}, {"memory", "16Gi"}, {"ephemeral-storage", "2Ei"}}},
+      {"requests", {{"cpu", "500m"}}}};
+  fine["spec"]["containers"][0]["env"] = json::array({{{"name", "EPOCHS"}, {"value", "10"}}});
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+}
+
 TEST(ApiValidationTest, TemplatesMustNotClashWithInjectedVolumes) {
   json object = TfJobJson();
   object["spec"]["volumes"] = {{{"name", "data"}, {"size", "1Gi"}, {"mountPath", "/data"}}};

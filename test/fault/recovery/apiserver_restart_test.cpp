@@ -1,0 +1,108 @@
+// kube-apiserver restarted and etcd compacted while jobs are being created:
+// every watch of the binaries breaks and resumes from a revision that is gone
+// (410), so their informers must relist. Nothing may be missed: every job
+// created reaches Succeeded with exactly one finished pod per member.
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/api_status.h>
+
+#include "recovery_support.h"
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kJobs = 60;
+constexpr int kWorkers = 2;
+
+// Whether a watch from `resource_version` is refused as expired (410 Gone).
+bool WatchIsGone(k8s::ApiClient& client, const std::string& resource_version) {
+  k8s::WatchOptions options;
+  options.resource_version = resource_version;
+  options.timeout = std::chrono::seconds(5);
+  auto stream = client.Watch(k8s::resources::Pods(), "default", options);
+  if (!stream.ok()) {
+    return k8s::IsGone(stream.status());
+  }
+  auto event = (*stream)->Next();
+  return event.ok() && event->has_value() && (*event)->type == k8s::WatchEventType::kError &&
+         k8s::IsGone((*event)->error);
+}
+
+TEST(ApiServerRestartTest, JobsCreatedThroughARestartAndCompactionAllSucceed) {
+  System system({.nodes = 8, .gpus_per_node = 4, .scheduler_config = ""});
+  ASSERT_TRUE(system.ok());
+  auto& client = system.client();
+  auto before = client.List(k8s::resources::Pods(), "default", {});
+  ASSERT_TRUE(before.ok());
+  const std::string resource_version_before = before->resource_version;
+
+  // Jobs keep coming, one every 150 ms, through the outage (retried).
+  std::atomic<int> created{0};
+  std::string create_errors;
+  std::jthread creator([&] {
+    WorkerJobSpec spec;
+    spec.workers = kWorkers;
+    spec.duration = "2s";
+    for (int i = 0; i < kJobs; ++i) {
+      const Status status =
+          CreateJobRetrying(client, "default", WorkerJob("job-" + std::to_string(i), spec));
+      if (status.ok()) {
+        ++created;
+      } else {
+        create_errors += "job-" + std::to_string(i) + ": " + status.ToString() + "\n";
+      }
+      std::this_thread::sleep_for(150ms);
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 6; }, 30s));
+  EXPECT_GT(system.cluster().CompactEtcd(), 0);
+  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 3; }, 30s));
+  EXPECT_TRUE(system.cluster().Restart("apiserver"));
+  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 2; }, 60s));
+  EXPECT_GT(system.cluster().CompactEtcd(), 0);
+  creator.join();
+  EXPECT_EQ(create_errors, "");
+  ASSERT_EQ(created.load(), kJobs);
+  // The fault took: what the informers knew before is gone.
+  EXPECT_TRUE(WatchIsGone(client, resource_version_before));
+
+  std::map<std::string, std::string> phases;
+  WaitFor(
+      [&] {
+        phases = JobPhases(client, "default");
+        for (const auto& [job, phase] : phases) {
+          if (phase != "Succeeded") {
+            return false;
+          }
+        }
+        return phases.size() == static_cast<size_t>(kJobs);
+      },
+      120s);
+  ASSERT_EQ(phases.size(), static_cast<size_t>(kJobs));
+  for (const auto& [job, phase] : phases) {
+    EXPECT_EQ(phase, "Succeeded") << "job " << job;
+  }
+  const auto pods_by_job = PodsByJob(client, "default");
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    auto it = pods_by_job.find(job);
+    ASSERT_NE(it, pods_by_job.end()) << "job " << job << " has no pods";
+    EXPECT_EQ(it->second.size(), static_cast<size_t>(kWorkers)) << "job " << job;
+    EXPECT_EQ(DuplicateMembers(job, it->second), "");
+    for (const auto& pod : it->second) {
+      EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod["metadata"].value("name", "");
+    }
+  }
+  if (HasFailure()) {
+    ADD_FAILURE() << system.Logs();
+  }
+}
+
+}  // namespace
+}  // namespace hybridjob::testing

@@ -1,0 +1,99 @@
+// kill -9 of hybridjob-controller while it reconciles a hundred jobs: once it
+// is back, every job ends Succeeded with exactly one pod per member, and no
+// Service or PVC is left without its job.
+#include <iostream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "recovery_support.h"
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kJobs = 100;
+constexpr int kWorkers = 2;
+
+TEST(ControllerCrashTest, KilledMidReconcileConvergesWithoutDuplicatesOrOrphans) {
+  System system({.nodes = 8, .gpus_per_node = 4, .scheduler_config = ""});
+  ASSERT_TRUE(system.ok());
+  auto& client = system.client();
+  WorkerJobSpec spec;
+  spec.workers = kWorkers;
+  spec.duration = "4s";
+  spec.with_volume = true;  // so each job also owns a PVC
+  for (int i = 0; i < kJobs; ++i) {
+    const Status created =
+        CreateJobRetrying(client, "default", WorkerJob("job-" + std::to_string(i), spec));
+    ASSERT_TRUE(created.ok()) << created.ToString();
+  }
+  // Kill once the controller is part way through: some pods exist, not all.
+  int pods_at_kill = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        pods_at_kill = 0;
+        for (const auto& [job, pods] : PodsByJob(client, "default")) {
+          pods_at_kill += static_cast<int>(pods.size());
+        }
+        return pods_at_kill >= kJobs * kWorkers / 5;
+      },
+      60s))
+      << system.Logs();
+  system.controller().Kill();
+  EXPECT_LT(pods_at_kill, kJobs * kWorkers) << "the kill came after the controller was done";
+  std::cout << "controller killed with " << pods_at_kill << " of " << kJobs * kWorkers
+            << " member pods created\n";
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(system.RestartController()) << system.Logs();
+
+  // While it converges, no member slot is ever held by two live pods.
+  std::string duplicates;
+  std::map<std::string, std::string> phases;
+  const auto deadline = std::chrono::steady_clock::now() + 150s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const auto& [job, pods] : PodsByJob(client, "default")) {
+      duplicates += DuplicateMembers(job, pods);
+    }
+    phases = JobPhases(client, "default");
+    int succeeded = 0;
+    for (const auto& [job, phase] : phases) {
+      succeeded += phase == "Succeeded" ? 1 : 0;
+    }
+    if (succeeded == kJobs) {
+      break;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_EQ(duplicates, "");
+  ASSERT_EQ(phases.size(), static_cast<size_t>(kJobs));
+  for (const auto& [job, phase] : phases) {
+    EXPECT_EQ(phase, "Succeeded") << "job " << job;
+  }
+  // The end state: each job kept exactly its members' pods, all finished.
+  const auto pods_by_job = PodsByJob(client, "default");
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    auto it = pods_by_job.find(job);
+    ASSERT_NE(it, pods_by_job.end()) << "job " << job << " has no pods";
+    EXPECT_EQ(it->second.size(), static_cast<size_t>(kWorkers)) << "job " << job;
+    EXPECT_EQ(DuplicateMembers(job, it->second), "");
+    for (const auto& pod : it->second) {
+      EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod["metadata"].value("name", "");
+    }
+  }
+  EXPECT_EQ(OrphanedChildren(client, "default", k8s::resources::Services()), "");
+  EXPECT_EQ(OrphanedChildren(client, "default", k8s::resources::PersistentVolumeClaims()), "");
+  // Every job got its claim back, exactly once (claims are named after the job).
+  auto claims = client.List(k8s::resources::PersistentVolumeClaims(), "default", {});
+  ASSERT_TRUE(claims.ok());
+  EXPECT_EQ(claims->items.size(), static_cast<size_t>(kJobs));
+  if (HasFailure()) {
+    ADD_FAILURE() << system.Logs();
+  }
+}
+
+}  // namespace
+}  // namespace hybridjob::testing

@@ -1,0 +1,70 @@
+// kill -9 of gang-scheduler while it binds the members of a large gang: once
+// it is back, the gang is completed or rolled back within seconds, never left
+// partly bound, no node is given more GPUs than it has, and the job succeeds.
+#include <iostream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "recovery_support.h"
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kMembers = 64;
+
+TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
+  // One binder, so the 64 binds of the gang take long enough to kill between.
+  System system({.nodes = 16, .gpus_per_node = 4, .scheduler_config = "bindConcurrency: 1\n"});
+  ASSERT_TRUE(system.ok());
+  auto& client = system.client();
+  WorkerJobSpec spec;
+  spec.workers = kMembers;
+  spec.gpus = 1;  // 64 members fill the 16 nodes exactly
+  spec.duration = "10s";
+  ASSERT_TRUE(CreateJobRetrying(client, "default", WorkerJob("gang", spec)).ok());
+
+  // Polled without a pause: the binds of the gang span a fraction of a second.
+  int bound_at_kill = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (bound_at_kill == 0 && std::chrono::steady_clock::now() < deadline) {
+    bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
+  }
+  system.scheduler().Kill();
+  ASSERT_GT(bound_at_kill, 0) << "the gang was never placed\n" << system.Logs();
+  // Only a kill between the first and the last bind tests anything.
+  bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
+  ASSERT_LT(bound_at_kill, kMembers) << "the scheduler bound the whole gang before the kill";
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(system.RestartScheduler()) << system.Logs();
+
+  // Completed (all bound) or rolled back (none bound, to be placed again) —
+  // within seconds of the restart, never a part of the gang for longer.
+  int bound = bound_at_kill;
+  const bool whole = WaitFor(
+      [&] {
+        bound = BoundMembers(PodsByJob(client, "default")["gang"]);
+        return bound == 0 || bound == kMembers;
+      },
+      20s);
+  EXPECT_TRUE(whole) << "the gang stayed partly bound after the scheduler restarted: " << bound
+                     << " of " << kMembers << " members bound (" << bound_at_kill
+                     << " at the kill)\n"
+                     << system.Logs();
+  std::cout << "scheduler killed with " << bound_at_kill << " of " << kMembers
+            << " members bound; after its restart " << bound << " bound ("
+            << (bound == kMembers ? "completed" : "rolled back") << ")\n";
+  EXPECT_EQ(OvercommittedNodes(client), "");
+  EXPECT_TRUE(WaitFor([&] { return system.Phase("gang") == "Succeeded"; }, 90s))
+      << "phase " << system.Phase("gang") << "\n"
+      << system.Logs();
+  const auto pods = PodsByJob(client, "default")["gang"];
+  EXPECT_EQ(pods.size(), static_cast<size_t>(kMembers));
+  EXPECT_EQ(DuplicateMembers("gang", pods), "");
+}
+
+}  // namespace
+}  // namespace hybridjob::testing
