@@ -430,6 +430,16 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                                          (*created)["metadata"].value("uid", ""),
                                          Expectations::Clock::now());
           }
+          const StatusCode code = created.status().code();
+          if (code == StatusCode::kInvalid || code == StatusCode::kBadRequest ||
+              code == StatusCode::kForbidden) {
+            // Refused by the API server (admission, quota, a template it will
+            // not take): retrying will not help until something changes, so
+            // say it where the user looks, as the ReplicaSet controller does.
+            events_->Record(k8s::ReferenceTo(job), k8s::EventType::kWarning, "FailedCreate",
+                            "creating pod " + a.pod["metadata"].value("name", "") + ": " +
+                                created.status().message());
+          }
           return IgnoreAlreadyExists(created);
         } else if constexpr (std::is_same_v<T, CreateService>) {
           return IgnoreAlreadyExists(

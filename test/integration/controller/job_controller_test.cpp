@@ -477,6 +477,19 @@ TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) 
   EXPECT_EQ(Phase("pt"), "Running");
 }
 
+// A pod the API server refuses (here: the Priority admission plugin, for a
+// PriorityClass that does not exist) is retried, and said on the job as a
+// Warning FailedCreate Event with the server's reason.
+TEST_F(JobControllerTest, RefusedPodCreatesAreReportedOnTheJob) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  json job = NewJob("nq", "generic", json::array({Role("worker", 1, 1)}));
+  job["spec"]["replicaSpecs"][0]["template"]["spec"]["priorityClassName"] = "no-such-class";
+  CreateJob(job);
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("nq", "FailedCreate", "Warning"); }, 30s))
+      << Describe("nq");
+  EXPECT_TRUE(PodNames("nq").empty());
+}
+
 TEST_F(JobControllerTest, SucceedsWhenTheWorkersDoAndDeletesTheParameterServers) {
   ASSERT_NO_FATAL_FAILURE(StartController());
   CreateJob(NewJob("ok", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 2)})));

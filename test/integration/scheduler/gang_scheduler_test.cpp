@@ -257,7 +257,7 @@ TEST_F(GangSchedulerTest, GroupBelowItsMinimumBindsNothingAndSaysWhy) {
 TEST_F(GangSchedulerTest, GroupWaitsForCapacityThenBinds) {
   StartNodes(2, 4);
   StartScheduler();
-  CreateGroup("first", {{"worker", 6, 6, 1}}, "3s");  // holds 6 GPUs for 3 s
+  CreateGroup("first", {{"worker", 6, 6, 1}}, "8s");  // holds 6 GPUs for 8 s
   ASSERT_TRUE(WaitFor([&] { return CountBound("first-worker-", 6) == 6; }, 30s));
   CreateGroup("second", {{"worker", 4, 4, 1}});  // needs 4 of the 2 left
   std::this_thread::sleep_for(1s);
