@@ -3,11 +3,17 @@
 SHELL := /bin/bash
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+TSAN_DIR ?= build-tsan
+# Seconds each fuzz target runs: in `make test`, and in `make soak`.
+FUZZ_SECONDS ?= 60
+SOAK_FUZZ_SECONDS ?= 600
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
-.PHONY: all deps k8s configure build asan-build test unit integration e2e bench demo format clean
+.PHONY: all deps k8s configure build asan-build fuzz-build tsan-build test soak fuzz unit integration \
+	e2e bench demo format clean
 
 all: build
 
@@ -29,8 +35,29 @@ asan-build: deps
 	  -DHYBRIDJOB_UNIT_TESTS_ONLY=ON -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
 
-test: k8s build asan-build
-	@hack/run-tests.sh $(BUILD_DIR) $(ASAN_DIR) $(CTEST_JOBS)
+# The libFuzzer targets of test/fuzz/, built with Clang, every library
+# instrumented for coverage, AddressSanitizer and UndefinedBehaviorSanitizer.
+fuzz-build: deps
+	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDJOB_FUZZ=ON \
+	  -DHYBRIDJOB_UNIT_TESTS_ONLY=ON -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hybridjob_fuzzers
+
+# Everything but the benchmarks, built with ThreadSanitizer.
+tsan-build: deps
+	@cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDJOB_TSAN=ON \
+	  -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS)
+
+test: k8s build asan-build fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) hack/run-tests.sh $(BUILD_DIR) $(ASAN_DIR) $(CTEST_JOBS) $(FUZZ_DIR)
+
+# Longer: each fuzz target for SOAK_FUZZ_SECONDS, the unit, integration and
+# fault tests under ThreadSanitizer, and the load test at full size.
+soak: k8s build fuzz-build tsan-build
+	@hack/soak.sh $(FUZZ_DIR) $(SOAK_FUZZ_SECONDS) $(TSAN_DIR) $(CTEST_JOBS) $(BUILD_DIR)
+
+fuzz: fuzz-build
+	@hack/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 unit: build
 	@ctest --test-dir $(BUILD_DIR) -L unit -j $(CTEST_JOBS) --output-on-failure
@@ -51,4 +78,4 @@ format:
 	@git ls-files '*.h' '*.cpp' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) $(TSAN_DIR)

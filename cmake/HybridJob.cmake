@@ -2,6 +2,15 @@
 
 set(HYBRIDJOB_BIN_DIR "${CMAKE_BINARY_DIR}/bin")
 
+option(HYBRIDJOB_FUZZ "Build the libFuzzer targets (Clang), instrumenting every library for them" OFF)
+option(HYBRIDJOB_TSAN "Build with ThreadSanitizer" OFF)
+if(HYBRIDJOB_FUZZ AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  message(FATAL_ERROR "HYBRIDJOB_FUZZ needs Clang (configure with CXX=clang++)")
+endif()
+if(HYBRIDJOB_TSAN AND (HYBRIDJOB_SANITIZE OR HYBRIDJOB_FUZZ))
+  message(FATAL_ERROR "HYBRIDJOB_TSAN cannot be combined with AddressSanitizer")
+endif()
+
 # Language level, warnings and sanitizers for one of the project's own targets.
 function(hybridjob_target_defaults target)
   get_target_property(type ${target} TYPE)
@@ -16,6 +25,17 @@ function(hybridjob_target_defaults target)
     target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
                                             -fno-sanitize-recover=undefined)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+  # Coverage feedback for libFuzzer in every library a fuzz target links; the
+  # fuzz targets themselves add -fsanitize=fuzzer.
+  if(HYBRIDJOB_FUZZ)
+    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link,address,undefined
+                                            -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+  if(HYBRIDJOB_TSAN)
+    target_compile_options(${target} PUBLIC -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=thread)
   endif()
 endfunction()
 
@@ -46,6 +66,9 @@ function(hybridjob_test name)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
+  endif()
+  if(HYBRIDJOB_TSAN)
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 5")  # ThreadSanitizer runs code 5-15x slower
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)

@@ -8,6 +8,8 @@ BUILD_PACKAGES=(
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
+  # The fuzz tree: Clang, and the libFuzzer and sanitizer runtimes it links.
+  clang libclang-rt-14-dev
 )
 # What the local Kubernetes cluster needs: etcd, a Go toolchain to build the
 # control plane from Debian's source package, and the tools its build uses.

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Runs every test label in the normal tree and the unit tests in the sanitizer
-# tree; fails if any run fails, after running them all.
+# Runs every test label in the normal tree, the unit tests in the sanitizer
+# tree and, when a fuzz tree is given, each fuzz target for $FUZZ_SECONDS
+# (default 60); fails if any run fails, after running them all.
 set -uo pipefail
 BUILD_DIR="${1:-build}"
 ASAN_DIR="${2:-build-asan}"
 JOBS="${3:-2}"
+FUZZ_DIR="${4:-}"
 
 status=0
 echo "== unit, integration, e2e and fault tests ($BUILD_DIR)"
@@ -14,6 +16,11 @@ echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($ASAN_D
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir "$ASAN_DIR" -L unit -j "$JOBS" --output-on-failure || status=1
+
+if [ -n "$FUZZ_DIR" ]; then
+  echo "== fuzz targets, ${FUZZ_SECONDS:-60}s each ($FUZZ_DIR)"
+  "$(dirname "${BASH_SOURCE[0]}")/fuzz.sh" "$FUZZ_DIR" "${FUZZ_SECONDS:-60}" || status=1
+fi
 
 if [ "$status" -ne 0 ]; then
   echo "make test: FAILED" >&2

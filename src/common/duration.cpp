@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 namespace hybridjob {
 
@@ -32,7 +33,9 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     if (digits == 0 || (digits == 1 && text[0] == '.')) {
       return InvalidArgument("duration \"" + original + "\": expected a number");
     }
-    const double value = std::stod(std::string(text.substr(0, digits)));
+    // strtod, not stod: a number too large (or too small) for a double must
+    // not throw. Too large reads as infinity and is refused below.
+    const double value = std::strtod(std::string(text.substr(0, digits)).c_str(), nullptr);
     text.remove_prefix(digits);
     size_t unit_len = 0;
     while (unit_len < text.size() && !std::isdigit(static_cast<unsigned char>(text[unit_len])) &&
@@ -62,7 +65,7 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     }
     total_ns += value * scale;
   }
-  if (total_ns > 9.2e18) {
+  if (!(total_ns <= 9.2e18)) {
     return InvalidArgument("duration \"" + original + "\" is too long");
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ns / 1e6)));

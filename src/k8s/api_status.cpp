@@ -1,5 +1,7 @@
 #include <hybridjob/k8s/api_status.h>
 
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 namespace hybridjob::k8s {
@@ -53,8 +55,15 @@ Status StatusFromApiStatus(const nlohmann::json& status_object) {
   std::string reason;
   std::string message;
   if (status_object.is_object()) {
+    // Only a plausible HTTP code counts: converting a larger number to int
+    // wrapped (4294967706 read as 410, Gone, and the caller relisted).
     if (auto it = status_object.find("code"); it != status_object.end() && it->is_number_integer()) {
-      code = it->get<int>();
+      const int64_t value = it->is_number_unsigned() && it->get<uint64_t>() > INT32_MAX
+                                ? int64_t{-1}
+                                : it->get<int64_t>();
+      if (value >= 0 && value <= 999) {
+        code = static_cast<int>(value);
+      }
     }
     if (auto it = status_object.find("reason"); it != status_object.end() && it->is_string()) {
       reason = it->get<std::string>();

@@ -15,6 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 
 Result<std::string> ReadFile(const std::string& path, std::string_view what) {
+  // A directory opens like a file but reads as nothing: say what it is.
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    return InvalidArgument(std::string(what) + ": " + path + " is a directory, not a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return InvalidArgument(std::string(what) + ": cannot read " + path);
@@ -60,20 +65,27 @@ std::string StringField(const YAML::Node& node, const char* key) {
   return value && value.IsScalar() ? value.as<std::string>() : std::string();
 }
 
-// Reads a PEM either inline (base64 in *-data) or from a file.
+// Reads a PEM either inline (base64 in *-data) or from a file. `owner` names
+// the entry for messages: cluster "x" or user "y".
 Result<std::string> PemField(const YAML::Node& node, const char* data_key, const char* file_key,
-                             const std::string& base_dir, std::string_view what) {
+                             const std::string& base_dir, const std::string& owner) {
   const std::string data = StringField(node, data_key);
   if (!data.empty()) {
     auto decoded = Base64Decode(data);
     if (!decoded) {
-      return InvalidArgument("kubeconfig: " + std::string(data_key) + " is not valid base64");
+      return InvalidArgument("kubeconfig: " + owner + ": " + data_key + " is not valid base64");
     }
     return *decoded;
   }
   const std::string file = StringField(node, file_key);
   if (!file.empty()) {
-    return ReadFile(ResolvePath(base_dir, file), what);
+    // An empty file would silently mean "no CA" (trust the system's roots).
+    const std::string path = ResolvePath(base_dir, file);
+    auto pem = ReadFile(path, "kubeconfig: " + owner + ": " + file_key);
+    if (pem && pem->empty()) {
+      return InvalidArgument("kubeconfig: " + owner + ": " + file_key + ": " + path + " is empty");
+    }
+    return pem;
   }
   return std::string();
 }
@@ -117,7 +129,7 @@ Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::stri
   config.insecure_skip_tls_verify = StringField(*cluster, "insecure-skip-tls-verify") == "true";
   config.tls_server_name = StringField(*cluster, "tls-server-name");
   auto ca = PemField(*cluster, "certificate-authority-data", "certificate-authority", base_dir,
-                     "certificate-authority");
+                     "cluster \"" + cluster_name + "\"");
   if (!ca) {
     return ca.status();
   }
@@ -138,12 +150,12 @@ Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::stri
     if (!token_file.empty()) {
       config.token_file = ResolvePath(base_dir, token_file);
     }
-    auto cert = PemField(*user, "client-certificate-data", "client-certificate", base_dir,
-                         "client-certificate");
+    const std::string owner = "user \"" + user_name + "\"";
+    auto cert = PemField(*user, "client-certificate-data", "client-certificate", base_dir, owner);
     if (!cert) {
       return cert.status();
     }
-    auto key = PemField(*user, "client-key-data", "client-key", base_dir, "client-key");
+    auto key = PemField(*user, "client-key-data", "client-key", base_dir, owner);
     if (!key) {
       return key.status();
     }

@@ -5,6 +5,11 @@
 #include <thread>
 
 namespace hybridjob::k8s {
+namespace {
+
+constexpr double kMaxWaitSeconds = 365.0 * 24 * 3600;
+
+}  // namespace
 
 TokenBucket::TokenBucket(double qps, int burst, SteadyTime now)
     : qps_(qps), burst_(std::max(burst, 1)), tokens_(std::max(burst, 1)), last_(now) {}
@@ -30,7 +35,9 @@ Duration TokenBucket::Reserve(SteadyTime now) {
   if (tokens_ >= 0.0 || qps_ <= 0.0) {
     return Duration::zero();
   }
-  const double wait_seconds = -tokens_ / qps_;
+  // A tiny rate makes the wait astronomically long; converting that to an
+  // integer Duration would overflow. A year is as good as forever here.
+  const double wait_seconds = std::min(-tokens_ / qps_, kMaxWaitSeconds);
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
 }
 

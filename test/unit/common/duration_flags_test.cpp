@@ -27,6 +27,15 @@ TEST(DurationTest, RejectsBadInputWithTheText) {
   EXPECT_NE(ParseDuration("10parsecs").status().message().find("unknown unit"), std::string::npos);
 }
 
+TEST(DurationTest, NumbersBeyondADoubleAreRefusedNotThrown) {
+  // A 400-digit number overflows a double; it used to escape as std::out_of_range.
+  auto huge = ParseDuration(std::string(400, '9') + "s");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("too long"), std::string::npos);
+  // Too small for a double: rounds to zero instead of throwing.
+  EXPECT_EQ(*ParseDuration("0." + std::string(400, '0') + "1s"), milliseconds(0));
+}
+
 TEST(DurationTest, FormatsShortestForm) {
   EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
   EXPECT_EQ(FormatDuration(milliseconds(250)), "250ms");

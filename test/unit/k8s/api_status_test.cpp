@@ -73,6 +73,14 @@ TEST(WatchDecodeTest, ErrorEventCarriesGone) {
   EXPECT_NE(event->error.message().find("too old"), std::string::npos);
 }
 
+TEST(WatchDecodeTest, OutOfRangeCodeIsNotReadAsGone) {
+  // 4294967706 is 410 modulo 2^32: it used to be truncated to 410 and relist.
+  auto event = DecodeWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","code":4294967706}})");
+  ASSERT_TRUE(event.ok());
+  EXPECT_FALSE(event->error.ok());
+  EXPECT_NE(event->error.code(), StatusCode::kGone);
+}
+
 TEST(WatchDecodeTest, MalformedLinesAreErrorsNotCrashes) {
   for (const char* line : {"", "{", "[]", R"({"type":"ADDED"})", R"({"type":1,"object":{}})",
                            R"({"type":"NOPE","object":{}})", R"({"type":"ADDED","object":3})",

@@ -109,6 +109,25 @@ TEST(KubeconfigTest, MissingReferencedFileNamesTheFile) {
   EXPECT_NE(config.status().message().find("/nonexistent/c.crt"), std::string::npos);
 }
 
+TEST(KubeconfigTest, CertificateAuthorityThatIsADirectoryOrEmptyIsRefused) {
+  // Either used to read as "no CA": the system's roots were trusted instead.
+  TempDir dir;
+  fs::create_directories(dir.path() / "ca-dir");
+  dir.Write("empty.crt", "");
+  for (const std::string file : {"ca-dir", "empty.crt"}) {
+    auto config = ParseKubeconfig(
+        "current-context: a\ncontexts:\n- name: a\n  context: {cluster: local}\nclusters:\n"
+        "- name: local\n  cluster: {server: 'https://x', certificate-authority: " +
+            file + "}\n",
+        dir.path());
+    ASSERT_FALSE(config.ok()) << file;
+    const std::string& message = config.status().message();
+    EXPECT_NE(message.find("cluster \"local\": certificate-authority"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find((dir.path() / file).string()), std::string::npos) << message;
+  }
+}
+
 TEST(KubeconfigTest, InsecureSkipTlsVerifyIsHonoured) {
   auto config = ParseKubeconfig(Kubeconfig("    token: t", "    insecure-skip-tls-verify: true"),
                                 "/tmp");
@@ -136,7 +155,7 @@ TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
        "http(s) URL"},
       {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
        "  cluster: {server: 'https://x', certificate-authority-data: '!!notbase64'}\n",
-       "not valid base64"},
+       "cluster \"c\": certificate-authority-data is not valid base64"},
       {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\nclusters:\n"
        "- name: c\n  cluster: {server: 'https://x'}\nusers:\n- name: u\n  user:\n    exec: {}\n",
        "not supported"},

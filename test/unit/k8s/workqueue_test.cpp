@@ -34,6 +34,15 @@ TEST(TokenBucketTest, RefillIsProportionalToElapsedTime) {
   EXPECT_EQ(bucket.Reserve(t0 + 250ms), Duration::zero());
 }
 
+TEST(TokenBucketTest, TinyRateWaitsLongInsteadOfOverflowing) {
+  // One token per 1e300 s: the wait does not fit a Duration. Converting it
+  // unclamped overflowed (undefined; in practice a negative wait, so no wait).
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  TokenBucket bucket(1e-300, 1, t0);
+  EXPECT_EQ(bucket.Reserve(t0), Duration::zero());
+  EXPECT_GE(bucket.Reserve(t0), Duration(24h * 365));
+}
+
 TEST(ItemExponentialBackoffTest, DoublesPerItemUpToCap) {
   ItemExponentialBackoff backoff(5ms, 1000s);
   EXPECT_EQ(backoff.When("a"), Duration(5ms));
