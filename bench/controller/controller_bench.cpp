@@ -56,6 +56,7 @@
 #include <hybridjob/sim/simulator.h>
 
 #include "../common/process_stats.h"
+#include "process_stats.h"
 
 extern char** environ;
 
@@ -132,41 +133,6 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
 };
-
-// CPU seconds (user + system) of a process, from /proc/<pid>/stat.
-double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t end_of_name = text.rfind(')');
-  if (end_of_name == std::string::npos) {
-    return 0;
-  }
-  std::istringstream fields(text.substr(end_of_name + 2));
-  std::string field;
-  double utime = 0;
-  double stime = 0;
-  // Field 3 (state) is the first after the name; utime and stime are 14 and 15.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) {
-      utime = std::stod(field);
-    } else if (i == 15) {
-      stime = std::stod(field);
-    }
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A "VmRSS"/"VmHWM" line of /proc/<pid>/status, in bytes.
-int64_t ProcessMemory(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      return std::stoll(line.substr(key.size() + 1)) * 1024;
-    }
-  }
-  return 0;
-}
 
 // The 1-minute load average, as text.
 std::string LoadAverage() {
@@ -650,8 +616,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const double cpu_idle = ProcessCpuSeconds(controller.pid());
-  const int64_t rss_idle = ProcessMemory(controller.pid(), "VmRSS");
+  const double cpu_idle = hybridjob::testing::ProcessCpuSeconds(controller.pid());
+  const int64_t rss_idle = hybridjob::testing::ProcessMemoryBytes(controller.pid(), "VmRSS");
   const double bench_cpu_before = hybridjob::bench::CpuSeconds();
 
   JobTracker tracker(*bench_client, ns);
@@ -692,7 +658,8 @@ int main(int argc, char** argv) {
   std::optional<Clock::time_point> all_bound;
   while (Clock::now() - start < timeout) {
     const JobTracker::Counts counts = tracker.Count();
-    peak_rss = std::max(peak_rss, ProcessMemory(controller.pid(), "VmRSS"));
+    peak_rss =
+        std::max(peak_rss, hybridjob::testing::ProcessMemoryBytes(controller.pid(), "VmRSS"));
     if (!all_bound && scheduler->stats().pods_bound.load() - bound_before >=
                           static_cast<uint64_t>(jobs * kMembersPerJob)) {
       all_bound = Clock::now();
@@ -716,9 +683,10 @@ int main(int argc, char** argv) {
   }
   const JobTracker::Counts counts = tracker.Count();
   const JobTracker::Summary summary = tracker.Summarize();
-  const double controller_cpu = ProcessCpuSeconds(controller.pid()) - cpu_idle;
-  const int64_t rss_end = ProcessMemory(controller.pid(), "VmRSS");
-  const int64_t rss_peak = std::max(peak_rss, ProcessMemory(controller.pid(), "VmHWM"));
+  const double controller_cpu = hybridjob::testing::ProcessCpuSeconds(controller.pid()) - cpu_idle;
+  const int64_t rss_end = hybridjob::testing::ProcessMemoryBytes(controller.pid(), "VmRSS");
+  const int64_t rss_peak =
+      std::max(peak_rss, hybridjob::testing::ProcessMemoryBytes(controller.pid(), "VmHWM"));
   const std::string metrics = HttpGet(health_port, "/metrics");
   const double bench_cpu = hybridjob::bench::CpuSeconds() - bench_cpu_before;
   const std::string load_end = LoadAverage();

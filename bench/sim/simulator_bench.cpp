@@ -48,6 +48,8 @@
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/rest_client.h>
 
+#include "process_stats.h"
+
 extern char** environ;
 
 namespace {
@@ -122,38 +124,6 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
 };
-
-// CPU seconds (user + system) of a process, from /proc/<pid>/stat.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t end_of_name = text.rfind(')');
-  if (end_of_name == std::string::npos) {
-    return 0;
-  }
-  std::istringstream fields(text.substr(end_of_name + 2));
-  std::string field;
-  double ticks = 0;
-  // Field 3 (state) comes first after the name; utime and stime are 14 and 15.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) {
-      ticks += std::stod(field);
-    }
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A kB line of /proc/<pid>/status ("VmRSS", "VmHWM"), in MiB.
-double StatusMiB(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      return static_cast<double>(std::stoll(line.substr(key.size() + 1))) / 1024.0;
-    }
-  }
-  return 0;
-}
 
 pid_t ReadPid(const std::string& path) {
   std::ifstream in(path);
@@ -456,7 +426,7 @@ int main(int argc, char** argv) {
     std::cerr << "only " << ready << " of " << nodes << " nodes Ready\n";
     return 1;
   }
-  const double sim_cpu_registered = CpuSeconds(sim.pid());
+  const double sim_cpu_registered = hybridjob::testing::ProcessCpuSeconds(sim.pid());
   std::cerr << "all " << nodes << " nodes Ready after " << nodes_ready_seconds << " s\n";
   LeaseWatch leases(*client);
 
@@ -512,17 +482,18 @@ int main(int argc, char** argv) {
   auto progress = [&] {
     std::cerr << Seconds(Clock::now() - first_create) << " s: running " << tracker.running()
               << ", succeeded " << tracker.succeeded() << "; oldest lease " << leases.last_age()
-              << " s; sim CPU " << CpuSeconds(sim.pid()) << " s, RSS "
-              << StatusMiB(sim.pid(), "VmRSS") << " MiB; load " << LoadAverage() << "\n";
+              << " s; sim CPU " << hybridjob::testing::ProcessCpuSeconds(sim.pid()) << " s, RSS "
+              << hybridjob::testing::ProcessMemoryMiB(sim.pid(), "VmRSS") << " MiB; load "
+              << LoadAverage() << "\n";
   };
   const bool all_succeeded =
       WaitUntil([&] { return tracker.succeeded() >= pods; }, stage_timeout, progress);
   const double running_seconds = Seconds(tracker.last_running() - first_create);
   const double succeeded_seconds = Seconds(tracker.last_succeeded() - first_create);
-  const double sim_cpu_pods = CpuSeconds(sim.pid()) - sim_cpu_registered;
-  const double apiserver_rss = StatusMiB(apiserver, "VmRSS");
-  const double apiserver_peak = StatusMiB(apiserver, "VmHWM");
-  const double etcd_rss = StatusMiB(etcd, "VmRSS");
+  const double sim_cpu_pods = hybridjob::testing::ProcessCpuSeconds(sim.pid()) - sim_cpu_registered;
+  const double apiserver_rss = hybridjob::testing::ProcessMemoryMiB(apiserver, "VmRSS");
+  const double apiserver_peak = hybridjob::testing::ProcessMemoryMiB(apiserver, "VmHWM");
+  const double etcd_rss = hybridjob::testing::ProcessMemoryMiB(etcd, "VmRSS");
 
   // ---- deletion: graceful, then the simulated kubelet removes each pod
   const auto delete_start = Clock::now();
@@ -536,8 +507,8 @@ int main(int argc, char** argv) {
   }
   const double delete_seconds = Seconds(Clock::now() - delete_start);
   informer.Stop();
-  const double sim_cpu_total = CpuSeconds(sim.pid());
-  const double sim_peak = StatusMiB(sim.pid(), "VmHWM");
+  const double sim_cpu_total = hybridjob::testing::ProcessCpuSeconds(sim.pid());
+  const double sim_peak = hybridjob::testing::ProcessMemoryMiB(sim.pid(), "VmHWM");
   const double lease_max = leases.max_age();
   const int lease_samples = leases.samples();
   const std::string load_at_end = LoadAverage();

@@ -22,6 +22,7 @@
 
 #include <hybridjob/api/labels.h>
 
+#include "process_stats.h"
 #include "system.h"
 
 namespace hybridjob::testing {
@@ -44,38 +45,6 @@ int EnvInt(const char* name, int fallback) {
 std::string EnvString(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-// CPU seconds (user + system) of a process, from /proc/<pid>/stat.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t end_of_name = text.rfind(')');
-  if (end_of_name == std::string::npos) {
-    return 0;
-  }
-  std::istringstream fields(text.substr(end_of_name + 2));
-  std::string field;
-  double ticks = 0;
-  // Field 3 (state) comes first after the name; utime and stime are 14 and 15.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) {
-      ticks += std::stod(field);
-    }
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A kB line of /proc/<pid>/status ("VmHWM" is the peak resident set), in MiB.
-double StatusMiB(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      return static_cast<double>(std::stoll(line.substr(key.size() + 1))) / 1024.0;
-    }
-  }
-  return 0;
 }
 
 json LoadJob(const std::string& name, const std::string& ns, const std::string& duration) {
@@ -157,8 +126,8 @@ TEST(LoadFaultTest, EveryJobOfTheLoadSucceedsAndNoneIsLost) {
   TestNamespace ns(system.client(), "load");
   const pid_t controller = system.controller().pid();
   const pid_t scheduler = system.scheduler().pid();
-  const double controller_cpu_before = CpuSeconds(controller);
-  const double scheduler_cpu_before = CpuSeconds(scheduler);
+  const double controller_cpu_before = ProcessCpuSeconds(controller);
+  const double scheduler_cpu_before = ProcessCpuSeconds(scheduler);
 
   // Submit from a few writers, as users would, all at once.
   const auto start = Clock::now();
@@ -249,8 +218,8 @@ TEST(LoadFaultTest, EveryJobOfTheLoadSucceedsAndNoneIsLost) {
       "load: %d jobs x %d members on %d nodes: submitted in %.1f s, all Succeeded after %.1f s\n"
       "load: controller CPU %.1f s, peak RSS %.1f MiB; scheduler CPU %.1f s, peak RSS %.1f MiB\n",
       jobs, kMembersPerJob, nodes, submit_seconds, run_seconds,
-      CpuSeconds(controller) - controller_cpu_before, StatusMiB(controller, "VmHWM"),
-      CpuSeconds(scheduler) - scheduler_cpu_before, StatusMiB(scheduler, "VmHWM"));
+      ProcessCpuSeconds(controller) - controller_cpu_before, ProcessMemoryMiB(controller, "VmHWM"),
+      ProcessCpuSeconds(scheduler) - scheduler_cpu_before, ProcessMemoryMiB(scheduler, "VmHWM"));
   RecordProperty("jobs", jobs);
   RecordProperty("seconds_to_all_succeeded", std::to_string(run_seconds));
 }
