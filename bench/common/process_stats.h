@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
-
 #include <sys/resource.h>
 
 namespace hybridjob::bench {

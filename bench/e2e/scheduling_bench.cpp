@@ -12,9 +12,6 @@
 // Prints one Markdown table row: pods/s from first create to last bind, p50
 // and p99 gang latency (last member bound - first member created), and the
 // scheduler process's CPU seconds and peak RSS when --scheduler-pid is given.
-#include <hybridjob/api/labels.h>
-#include <hybridjob/k8s/rest_client.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -30,7 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <hybridjob/api/labels.h>
 #include <hybridjob/common/flags.h>
+#include <hybridjob/k8s/rest_client.h>
 
 namespace {
 
@@ -76,7 +75,8 @@ double Percentile(std::vector<double> values, double p) {
     return 0;
   }
   std::sort(values.begin(), values.end());
-  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5));
+  const size_t index =
+      std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5));
   return values[index];
 }
 
@@ -209,12 +209,12 @@ int main(int argc, char** argv) {
 
   const int64_t groups = (pods + group_size - 1) / group_size;
   const std::string group_spec =
-      json({{"roles", json::array({{{"name", "worker"},
-                                    {"min", group_size},
-                                    {"max", group_size},
-                                    {"priority", 0}}})},
-            {"queue", "default"},
-            {"scheduleTimeoutSeconds", 300}})
+      json(
+          {{"roles",
+            json::array(
+                {{{"name", "worker"}, {"min", group_size}, {"max", group_size}, {"priority", 0}}})},
+           {"queue", "default"},
+           {"scheduleTimeoutSeconds", 300}})
           .dump();
   std::atomic<int64_t> next_pod{0};
   const auto start = Clock::now();
@@ -239,12 +239,11 @@ int main(int argc, char** argv) {
             {"spec",
              {{"schedulerName", scheduler_name},
               {"terminationGracePeriodSeconds", 0},
-              {"containers",
-               json::array({{{"name", "main"},
-                             {"image", "trainer"},
-                             {"resources",
-                              {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
-                               {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+              {"containers", json::array({{{"name", "main"},
+                                           {"image", "trainer"},
+                                           {"resources",
+                                            {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
+                                             {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
         const auto before = Clock::now();
         auto created = client.Create(k8s::resources::Pods(), ns, pod);
         if (created) {
@@ -310,7 +309,8 @@ int main(int argc, char** argv) {
               pods / create_seconds, bound_count.load() / seconds, Percentile(gang_latencies, 0.5),
               Percentile(gang_latencies, 0.99),
               scheduler_pid > 0 ? std::to_string(usage.cpu_seconds).substr(0, 5).c_str() : "-",
-              scheduler_pid > 0 ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
-                                : "-");
+              scheduler_pid > 0
+                  ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
+                  : "-");
   return bound_count.load() == pods ? 0 : 1;
 }

@@ -8,9 +8,6 @@
 //    cache has seen every one (events/s into the cache), next to the write rate;
 //  - memory: resident bytes per cached pod.
 // Prints one Markdown table; deletes its namespace at the end.
-#include <hybridjob/k8s/informer.h>
-#include <hybridjob/k8s/rest_client.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +16,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <hybridjob/k8s/informer.h>
+#include <hybridjob/k8s/rest_client.h>
 
 #include "../common/process_stats.h"
 
@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
   }
   auto& client = **client_result;
   const std::string ns = "bench-informer-" + std::to_string(::getpid());
-  if (auto created = client.Create(Namespaces(), "", {{"apiVersion", "v1"},
-                                                       {"kind", "Namespace"},
-                                                       {"metadata", {{"name", ns}}}});
+  if (auto created = client.Create(
+          Namespaces(), "",
+          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
       !created) {
     std::cerr << created.status().ToString() << "\n";
     return 1;
@@ -162,8 +162,7 @@ int main(int argc, char** argv) {
                R"({"metadata":{"annotations":{"bench/touched":"yes"}}})")
         .ok();
   });
-  while (updates_seen.load() < pods &&
-         Clock::now() - watch_start < std::chrono::minutes(5)) {
+  while (updates_seen.load() < pods && Clock::now() - watch_start < std::chrono::minutes(5)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const double watch_seconds = std::chrono::duration<double>(Clock::now() - watch_start).count();
@@ -189,9 +188,9 @@ int main(int argc, char** argv) {
         break;
       }
       auto& object = (*event)->object;
-      replay_store.Upsert(hybridjob::k8s::ObjectKeyOf(object),
-                          std::make_shared<const json>(
-                              hybridjob::k8s::PruneForCache(std::move(object))));
+      replay_store.Upsert(
+          hybridjob::k8s::ObjectKeyOf(object),
+          std::make_shared<const json>(hybridjob::k8s::PruneForCache(std::move(object))));
       ++replayed;
     }
     (*replay)->Cancel();
@@ -210,9 +209,10 @@ int main(int argc, char** argv) {
   std::printf("| pod patches/s written (%d writers) | %.0f |\n", writers, pods / patch_seconds);
   std::printf("| watch events/s into cache | %.0f (%d of %d seen in %.2f s) |\n",
               updates_seen.load() / watch_seconds, updates_seen.load(), pods, watch_seconds);
-  std::printf("| watch replay events/s into a store (burst from the watch cache) | %.0f (%d in "
-              "%.2f s) |\n",
-              replayed / replay_seconds, replayed, replay_seconds);
+  std::printf(
+      "| watch replay events/s into a store (burst from the watch cache) | %.0f (%d in "
+      "%.2f s) |\n",
+      replayed / replay_seconds, replayed, replay_seconds);
   std::printf("| memory per cached pod (JSON, managedFields pruned) | %.1f KiB |\n",
               static_cast<double>(rss_after - rss_before) / pods / 1024.0);
   std::printf("| peak RSS | %.1f MiB |\n",

@@ -51,12 +51,11 @@ json PodObject(int node, int i) {
       {"spec",
        {{"schedulerName", "gang-scheduler"},
         {"nodeName", "node-" + std::to_string(node)},
-        {"containers",
-         json::array({{{"name", "trainer"},
-                       {"image", "trainer:latest"},
-                       {"resources",
-                        {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}}},
-                         {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
+        {"containers", json::array({{{"name", "trainer"},
+                                     {"image", "trainer:latest"},
+                                     {"resources",
+                                      {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}}},
+                                       {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
       {"status", {{"phase", "Running"}}}};
 }
 

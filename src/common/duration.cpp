@@ -1,8 +1,8 @@
-#include <hybridjob/common/duration.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+
+#include <hybridjob/common/duration.h>
 
 namespace hybridjob {
 
@@ -24,9 +24,8 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   while (!text.empty()) {
     size_t digits = 0;
     bool seen_dot = false;
-    while (digits < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[digits])) ||
-            (text[digits] == '.' && !seen_dot))) {
+    while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) ||
+                                    (text[digits] == '.' && !seen_dot))) {
       seen_dot = seen_dot || text[digits] == '.';
       ++digits;
     }
@@ -60,8 +59,8 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     } else if (unit.empty()) {
       return InvalidArgument("duration \"" + original + "\": missing unit (ms, s, m, h)");
     } else {
-      return InvalidArgument("duration \"" + original + "\": unknown unit \"" +
-                             std::string(unit) + "\"");
+      return InvalidArgument("duration \"" + original + "\": unknown unit \"" + std::string(unit) +
+                             "\"");
     }
     total_ns += value * scale;
   }

@@ -1,10 +1,10 @@
-#include <hybridjob/common/logging.h>
+#include <memory>
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <memory>
+#include <hybridjob/common/logging.h>
 
 namespace hybridjob {
 namespace {
@@ -17,11 +17,21 @@ class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
     static constexpr char kHex[] = "0123456789abcdef";
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\r': dest.append(std::string_view("\\r")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
+        case '"':
+          dest.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          dest.append(std::string_view("\\\\"));
+          break;
+        case '\n':
+          dest.append(std::string_view("\\n"));
+          break;
+        case '\r':
+          dest.append(std::string_view("\\r"));
+          break;
+        case '\t':
+          dest.append(std::string_view("\\t"));
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             const char escaped[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xF], kHex[c & 0xF]};
@@ -46,8 +56,8 @@ Status ConfigureLogging(const std::string& level, const std::string& format,
     return InvalidArgument("--log-level: \"" + level +
                            "\" is not one of trace, debug, info, warn, error");
   }
-  auto logger = std::make_shared<spdlog::logger>(
-      component, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>(component,
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(parsed);
   if (format == "json") {
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);

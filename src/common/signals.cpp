@@ -1,8 +1,7 @@
-#include <hybridjob/common/signals.h>
-
 #include <csignal>
-
 #include <pthread.h>
+
+#include <hybridjob/common/signals.h>
 
 namespace hybridjob {
 namespace {

@@ -4,21 +4,36 @@ namespace hybridjob {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kConflict: return "Conflict";
-    case StatusCode::kGone: return "Gone";
-    case StatusCode::kUnauthorized: return "Unauthorized";
-    case StatusCode::kForbidden: return "Forbidden";
-    case StatusCode::kInvalid: return "Invalid";
-    case StatusCode::kBadRequest: return "BadRequest";
-    case StatusCode::kTooManyRequests: return "TooManyRequests";
-    case StatusCode::kTimeout: return "Timeout";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kConflict:
+      return "Conflict";
+    case StatusCode::kGone:
+      return "Gone";
+    case StatusCode::kUnauthorized:
+      return "Unauthorized";
+    case StatusCode::kForbidden:
+      return "Forbidden";
+    case StatusCode::kInvalid:
+      return "Invalid";
+    case StatusCode::kBadRequest:
+      return "BadRequest";
+    case StatusCode::kTooManyRequests:
+      return "TooManyRequests";
+    case StatusCode::kTimeout:
+      return "Timeout";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

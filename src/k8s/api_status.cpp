@@ -1,26 +1,38 @@
-#include <hybridjob/k8s/api_status.h>
-
 #include <cstdint>
 
 #include <nlohmann/json.hpp>
+
+#include <hybridjob/k8s/api_status.h>
 
 namespace hybridjob::k8s {
 namespace {
 
 StatusCode CodeFor(int http_status, std::string_view reason) {
   switch (http_status) {
-    case 400: return StatusCode::kBadRequest;
-    case 401: return StatusCode::kUnauthorized;
-    case 403: return StatusCode::kForbidden;
-    case 404: return StatusCode::kNotFound;
-    case 405: return StatusCode::kBadRequest;
-    case 409: return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kConflict;
-    case 410: return StatusCode::kGone;
-    case 415: return StatusCode::kBadRequest;
-    case 422: return StatusCode::kInvalid;
-    case 429: return StatusCode::kTooManyRequests;
-    case 504: return StatusCode::kTimeout;
-    default: break;
+    case 400:
+      return StatusCode::kBadRequest;
+    case 401:
+      return StatusCode::kUnauthorized;
+    case 403:
+      return StatusCode::kForbidden;
+    case 404:
+      return StatusCode::kNotFound;
+    case 405:
+      return StatusCode::kBadRequest;
+    case 409:
+      return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kConflict;
+    case 410:
+      return StatusCode::kGone;
+    case 415:
+      return StatusCode::kBadRequest;
+    case 422:
+      return StatusCode::kInvalid;
+    case 429:
+      return StatusCode::kTooManyRequests;
+    case 504:
+      return StatusCode::kTimeout;
+    default:
+      break;
   }
   if (reason == "Expired" || reason == "Gone") {
     return StatusCode::kGone;
@@ -33,18 +45,30 @@ StatusCode CodeFor(int http_status, std::string_view reason) {
 
 std::string_view DefaultReason(int http_status) {
   switch (http_status) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "Unknown";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "Unknown";
   }
 }
 
@@ -57,7 +81,8 @@ Status StatusFromApiStatus(const nlohmann::json& status_object) {
   if (status_object.is_object()) {
     // Only a plausible HTTP code counts: converting a larger number to int
     // wrapped (4294967706 read as 410, Gone, and the caller relisted).
-    if (auto it = status_object.find("code"); it != status_object.end() && it->is_number_integer()) {
+    if (auto it = status_object.find("code");
+        it != status_object.end() && it->is_number_integer()) {
       const int64_t value = it->is_number_unsigned() && it->get<uint64_t>() > INT32_MAX
                                 ? int64_t{-1}
                                 : it->get<int64_t>();

@@ -1,11 +1,11 @@
-#include <hybridjob/k8s/config.h>
-
-#include <yaml-cpp/yaml.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include <hybridjob/k8s/config.h>
 
 #include "base64.h"
 
@@ -191,8 +191,7 @@ Result<ClientConfig> LoadKubeconfigFile(const std::string& path, const std::stri
   if (!text) {
     return text.status();
   }
-  auto config =
-      ParseKubeconfig(*text, fs::path(path).parent_path().string(), context_name);
+  auto config = ParseKubeconfig(*text, fs::path(path).parent_path().string(), context_name);
   if (!config) {
     return Status(config.status().code(), path + ": " + config.status().message());
   }

@@ -1,9 +1,9 @@
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/event_recorder.h>
-
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/event_recorder.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -43,7 +43,9 @@ EventRecorder::EventRecorder(ApiClient& client, std::string component, size_t ma
   thread_ = std::thread([this] { Run(); });
 }
 
-EventRecorder::~EventRecorder() { Stop(); }
+EventRecorder::~EventRecorder() {
+  Stop();
+}
 
 void EventRecorder::Record(const ObjectReference& object, EventType type, std::string reason,
                            std::string message) {
@@ -103,8 +105,8 @@ void EventRecorder::Run() {
 }
 
 void EventRecorder::Write(const Pending& event) {
-  const std::string ns = event.object.namespace_name.empty() ? "default"
-                                                               : event.object.namespace_name;
+  const std::string ns =
+      event.object.namespace_name.empty() ? "default" : event.object.namespace_name;
   const std::string key = event.object.kind + "/" + ns + "/" + event.object.name + "/" +
                           event.object.uid + "/" + std::string(TypeName(event.type)) + "/" +
                           event.reason + "/" + event.message;

@@ -1,8 +1,8 @@
-#include <hybridjob/k8s/rate_limiter.h>
-
 #include <algorithm>
 #include <cmath>
 #include <thread>
+
+#include <hybridjob/k8s/rate_limiter.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -62,9 +62,9 @@ Duration ItemExponentialBackoff::When(const std::string& item) {
   const int failures = failures_[item]++;
   // 2^failures overflows quickly; cap the exponent before multiplying.
   const double factor = std::pow(2.0, std::min(failures, 62));
-  const double nanos = static_cast<double>(
-                           std::chrono::duration_cast<std::chrono::nanoseconds>(base_).count()) *
-                       factor;
+  const double nanos =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(base_).count()) *
+      factor;
   const double cap_nanos =
       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(cap_).count());
   if (nanos >= cap_nanos) {

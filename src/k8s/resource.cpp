@@ -1,6 +1,5 @@
-#include <hybridjob/k8s/resource.h>
-
 #include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/resource.h>
 
 namespace hybridjob::k8s {
 
@@ -32,17 +31,39 @@ std::string Resource::ObjectPath(std::string_view ns, std::string_view name,
 }
 
 namespace resources {
-Resource Pods() { return {"", "v1", "pods", true}; }
-Resource Nodes() { return {"", "v1", "nodes", false}; }
-Resource Services() { return {"", "v1", "services", true}; }
-Resource ConfigMaps() { return {"", "v1", "configmaps", true}; }
-Resource Secrets() { return {"", "v1", "secrets", true}; }
-Resource PersistentVolumeClaims() { return {"", "v1", "persistentvolumeclaims", true}; }
-Resource Events() { return {"", "v1", "events", true}; }
-Resource Namespaces() { return {"", "v1", "namespaces", false}; }
-Resource ServiceAccounts() { return {"", "v1", "serviceaccounts", true}; }
-Resource Leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
-Resource Deployments() { return {"apps", "v1", "deployments", true}; }
+Resource Pods() {
+  return {"", "v1", "pods", true};
+}
+Resource Nodes() {
+  return {"", "v1", "nodes", false};
+}
+Resource Services() {
+  return {"", "v1", "services", true};
+}
+Resource ConfigMaps() {
+  return {"", "v1", "configmaps", true};
+}
+Resource Secrets() {
+  return {"", "v1", "secrets", true};
+}
+Resource PersistentVolumeClaims() {
+  return {"", "v1", "persistentvolumeclaims", true};
+}
+Resource Events() {
+  return {"", "v1", "events", true};
+}
+Resource Namespaces() {
+  return {"", "v1", "namespaces", false};
+}
+Resource ServiceAccounts() {
+  return {"", "v1", "serviceaccounts", true};
+}
+Resource Leases() {
+  return {"coordination.k8s.io", "v1", "leases", true};
+}
+Resource Deployments() {
+  return {"apps", "v1", "deployments", true};
+}
 Resource HybridJobs() {
   return {std::string(api::kGroup), std::string(api::kVersion), std::string(api::kPlural), true};
 }

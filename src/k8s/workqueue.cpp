@@ -6,7 +6,9 @@ WorkQueue::WorkQueue(std::unique_ptr<WorkqueueRateLimiter> limiter, WorkQueueObs
     : limiter_(limiter ? std::move(limiter) : std::make_unique<WorkqueueRateLimiter>()),
       observer_(std::move(observer)) {}
 
-WorkQueue::~WorkQueue() { ShutDown(); }
+WorkQueue::~WorkQueue() {
+  ShutDown();
+}
 
 void WorkQueue::NotifyDepth(size_t depth) {
   if (observer_.on_depth) {

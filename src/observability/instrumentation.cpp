@@ -20,17 +20,16 @@ void InstrumentClient(k8s::RestClient& client, Registry& registry) {
 
 k8s::WorkQueueObserver WorkQueueMetrics(Registry& registry, const std::string& queue_name) {
   const Labels labels = {{"name", queue_name}};
-  Gauge& depth = registry.GetGauge("hybridjob_workqueue_depth", "Keys waiting in the workqueue",
-                                   labels);
-  Histogram& waited =
-      registry.GetHistogram("hybridjob_workqueue_queue_duration_seconds",
-                            "Time a key waits in the workqueue before a worker takes it",
-                            LatencyBuckets(), labels);
-  Histogram& worked = registry.GetHistogram("hybridjob_workqueue_work_duration_seconds",
-                                            "Time a worker spends on one key", LatencyBuckets(),
-                                            labels);
-  Counter& retries =
-      registry.GetCounter("hybridjob_workqueue_retries_total", "Keys requeued with backoff", labels);
+  Gauge& depth =
+      registry.GetGauge("hybridjob_workqueue_depth", "Keys waiting in the workqueue", labels);
+  Histogram& waited = registry.GetHistogram(
+      "hybridjob_workqueue_queue_duration_seconds",
+      "Time a key waits in the workqueue before a worker takes it", LatencyBuckets(), labels);
+  Histogram& worked =
+      registry.GetHistogram("hybridjob_workqueue_work_duration_seconds",
+                            "Time a worker spends on one key", LatencyBuckets(), labels);
+  Counter& retries = registry.GetCounter("hybridjob_workqueue_retries_total",
+                                         "Keys requeued with backoff", labels);
   k8s::WorkQueueObserver observer;
   observer.on_depth = [&depth](size_t d) { depth.Set(static_cast<double>(d)); };
   observer.on_queue_latency = [&waited](k8s::Duration d) {

@@ -1,9 +1,9 @@
-#include <hybridjob/observability/metrics.h>
-
 #include <charconv>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+
+#include <hybridjob/observability/metrics.h>
 
 namespace hybridjob::observability {
 namespace {
@@ -72,9 +72,13 @@ void Counter::Inc(double amount) {
   }
 }
 
-double Counter::Value() const { return value_.load(); }
+double Counter::Value() const {
+  return value_.load();
+}
 
-void Gauge::Add(double amount) { AtomicAdd(value_, amount); }
+void Gauge::Add(double amount) {
+  AtomicAdd(value_, amount);
+}
 
 Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
@@ -114,10 +118,11 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   return buckets;
 }
 
-std::vector<double> LatencyBuckets() { return ExponentialBuckets(0.001, 2, 15); }
+std::vector<double> LatencyBuckets() {
+  return ExponentialBuckets(0.001, 2, 15);
+}
 
-Registry::Family& Registry::FamilyFor(const std::string& name, const std::string& help,
-                                      Type type) {
+Registry::Family& Registry::FamilyFor(const std::string& name, const std::string& help, Type type) {
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.type = type;
@@ -193,9 +198,8 @@ std::string Registry::Render() {
         for (const auto& [labels, histogram] : family.histograms) {
           const auto snapshot = histogram->Read();
           for (size_t i = 0; i < snapshot.cumulative.size(); ++i) {
-            const std::string le = i < snapshot.upper_bounds.size()
-                                       ? FormatValue(snapshot.upper_bounds[i])
-                                       : "+Inf";
+            const std::string le =
+                i < snapshot.upper_bounds.size() ? FormatValue(snapshot.upper_bounds[i]) : "+Inf";
             out << name << "_bucket" << RenderLabels(labels, "le", le) << " "
                 << snapshot.cumulative[i] << "\n";
           }

@@ -1,9 +1,9 @@
-#include <hybridjob/scheduler/config_watcher.h>
-
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <utility>
+
+#include <hybridjob/scheduler/config_watcher.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -138,11 +138,10 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   compare("healthAddr", config.health_addr == config_.health_addr);
   const auto& a = config.leader_election;
   const auto& b = config_.leader_election;
-  compare("leaderElection", a.enabled == b.enabled && a.lease_name == b.lease_name &&
-                                a.lease_namespace == b.lease_namespace &&
-                                a.lease_duration == b.lease_duration &&
-                                a.renew_deadline == b.renew_deadline &&
-                                a.retry_period == b.retry_period);
+  compare("leaderElection",
+          a.enabled == b.enabled && a.lease_name == b.lease_name &&
+              a.lease_namespace == b.lease_namespace && a.lease_duration == b.lease_duration &&
+              a.renew_deadline == b.renew_deadline && a.retry_period == b.retry_period);
   PlannerConfig planner;
   planner.packing = config.scoring;
   planner.gpu_resource_names = config_.gpu_resources;
@@ -587,8 +586,8 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
 }
 
 void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& name,
-                                     const std::string& type, bool value,
-                                     const std::string& reason, const std::string& message) {
+                                     const std::string& type, bool value, const std::string& reason,
+                                     const std::string& message) {
   const nlohmann::json patch = {
       {"status",
        {{"conditions", nlohmann::json::array({{{"type", type},

@@ -1,9 +1,8 @@
-#include <hybridjob/sim/kubelet.h>
+#include <charconv>
 
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/duration.h>
-
-#include <charconv>
+#include <hybridjob/sim/kubelet.h>
 
 namespace hybridjob::sim {
 namespace {
@@ -41,7 +40,8 @@ std::vector<std::pair<std::string, std::string>> Containers(const nlohmann::json
 }
 
 nlohmann::json Condition(const char* type, bool status, WallClock::time_point now) {
-  return {{"type", type}, {"status", status ? "True" : "False"}, {"lastTransitionTime", Rfc3339(now)}};
+  return {
+      {"type", type}, {"status", status ? "True" : "False"}, {"lastTransitionTime", Rfc3339(now)}};
 }
 
 nlohmann::json ContainerStatus(const SimPod& pod, const std::pair<std::string, std::string>& c,
@@ -154,10 +154,10 @@ KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
           {"podIP", pod_ip},
           {"podIPs", nlohmann::json::array({{{"ip", pod_ip}}})},
           {"startTime", Rfc3339(now)},
-          {"conditions", nlohmann::json::array({Condition("Initialized", true, now),
-                                                Condition("Ready", true, now),
-                                                Condition("ContainersReady", true, now),
-                                                Condition("PodScheduled", true, now)})},
+          {"conditions",
+           nlohmann::json::array(
+               {Condition("Initialized", true, now), Condition("Ready", true, now),
+                Condition("ContainersReady", true, now), Condition("PodScheduled", true, now)})},
           {"initContainerStatuses", InitStatuses(pod, now)},
           {"containerStatuses", containers}}}};
     if (!pod.annotation_error.empty()) {
@@ -192,10 +192,10 @@ KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
   }
   nlohmann::json status = {
       {"phase", exit_code == 0 ? "Succeeded" : "Failed"},
-      {"conditions", nlohmann::json::array({Condition("Initialized", true, now),
-                                            Condition("Ready", false, now),
-                                            Condition("ContainersReady", false, now),
-                                            Condition("PodScheduled", true, now)})},
+      {"conditions",
+       nlohmann::json::array({Condition("Initialized", true, now), Condition("Ready", false, now),
+                              Condition("ContainersReady", false, now),
+                              Condition("PodScheduled", true, now)})},
       {"containerStatuses", containers}};
   if (bad_annotation) {
     status["reason"] = "InvalidSimulation";

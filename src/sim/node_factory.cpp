@@ -1,7 +1,6 @@
-#include <hybridjob/sim/node_factory.h>
-
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/quantity.h>
+#include <hybridjob/sim/node_factory.h>
 
 namespace hybridjob::sim {
 namespace {
@@ -113,15 +112,13 @@ nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index) {
       api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now()));
   auto condition = [&now](const char* type, const char* status, const char* reason,
                           const char* message) {
-    return nlohmann::json{{"type", type},     {"status", status},
-                          {"reason", reason}, {"message", message},
-                          {"lastHeartbeatTime", now}, {"lastTransitionTime", now}};
+    return nlohmann::json{
+        {"type", type},       {"status", status},         {"reason", reason},
+        {"message", message}, {"lastHeartbeatTime", now}, {"lastTransitionTime", now}};
   };
   nlohmann::json labels = {
-      {"kubernetes.io/hostname", name},
-      {"kubernetes.io/os", "linux"},
-      {"kubernetes.io/arch", "amd64"},
-      {"node.hybridjob.io/simulated", "true"},
+      {"kubernetes.io/hostname", name}, {"kubernetes.io/os", "linux"},
+      {"kubernetes.io/arch", "amd64"},  {"node.hybridjob.io/simulated", "true"},
       {"type", "hybridjob-sim"},
   };
   for (const auto& [key, value] : spec.labels) {

@@ -1,9 +1,9 @@
 // End to end: `kubectl apply` of HybridJobs against the real binaries.
-#include <gtest/gtest.h>
-
 #include <map>
 #include <set>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
 
@@ -27,7 +27,8 @@ TEST(EndToEndTest, TensorflowJobSucceedsAndItsParameterServersAreCleanedUp) {
             0)
       << output;
   ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Running"; }, 60s))
-      << "phase " << system.Phase("tf") << "\n" << system.Logs();
+      << "phase " << system.Phase("tf") << "\n"
+      << system.Logs();
   // The cluster spec lists the bound members.
   auto cluster = system.client().Get(k8s::resources::ConfigMaps(), "default", "tf-cluster");
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
@@ -37,23 +38,28 @@ TEST(EndToEndTest, TensorflowJobSucceedsAndItsParameterServersAreCleanedUp) {
   EXPECT_EQ(spec["chief"][0], "tf-chief-0.tf.default.svc:2222");
 
   ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Succeeded"; }, 60s))
-      << "phase " << system.Phase("tf") << "\n" << system.Logs();
+      << "phase " << system.Phase("tf") << "\n"
+      << system.Logs();
   // Parameter servers never linger once the job is done.
-  ASSERT_TRUE(WaitFor([&] {
-    for (const auto& pod : system.Pods("tf")) {
-      if (pod["metadata"]["labels"][std::string(api::kRoleLabel)] == "ps") {
-        return false;
-      }
-    }
-    return true;
-  }, 30s)) << "ps pods still exist";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& pod : system.Pods("tf")) {
+          if (pod["metadata"]["labels"][std::string(api::kRoleLabel)] == "ps") {
+            return false;
+          }
+        }
+        return true;
+      },
+      30s))
+      << "ps pods still exist";
   std::string kubectl_out;
   ASSERT_EQ(system.Kubectl("get hj tf", &kubectl_out), 0);
   EXPECT_NE(kubectl_out.find("Succeeded"), std::string::npos) << kubectl_out;
 }
 
 TEST(EndToEndTest, TwoCompetingJobsNeverDeadlock) {
-  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});  // 8 GPUs; each job needs 6
+  System system(
+      {.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});  // 8 GPUs; each job needs 6
   ASSERT_TRUE(system.ok());
   ASSERT_EQ(system.Apply(Job("a", "pytorch", {Member("worker", 6, 6, 1, "5s")})), 0);
   ASSERT_EQ(system.Apply(Job("b", "pytorch", {Member("worker", 6, 6, 1, "5s")})), 0);
@@ -80,7 +86,7 @@ TEST(EndToEndTest, TwoCompetingJobsNeverDeadlock) {
   }
   const bool partial_seen = longest_partial > 3s;
   EXPECT_FALSE(partial_seen) << "a job held part of its gang for "
-                              << std::chrono::duration<double>(longest_partial).count() << " s";
+                             << std::chrono::duration<double>(longest_partial).count() << " s";
   EXPECT_EQ(system.Phase("a"), "Succeeded") << system.Logs();
   EXPECT_EQ(system.Phase("b"), "Succeeded") << system.Logs();
 }
@@ -90,24 +96,29 @@ TEST(EndToEndTest, FailedWorkerIsRestartedWithTheSameIndex) {
   ASSERT_TRUE(system.ok());
   // Worker 1 of 2 fails with a retryable code; after the first failure the
   // test "fixes the image" (exit code 0), so the restarted member succeeds.
-  ASSERT_EQ(system.Apply(Job("r", "generic",
-                             {Member("worker", 2, 2, 1, "4s", "137", "ExitCode")},
+  ASSERT_EQ(system.Apply(Job("r", "generic", {Member("worker", 2, 2, 1, "4s", "137", "ExitCode")},
                              "    backoffLimit: 3\n")),
             0);
   std::string first_uid;
-  ASSERT_TRUE(WaitFor([&] {
-    const json job = system.Job("r");
-    return !job.is_null() && job.contains("status") && job["status"].value("restartCount", 0) >= 1;
-  }, 60s)) << system.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json job = system.Job("r");
+        return !job.is_null() && job.contains("status") &&
+               job["status"].value("restartCount", 0) >= 1;
+      },
+      60s))
+      << system.Logs();
   std::string output;
-  ASSERT_EQ(system.Kubectl("patch hj r --type=json -p '[{\"op\":\"replace\",\"path\":\"/spec/"
-                           "replicaSpecs/0/template/metadata/annotations/sim.hybridjob.io~1exit-code\","
-                           "\"value\":\"0\"}]'",
-                           &output),
-            0)
+  ASSERT_EQ(
+      system.Kubectl("patch hj r --type=json -p '[{\"op\":\"replace\",\"path\":\"/spec/"
+                     "replicaSpecs/0/template/metadata/annotations/sim.hybridjob.io~1exit-code\","
+                     "\"value\":\"0\"}]'",
+                     &output),
+      0)
       << output;
   ASSERT_TRUE(WaitFor([&] { return system.Phase("r") == "Succeeded"; }, 90s))
-      << "phase " << system.Phase("r") << "\n" << system.Logs();
+      << "phase " << system.Phase("r") << "\n"
+      << system.Logs();
   const json job = system.Job("r");
   EXPECT_GE(job["status"].value("restartCount", 0), 1);
   EXPECT_LE(job["status"].value("restartCount", 0), 3);
@@ -123,7 +134,8 @@ TEST(EndToEndTest, JobThatDoesNotFitWaitsThenRunsWhenTheOtherFinishes) {
   EXPECT_EQ(BoundCount(system, "second"), 0);
   EXPECT_NE(system.Phase("second"), "Running");
   ASSERT_TRUE(WaitFor([&] { return system.Phase("second") == "Succeeded"; }, 90s))
-      << "phase " << system.Phase("second") << "\n" << system.Logs();
+      << "phase " << system.Phase("second") << "\n"
+      << system.Logs();
   EXPECT_EQ(system.Phase("first"), "Succeeded");
 }
 

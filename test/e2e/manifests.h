@@ -23,11 +23,13 @@ inline std::string Member(const std::string& role, int min, int max, int gpus,
     text += "            sim.hybridjob.io/duration: \"" + duration + "\"\n";
   }
   text += "            sim.hybridjob.io/exit-code: \"" + exit_code + "\"\n";
-  text += "        spec:\n          containers:\n            - name: main\n              image: "
-          "trainer:latest\n";
+  text +=
+      "        spec:\n          containers:\n            - name: main\n              image: "
+      "trainer:latest\n";
   if (gpus > 0) {
-    text += "              resources:\n                limits:\n                  nvidia.com/gpu: " +
-            std::to_string(gpus) + "\n";
+    text +=
+        "              resources:\n                limits:\n                  nvidia.com/gpu: " +
+        std::to_string(gpus) + "\n";
   }
   return text;
 }
@@ -37,8 +39,9 @@ inline std::string Member(const std::string& role, int min, int max, int gpus,
 inline std::string Job(const std::string& name, const std::string& framework,
                        const std::vector<std::string>& members, const std::string& run_policy = "",
                        const std::string& queue = "") {
-  std::string text = "apiVersion: batch.hybridjob.io/v1alpha1\nkind: HybridJob\nmetadata:\n  name: " +
-                     name + "\nspec:\n  framework: " + framework + "\n";
+  std::string text =
+      "apiVersion: batch.hybridjob.io/v1alpha1\nkind: HybridJob\nmetadata:\n  name: " + name +
+      "\nspec:\n  framework: " + framework + "\n";
   if (!queue.empty()) {
     text += "  queue: " + queue + "\n";
   }

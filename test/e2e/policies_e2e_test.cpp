@@ -2,9 +2,9 @@
 // scheduler evicts elastic members for a waiting job, the controller shrinks
 // the job's membership and publishes the new cluster spec, and when capacity
 // is idle again the job grows back.
-#include <gtest/gtest.h>
-
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
 
@@ -113,8 +113,7 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
       "  - name: b\n    weight: 1\n    guaranteed: {nvidia.com/gpu: 8}\n";
   System system({.nodes = 2, .gpus_per_node = 8, .scheduler_config = config});
   ASSERT_TRUE(system.ok());
-  ASSERT_EQ(system.Apply(Job("borrower", "generic", {Member("worker", 2, 16, 1, "")}, "", "a")),
-            0);
+  ASSERT_EQ(system.Apply(Job("borrower", "generic", {Member("worker", 2, 16, 1, "")}, "", "a")), 0);
   ASSERT_TRUE(WaitFor([&] { return Members(system, "borrower", "worker") == 16; }, 60s))
       << "queue a should borrow all 16 GPUs: " << Members(system, "borrower", "worker") << "\n"
       << system.Logs();
@@ -135,20 +134,23 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
 
   // The unknown queue is refused with a reason on the job.
   ASSERT_EQ(system.Apply(Job("lost", "generic", {Member("worker", 1, 1, 1, "")}, "", "nope")), 0);
-  ASSERT_TRUE(WaitFor([&] {
-    const json job = system.Job("lost");
-    if (!job.is_object() || !job.contains("status") || !job["status"].is_object() ||
-        !job["status"].contains("conditions") || !job["status"]["conditions"].is_array()) {
-      return false;
-    }
-    for (const auto& c : job["status"]["conditions"]) {
-      if (c.is_object() && c.value("type", "") == "Queued" &&
-          c.value("reason", "") == "UnknownQueue") {
-        return true;
-      }
-    }
-    return false;
-  }, 30s)) << system.Job("lost").dump();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json job = system.Job("lost");
+        if (!job.is_object() || !job.contains("status") || !job["status"].is_object() ||
+            !job["status"].contains("conditions") || !job["status"]["conditions"].is_array()) {
+          return false;
+        }
+        for (const auto& c : job["status"]["conditions"]) {
+          if (c.is_object() && c.value("type", "") == "Queued" &&
+              c.value("reason", "") == "UnknownQueue") {
+            return true;
+          }
+        }
+        return false;
+      },
+      30s))
+      << system.Job("lost").dump();
   EXPECT_EQ(system.Phase("lost"), "Queued");
 }
 

@@ -1,8 +1,8 @@
 #include "system.h"
 
-#include <gtest/gtest.h>
-
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
 

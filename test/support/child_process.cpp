@@ -40,7 +40,9 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, std::string log_path)
   posix_spawnattr_destroy(&attributes);
 }
 
-ChildProcess::~ChildProcess() { Stop(std::chrono::seconds(5)); }
+ChildProcess::~ChildProcess() {
+  Stop(std::chrono::seconds(5));
+}
 
 int ChildProcess::Reap(bool block) {
   if (pid_ <= 0) {

@@ -1,7 +1,5 @@
 #include "test_cluster.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace hybridjob::testing {
@@ -19,7 +18,9 @@ std::string ClusterDir() {
   return dir == nullptr ? std::string() : std::string(dir);
 }
 
-std::string KubeconfigPath() { return ClusterDir() + "/kubeconfig"; }
+std::string KubeconfigPath() {
+  return ClusterDir() + "/kubeconfig";
+}
 
 std::string KubernetesBinDir() {
   std::ifstream in(ClusterDir() + "/k8s-bin-dir");
@@ -30,7 +31,8 @@ std::string KubernetesBinDir() {
 
 Result<k8s::ClientConfig> AdminConfig() {
   if (ClusterDir().empty()) {
-    return InvalidArgument("HYBRIDJOB_TEST_CLUSTER_DIR is not set: run integration tests via ctest");
+    return InvalidArgument(
+        "HYBRIDJOB_TEST_CLUSTER_DIR is not set: run integration tests via ctest");
   }
   auto config = k8s::LoadKubeconfigFile(KubeconfigPath());
   if (config) {
@@ -79,17 +81,17 @@ std::string RandomSuffix() {
 
 TestNamespace::TestNamespace(k8s::ApiClient& client, const std::string& prefix)
     : client_(client), name_(prefix + "-" + RandomSuffix()) {
-  nlohmann::json ns = {{"apiVersion", "v1"},
-                       {"kind", "Namespace"},
-                       {"metadata", {{"name", name_}, {"labels", {{"hybridjob.io/test", "true"}}}}}};
+  nlohmann::json ns = {
+      {"apiVersion", "v1"},
+      {"kind", "Namespace"},
+      {"metadata", {{"name", name_}, {"labels", {{"hybridjob.io/test", "true"}}}}}};
   auto created = client_.Create(k8s::resources::Namespaces(), "", ns);
   if (!created) {
     ADD_FAILURE() << "create namespace " << name_ << ": " << created.status().ToString();
     return;
   }
-  const bool ready = WaitFor([&] {
-    return client_.Get(k8s::resources::ServiceAccounts(), name_, "default").ok();
-  });
+  const bool ready = WaitFor(
+      [&] { return client_.Get(k8s::resources::ServiceAccounts(), name_, "default").ok(); });
   if (!ready) {
     ADD_FAILURE() << "namespace " << name_ << " got no default ServiceAccount";
   }
@@ -101,10 +103,16 @@ TestNamespace::~TestNamespace() {
   (void)client_.Delete(k8s::resources::Namespaces(), "", name_, options);
 }
 
-std::string SourceDir() { return HYBRIDJOB_SOURCE_DIR; }
-std::string BinaryDir() { return HYBRIDJOB_BIN_DIR; }
+std::string SourceDir() {
+  return HYBRIDJOB_SOURCE_DIR;
+}
+std::string BinaryDir() {
+  return HYBRIDJOB_BIN_DIR;
+}
 
-std::string LocalClusterScript() { return SourceDir() + "/hack/local-cluster.sh"; }
+std::string LocalClusterScript() {
+  return SourceDir() + "/hack/local-cluster.sh";
+}
 
 PrivateCluster::PrivateCluster() {
   const std::string base = ClusterDir().empty() ? "/tmp" : ClusterDir() + "-private";
@@ -138,8 +146,8 @@ std::unique_ptr<k8s::RestClient> PrivateCluster::AdminClient() const {
 
 bool PrivateCluster::Restart(const std::string& component) const {
   std::string output;
-  const int rc = RunCommand(LocalClusterScript() + " restart " + component + " --dir " + dir_,
-                            &output);
+  const int rc =
+      RunCommand(LocalClusterScript() + " restart " + component + " --dir " + dir_, &output);
   if (rc != 0) {
     ADD_FAILURE() << "restart " << component << ":\n" << output;
   }

@@ -14,20 +14,20 @@ namespace hybridjob {
 
 enum class StatusCode {
   kOk,
-  kInvalidArgument,   // caller's input is malformed (bad flag, bad manifest, bad config)
-  kNotFound,          // HTTP 404
-  kAlreadyExists,     // HTTP 409 with reason AlreadyExists
-  kConflict,          // HTTP 409: stale resourceVersion or failed precondition
-  kGone,              // HTTP 410: resourceVersion too old, relist
-  kUnauthorized,      // HTTP 401
-  kForbidden,         // HTTP 403
-  kInvalid,           // HTTP 422: the API server refused the object
-  kBadRequest,        // HTTP 400
-  kTooManyRequests,   // HTTP 429, see retry_after
-  kTimeout,           // HTTP 504 or a client-side deadline
-  kUnavailable,       // transport failure or HTTP 5xx: retry later
-  kCancelled,         // the operation was stopped on purpose (shutdown)
-  kInternal,          // a bug or an unexpected response
+  kInvalidArgument,  // caller's input is malformed (bad flag, bad manifest, bad config)
+  kNotFound,         // HTTP 404
+  kAlreadyExists,    // HTTP 409 with reason AlreadyExists
+  kConflict,         // HTTP 409: stale resourceVersion or failed precondition
+  kGone,             // HTTP 410: resourceVersion too old, relist
+  kUnauthorized,     // HTTP 401
+  kForbidden,        // HTTP 403
+  kInvalid,          // HTTP 422: the API server refused the object
+  kBadRequest,       // HTTP 400
+  kTooManyRequests,  // HTTP 429, see retry_after
+  kTimeout,          // HTTP 504 or a client-side deadline
+  kUnavailable,      // transport failure or HTTP 5xx: retry later
+  kCancelled,        // the operation was stopped on purpose (shutdown)
+  kInternal,         // a bug or an unexpected response
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -76,8 +76,12 @@ class Status {
 inline Status InvalidArgument(std::string message) {
   return {StatusCode::kInvalidArgument, std::move(message)};
 }
-inline Status NotFound(std::string message) { return {StatusCode::kNotFound, std::move(message)}; }
-inline Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+inline Status NotFound(std::string message) {
+  return {StatusCode::kNotFound, std::move(message)};
+}
+inline Status Internal(std::string message) {
+  return {StatusCode::kInternal, std::move(message)};
+}
 inline Status Unavailable(std::string message) {
   return {StatusCode::kUnavailable, std::move(message)};
 }
@@ -89,10 +93,11 @@ inline Status Cancelled(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(state_).ok()) {
-      state_ = Status(StatusCode::kInternal, "Result constructed from an OK status without a value");
+      state_ =
+          Status(StatusCode::kInternal, "Result constructed from an OK status without a value");
     }
   }
 

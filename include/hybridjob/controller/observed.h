@@ -21,8 +21,8 @@ struct ObservedPod {
   int32_t index = -1;          // batch.hybridjob.io/index label; -1 if missing or malformed
   std::string controller_uid;  // uid of the ownerReference with controller: true
   PodPhase phase = PodPhase::kPending;
-  std::string node_name;     // set once bound
-  bool surplus = false;      // PodScheduled=False, reason GangSurplus
+  std::string node_name;  // set once bound
+  bool surplus = false;   // PodScheduled=False, reason GangSurplus
   // DisruptionTarget=True: the scheduler evicts it (reclaim or preemption),
   // so the job shrinks rather than restarting it.
   bool disrupted = false;

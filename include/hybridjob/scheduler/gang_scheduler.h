@@ -54,9 +54,9 @@ using GangLatencyObserver = std::function<void(std::chrono::duration<double> lat
 
 // Binds one pod to a node (pods/binding). Replaceable for fault-injection
 // tests of the rollback path; the default is k8s::BindPod.
-using BindFunction = std::function<Status(k8s::ApiClient& client, const std::string& ns,
-                                          const std::string& pod, const std::string& uid,
-                                          const std::string& node)>;
+using BindFunction =
+    std::function<Status(k8s::ApiClient& client, const std::string& ns, const std::string& pod,
+                         const std::string& uid, const std::string& node)>;
 
 class GangScheduler {
  public:

@@ -51,8 +51,8 @@ enum class KubeletStep {
 
 struct KubeletDecision {
   KubeletStep step = KubeletStep::kNothing;
-  nlohmann::json status_patch;                    // for kStart / kFinish: merge patch of status
-  std::optional<WallClock::time_point> wake_at;   // when to look at the pod again
+  nlohmann::json status_patch;                   // for kStart / kFinish: merge patch of status
+  std::optional<WallClock::time_point> wake_at;  // when to look at the pod again
 };
 
 // pod_ip / host_ip: the addresses to report.

@@ -65,10 +65,12 @@ int main(int argc, char** argv) {
   };
   namespace obs = hybridjob::observability;
   obs::Registry registry;
-  auto& reloads_applied = registry.GetCounter("hybridjob_scheduler_config_reloads_total",
-                                              "Configuration file changes", {{"result", "applied"}});
-  auto& reloads_refused = registry.GetCounter("hybridjob_scheduler_config_reloads_total",
-                                              "Configuration file changes", {{"result", "refused"}});
+  auto& reloads_applied =
+      registry.GetCounter("hybridjob_scheduler_config_reloads_total", "Configuration file changes",
+                          {{"result", "applied"}});
+  auto& reloads_refused =
+      registry.GetCounter("hybridjob_scheduler_config_reloads_total", "Configuration file changes",
+                          {{"result", "refused"}});
   // Set once the scheduler exists; the watcher starts after that.
   hybridjob::scheduler::GangScheduler* running = nullptr;
   std::unique_ptr<hybridjob::scheduler::ConfigFileWatcher> watcher;

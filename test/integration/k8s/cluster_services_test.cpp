@@ -1,13 +1,13 @@
 // Leader election, Events and RBAC errors against the real kube-apiserver.
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/leader_election.h>
 #include <hybridjob/k8s/rest_client.h>
-
-#include <gtest/gtest.h>
-
-#include <atomic>
-#include <thread>
 
 #include "test_cluster.h"
 
@@ -152,22 +152,22 @@ TEST(RbacTest, ForbiddenVerbIsReportedClearly) {
     "metadata":{"name":"cm-reader"},
     "rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list"]}]})");
   ASSERT_TRUE(admin->Create(roles, ns.name(), role).ok());
-  json binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                  {"kind", "RoleBinding"},
-                  {"metadata", {{"name", "reader"}}},
-                  {"roleRef",
-                   {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
-                  {"subjects", json::array({{{"kind", "ServiceAccount"},
-                                             {"name", "reader"},
-                                             {"namespace", ns.name()}}})}};
+  json binding = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "RoleBinding"},
+      {"metadata", {{"name", "reader"}}},
+      {"roleRef",
+       {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
+      {"subjects",
+       json::array({{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns.name()}}})}};
   ASSERT_TRUE(admin->Create(bindings, ns.name(), binding).ok());
 
   // A bound token from the TokenRequest API.
   json request = {{"apiVersion", "authentication.k8s.io/v1"},
                   {"kind", "TokenRequest"},
                   {"spec", {{"expirationSeconds", 600}}}};
-  auto token = admin->CreateSubresource(resources::ServiceAccounts(), ns.name(), "reader", "token",
-                                        request);
+  auto token =
+      admin->CreateSubresource(resources::ServiceAccounts(), ns.name(), "reader", "token", request);
   ASSERT_TRUE(token.ok()) << token.status().ToString();
   auto config = AdminConfig();
   ASSERT_TRUE(config.ok());

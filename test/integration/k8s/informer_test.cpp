@@ -1,14 +1,14 @@
 // Watch and informer behaviour against the real kube-apiserver: events, 410
 // Gone, API server restarts, and the cache matching a fresh list afterwards.
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/informer.h>
-#include <hybridjob/k8s/rest_client.h>
-
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <map>
 #include <thread>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/informer.h>
+#include <hybridjob/k8s/rest_client.h>
 
 #include "test_cluster.h"
 
@@ -22,8 +22,7 @@ using hybridjob::testing::WaitFor;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json ConfigMap(const std::string& name, const std::string& value,
-               const std::string& group = "a") {
+json ConfigMap(const std::string& name, const std::string& value, const std::string& group = "a") {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", {{"name", name}, {"labels", {{"group", group}}}}},
@@ -79,7 +78,9 @@ struct Recorded {
 
 EventHandler<json> Recorder(Recorded& recorded) {
   EventHandler<json> handler;
-  handler.on_add = [&](const auto& obj) { recorded.Push("ADD " + (*obj)["metadata"]["name"].template get<std::string>()); };
+  handler.on_add = [&](const auto& obj) {
+    recorded.Push("ADD " + (*obj)["metadata"]["name"].template get<std::string>());
+  };
   handler.on_update = [&](const auto&, const auto& obj) {
     recorded.Push("UPDATE " + (*obj)["metadata"]["name"].template get<std::string>());
   };
@@ -171,7 +172,8 @@ TEST(InformerRestartTest, CacheMatchesFreshListAcrossApiServerRestartAndGone) {
   const std::string ns = "default";
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(
-        client->Create(resources::ConfigMaps(), ns, ConfigMap("cm-" + std::to_string(i), "0")).ok());
+        client->Create(resources::ConfigMaps(), ns, ConfigMap("cm-" + std::to_string(i), "0"))
+            .ok());
   }
 
   auto options = ConfigMapInformerOptions(ns);
@@ -184,8 +186,9 @@ TEST(InformerRestartTest, CacheMatchesFreshListAcrossApiServerRestartAndGone) {
   ASSERT_TRUE(informer.WaitForSync(30s));
 
   // Seen live.
-  ASSERT_TRUE(client->Patch(resources::ConfigMaps(), ns, "cm-0", PatchType::kMerge,
-                            R"({"data":{"key":"live"}})")
+  ASSERT_TRUE(client
+                  ->Patch(resources::ConfigMaps(), ns, "cm-0", PatchType::kMerge,
+                          R"({"data":{"key":"live"}})")
                   .ok());
   ASSERT_TRUE(WaitFor([&] { return CacheContents(informer) == FreshList(*client, ns); }));
 
@@ -219,8 +222,9 @@ TEST(InformerRestartTest, CacheMatchesFreshListAcrossApiServerRestartAndGone) {
   }
 
   // Changes while the informer is still reconnecting.
-  ASSERT_TRUE(client->Patch(resources::ConfigMaps(), ns, "cm-1", PatchType::kMerge,
-                            R"({"data":{"key":"while-down"}})")
+  ASSERT_TRUE(client
+                  ->Patch(resources::ConfigMaps(), ns, "cm-1", PatchType::kMerge,
+                          R"({"data":{"key":"while-down"}})")
                   .ok());
   ASSERT_TRUE(client->Delete(resources::ConfigMaps(), ns, "cm-2").ok());
   ASSERT_TRUE(client->Create(resources::ConfigMaps(), ns, ConfigMap("new", "1")).ok());

@@ -1,10 +1,10 @@
 // RestClient against the real kube-apiserver of the local cluster.
-#include <hybridjob/k8s/api_status.h>
-#include <hybridjob/k8s/rest_client.h>
+#include <thread>
 
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/rest_client.h>
 
 #include "test_cluster.h"
 
@@ -24,7 +24,9 @@ json ConfigMap(const std::string& name, const std::string& value) {
 }
 
 // A small custom resource with a status subresource, to exercise CRD paths.
-Resource Widgets() { return {"test.hybridjob.io", "v1", "widgets", true}; }
+Resource Widgets() {
+  return {"test.hybridjob.io", "v1", "widgets", true};
+}
 
 void EnsureWidgetCrd(ApiClient& client) {
   json crd = json::parse(R"({
@@ -46,9 +48,8 @@ void EnsureWidgetCrd(ApiClient& client) {
   })");
   auto created = client.Create(resources::CustomResourceDefinitions(), "", crd);
   ASSERT_TRUE(created.ok() || IsAlreadyExists(created.status())) << created.status().ToString();
-  ASSERT_TRUE(WaitFor([&] {
-    return client.List(Widgets(), "default", {}).ok();
-  })) << "widget CRD never served";
+  ASSERT_TRUE(WaitFor([&] { return client.List(Widgets(), "default", {}).ok(); }))
+      << "widget CRD never served";
 }
 
 class RestClientTest : public ::testing::Test {
@@ -82,8 +83,7 @@ TEST_F(RestClientTest, CreateGetUpdateDeleteConfigMap) {
   auto gone = client_->Get(resources::ConfigMaps(), ns.name(), "a");
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(client_->Delete(resources::ConfigMaps(), ns.name(), "a").code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(client_->Delete(resources::ConfigMaps(), ns.name(), "a").code(), StatusCode::kNotFound);
 }
 
 TEST_F(RestClientTest, StaleUpdateIsConflict) {
@@ -132,9 +132,9 @@ TEST_F(RestClientTest, PatchesMergeJsonStrategicAndApply) {
                                     R"([{"op":"test","path":"/data/key","value":"nope"}])");
   EXPECT_FALSE(failed_test.ok());
 
-  auto strategic = client_->Patch(resources::ConfigMaps(), ns.name(), "m",
-                                  PatchType::kStrategicMerge,
-                                  R"({"metadata":{"labels":{"strategic":"yes"}}})");
+  auto strategic =
+      client_->Patch(resources::ConfigMaps(), ns.name(), "m", PatchType::kStrategicMerge,
+                     R"({"metadata":{"labels":{"strategic":"yes"}}})");
   ASSERT_TRUE(strategic.ok()) << strategic.status().ToString();
   EXPECT_EQ((*strategic)["metadata"]["labels"]["strategic"], "yes");
 
@@ -163,8 +163,9 @@ TEST_F(RestClientTest, PatchesMergeJsonStrategicAndApply) {
   EXPECT_EQ((*forced)["data"]["owner"], "other");
 
   PatchOptions no_manager;
-  EXPECT_EQ(client_->Patch(resources::ConfigMaps(), ns.name(), "applied", PatchType::kApply,
-                           takeover, no_manager)
+  EXPECT_EQ(client_
+                ->Patch(resources::ConfigMaps(), ns.name(), "applied", PatchType::kApply, takeover,
+                        no_manager)
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
@@ -243,8 +244,9 @@ TEST_F(RestClientTest, PagingThroughTwoThousandObjects) {
   for (int w = 0; w < 8; ++w) {
     writers.emplace_back([&, w] {
       for (int i = w; i < kCount; i += 8) {
-        if (!client_->Create(resources::ConfigMaps(), ns.name(),
-                             ConfigMap("cm-" + std::to_string(i), std::to_string(i)))
+        if (!client_
+                 ->Create(resources::ConfigMaps(), ns.name(),
+                          ConfigMap("cm-" + std::to_string(i), std::to_string(i)))
                  .ok()) {
           ++failures;
         }

@@ -1,16 +1,16 @@
 // gang-scheduler's shell against the real kube-apiserver, with simulated nodes.
 // Each test has its own scheduler name and node label, so tests running side
 // by side on the shared cluster never schedule each other's pods.
+#include <atomic>
+#include <map>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 #include <hybridjob/sim/simulator.h>
-
-#include <gtest/gtest.h>
-
-#include <atomic>
-#include <map>
-#include <tuple>
 
 #include "test_cluster.h"
 
@@ -70,7 +70,9 @@ class GangSchedulerTest : public ::testing::Test {
     return config;
   }
 
-  void StartScheduler(BindFunction bind = nullptr) { StartScheduler(BaseConfig(), std::move(bind)); }
+  void StartScheduler(BindFunction bind = nullptr) {
+    StartScheduler(BaseConfig(), std::move(bind));
+  }
 
   void StartScheduler(const SchedulerConfig& config, BindFunction bind = nullptr) {
     scheduler_ = std::make_unique<GangScheduler>(*client_, config, std::move(bind));
@@ -103,20 +105,19 @@ class GangSchedulerTest : public ::testing::Test {
         if (role.gpus > 0) {
           container["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(role.gpus)}}}};
         }
-        json pod = {
-            {"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata",
-             {{"name", job + "-" + role.name + "-" + std::to_string(i)},
-              {"labels",
-               {{std::string(api::kJobNameLabel), job},
-                {std::string(api::kRoleLabel), role.name},
-                {std::string(api::kIndexLabel), std::to_string(i)}}},
-              {"annotations", annotations}}},
-            {"spec",
-             {{"schedulerName", scheduler_name_},
-              {"nodeSelector", {{"test-pool", ns_->name()}}},
-              {"containers", json::array({container})}}}};
+        json pod = {{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata",
+                     {{"name", job + "-" + role.name + "-" + std::to_string(i)},
+                      {"labels",
+                       {{std::string(api::kJobNameLabel), job},
+                        {std::string(api::kRoleLabel), role.name},
+                        {std::string(api::kIndexLabel), std::to_string(i)}}},
+                      {"annotations", annotations}}},
+                    {"spec",
+                     {{"schedulerName", scheduler_name_},
+                      {"nodeSelector", {{"test-pool", ns_->name()}}},
+                      {"containers", json::array({container})}}}};
         auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
       }
@@ -238,8 +239,8 @@ TEST_F(GangSchedulerTest, GroupBelowItsMinimumBindsNothingAndSaysWhy) {
   StartScheduler();
   CreateGroup("big", {{"worker", 10, 10, 1}});
 
-  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("big-worker-0").first == "Unschedulable"; },
-                      30s));
+  ASSERT_TRUE(
+      WaitFor([&] { return ScheduledCondition("big-worker-0").first == "Unschedulable"; }, 30s));
   const std::string message = ScheduledCondition("big-worker-0").second;
   EXPECT_NE(message.find("worker: 8 of min 10 placeable"), std::string::npos) << message;
   EXPECT_EQ(CountBound("big-worker-", 10), 0);
@@ -269,14 +270,15 @@ TEST_F(GangSchedulerTest, GroupWaitsForCapacityThenBinds) {
 TEST_F(GangSchedulerTest, PodsOfOtherSchedulersAreAccounted) {
   StartNodes(2, 4);
   // Bound by someone else before we start: 3 GPUs on node 0.
-  json other = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", "other"}}},
-                {"spec",
-                 {{"nodeName", ns_->name() + "-0"},
-                  {"containers", json::array({{{"name", "c"},
-                                               {"image", "x"},
-                                               {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}}};
+  json other = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "other"}}},
+      {"spec",
+       {{"nodeName", ns_->name() + "-0"},
+        {"containers", json::array({{{"name", "c"},
+                                     {"image", "x"},
+                                     {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}}};
   ASSERT_TRUE(client_->Create(k8s::resources::Pods(), ns_->name(), other).ok());
   StartScheduler();
   CreateGroup("fits", {{"worker", 5, 5, 1}});
@@ -287,8 +289,8 @@ TEST_F(GangSchedulerTest, PodsOfOtherSchedulersAreAccounted) {
   }
   EXPECT_EQ(on_node0, 1) << "node 0 had 1 GPU free";
   CreateGroup("nofit", {{"worker", 1, 1, 1}});
-  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("nofit-worker-0").first == "Unschedulable"; },
-                      30s));
+  ASSERT_TRUE(
+      WaitFor([&] { return ScheduledCondition("nofit-worker-0").first == "Unschedulable"; }, 30s));
 }
 
 // A bind that fails part-way (here: one member's binding is refused) rolls the
@@ -308,14 +310,17 @@ TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
   CreateGroup("rb", {{"worker", 4, 4, 1}});
   ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().groups_rolled_back.load() >= 1; }, 30s));
   // Every member that had bound is gone; the refused one is pending again.
-  ASSERT_TRUE(WaitFor([&] {
-    for (int i : {0, 1, 3}) {
-      if (!Pod("rb-worker-" + std::to_string(i)).is_null()) {
-        return false;
-      }
-    }
-    return true;
-  }, 30s)) << "bound members of a failed gang were not rolled back";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i : {0, 1, 3}) {
+          if (!Pod("rb-worker-" + std::to_string(i)).is_null()) {
+            return false;
+          }
+        }
+        return true;
+      },
+      30s))
+      << "bound members of a failed gang were not rolled back";
   EXPECT_TRUE(NodeOf("rb-worker-2").empty());
   EXPECT_GE(refused.load(), 1);
   k8s::ListOptions events;
@@ -395,7 +400,8 @@ TEST_F(GangSchedulerTest, EvictionRefusedByADisruptionBudgetLeavesTheVictimRunni
   EXPECT_EQ(CountBound("bj-worker-", 4), 0);
   EXPECT_TRUE(WaitFor([&] {
     for (int i = 0; i < 8; ++i) {
-      auto [status, reason, message] = Condition("el-worker-" + std::to_string(i), "DisruptionTarget");
+      auto [status, reason, message] =
+          Condition("el-worker-" + std::to_string(i), "DisruptionTarget");
       if (status == "False" && reason == "EvictionRefused") {
         return true;
       }
@@ -411,8 +417,8 @@ TEST_F(GangSchedulerTest, UnknownQueueWaitsUntilAReloadAddsIt) {
   StartNodes(1, 4);
   StartScheduler(TwoQueueConfig());
   CreateGroup("rs", {{"worker", 2, 2, 1}}, "", "research");
-  ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("rs-worker-0").first == "UnknownQueue"; },
-                      30s));
+  ASSERT_TRUE(
+      WaitFor([&] { return ScheduledCondition("rs-worker-0").first == "UnknownQueue"; }, 30s));
   EXPECT_NE(ScheduledCondition("rs-worker-0").second.find("research"), std::string::npos)
       << ScheduledCondition("rs-worker-0").second;
   EXPECT_EQ(CountBound("rs-worker-", 2), 0);

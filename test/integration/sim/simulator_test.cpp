@@ -1,8 +1,8 @@
 // hybridjob-sim's simulator against the real kube-apiserver.
+#include <gtest/gtest.h>
+
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/sim/simulator.h>
-
-#include <gtest/gtest.h>
 
 #include "test_cluster.h"
 
@@ -70,19 +70,26 @@ TEST(SimulatorTest, RegistersReadyNodesAndPlaysTheKubelet) {
   auto lease = client->Get(k8s::resources::Leases(), "kube-node-lease", node0);
   ASSERT_TRUE(lease.ok());
   const std::string first_renew = (*lease)["spec"]["renewTime"];
-  EXPECT_TRUE(WaitFor([&] {
-    auto again = client->Get(k8s::resources::Leases(), "kube-node-lease", node0);
-    return again.ok() && (*again)["spec"]["renewTime"] != first_renew;
-  }, 10s));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto again = client->Get(k8s::resources::Leases(), "kube-node-lease", node0);
+        return again.ok() && (*again)["spec"]["renewTime"] != first_renew;
+      },
+      10s));
 
-  ASSERT_TRUE(client->Create(k8s::resources::Pods(), ns.name(),
-                             SimPodManifest("ok", node0, "1s", "")).ok());
-  ASSERT_TRUE(client->Create(k8s::resources::Pods(), ns.name(),
-                             SimPodManifest("fails", node0, "1s", "3")).ok());
-  ASSERT_TRUE(client->Create(k8s::resources::Pods(), ns.name(),
-                             SimPodManifest("forever", node0, "", "")).ok());
-  ASSERT_TRUE(client->Create(k8s::resources::Pods(), ns.name(),
-                             SimPodManifest("elsewhere", "not-a-sim-node", "1s", "")).ok());
+  ASSERT_TRUE(
+      client->Create(k8s::resources::Pods(), ns.name(), SimPodManifest("ok", node0, "1s", ""))
+          .ok());
+  ASSERT_TRUE(
+      client->Create(k8s::resources::Pods(), ns.name(), SimPodManifest("fails", node0, "1s", "3"))
+          .ok());
+  ASSERT_TRUE(
+      client->Create(k8s::resources::Pods(), ns.name(), SimPodManifest("forever", node0, "", ""))
+          .ok());
+  ASSERT_TRUE(client
+                  ->Create(k8s::resources::Pods(), ns.name(),
+                           SimPodManifest("elsewhere", "not-a-sim-node", "1s", ""))
+                  .ok());
 
   EXPECT_TRUE(WaitFor([&] { return Phase(*client, ns.name(), "ok") == "Succeeded"; }, 20s));
   EXPECT_TRUE(WaitFor([&] { return Phase(*client, ns.name(), "fails") == "Failed"; }, 20s));

@@ -1,7 +1,7 @@
+#include <gtest/gtest.h>
+
 #include <hybridjob/common/duration.h>
 #include <hybridjob/common/flags.h>
-
-#include <gtest/gtest.h>
 
 namespace hybridjob {
 namespace {
@@ -57,8 +57,8 @@ TEST(FlagSetTest, ParsesEveryKindAndPositionals) {
   flags.Double("qps", &qps, "rate");
   flags.Bool("keep", &keep, "keep");
   flags.Duration("every", &every, "period");
-  const char* argv[] = {"tool", "run", "--kubeconfig", "/k", "--nodes=20", "--qps", "2.5",
-                        "--keep", "--every=3s", "extra"};
+  const char* argv[] = {"tool",  "run", "--kubeconfig", "/k",         "--nodes=20",
+                        "--qps", "2.5", "--keep",       "--every=3s", "extra"};
   ASSERT_TRUE(flags.Parse(10, argv).ok());
   EXPECT_EQ(kubeconfig, "/k");
   EXPECT_EQ(nodes, 20);

@@ -141,12 +141,9 @@ class FakeCluster {
                                              {"message", "making room for team-a/other"}}};
   }
 
-  void MarkWaiting(const std::string& name, const std::string& reason,
-                   const std::string& message) {
-    PodRef(name)["status"]["conditions"] = {{{"type", "PodScheduled"},
-                                             {"status", "False"},
-                                             {"reason", reason},
-                                             {"message", message}}};
+  void MarkWaiting(const std::string& name, const std::string& reason, const std::string& message) {
+    PodRef(name)["status"]["conditions"] = {
+        {{"type", "PodScheduled"}, {"status", "False"}, {"reason", reason}, {"message", message}}};
   }
 
   void Run(const std::string& name) { PodRef(name)["status"]["phase"] = "Running"; }

@@ -316,11 +316,12 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
               UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"))
       << "worker-2 left the job; it never grows back, since that would restart it again";
   // The restarted gang is complete with these pods: its shape is the membership.
-  const json group_spec = json::parse(cluster.Pod("mnist-worker-0")["metadata"]["annotations"]
-                                          [std::string(api::kGroupSpecAnnotation)]
-                                              .get<std::string>());
-  EXPECT_EQ(group_spec["roles"][1], json({{"name", "worker"}, {"min", 2}, {"max", 2},
-                                          {"priority", 0}}));
+  const json group_spec = json::parse(
+      cluster
+          .Pod("mnist-worker-0")["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)]
+          .get<std::string>());
+  EXPECT_EQ(group_spec["roles"][1],
+            json({{"name", "worker"}, {"min", 2}, {"max", 2}, {"priority", 0}}));
 }
 
 TEST(ControllerPlannerTest, RestartOnShrinkWaitsForTheVictimsToSettle) {

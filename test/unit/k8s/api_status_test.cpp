@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/resource.h>
 #include <hybridjob/k8s/watch.h>
-
-#include <gtest/gtest.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -28,9 +28,9 @@ TEST(ApiStatusTest, MapsHttpCodesAndReasons) {
       {400, "BadRequest", StatusCode::kBadRequest},
   };
   for (const auto& c : cases) {
-    const std::string body = std::string(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)") +
-                             R"("message":"msg","reason":")" + c.reason + R"(","code":)" +
-                             std::to_string(c.http) + "}";
+    const std::string body =
+        std::string(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)") +
+        R"("message":"msg","reason":")" + c.reason + R"(","code":)" + std::to_string(c.http) + "}";
     Status s = StatusFromHttpResponse(c.http, body);
     EXPECT_EQ(s.code(), c.expected) << c.http << " " << c.reason;
     EXPECT_EQ(s.http_status(), c.http);
@@ -50,11 +50,11 @@ TEST(ApiStatusTest, NonStatusBodyKeepsTextAndRetryAfter) {
 }
 
 TEST(WatchDecodeTest, DecodesEveryEventType) {
-  for (const auto& [name, type] :
-       std::vector<std::pair<std::string, WatchEventType>>{{"ADDED", WatchEventType::kAdded},
-                                                           {"MODIFIED", WatchEventType::kModified},
-                                                           {"DELETED", WatchEventType::kDeleted},
-                                                           {"BOOKMARK", WatchEventType::kBookmark}}) {
+  for (const auto& [name, type] : std::vector<std::pair<std::string, WatchEventType>>{
+           {"ADDED", WatchEventType::kAdded},
+           {"MODIFIED", WatchEventType::kModified},
+           {"DELETED", WatchEventType::kDeleted},
+           {"BOOKMARK", WatchEventType::kBookmark}}) {
     auto event = DecodeWatchEvent(R"({"type":")" + name +
                                   R"(","object":{"kind":"Pod","metadata":{"name":"p"}}})");
     ASSERT_TRUE(event.ok()) << name;
@@ -82,9 +82,9 @@ TEST(WatchDecodeTest, OutOfRangeCodeIsNotReadAsGone) {
 }
 
 TEST(WatchDecodeTest, MalformedLinesAreErrorsNotCrashes) {
-  for (const char* line : {"", "{", "[]", R"({"type":"ADDED"})", R"({"type":1,"object":{}})",
-                           R"({"type":"NOPE","object":{}})", R"({"type":"ADDED","object":3})",
-                           "\xff\xfe"}) {
+  for (const char* line :
+       {"", "{", "[]", R"({"type":"ADDED"})", R"({"type":1,"object":{}})",
+        R"({"type":"NOPE","object":{}})", R"({"type":"ADDED","object":3})", "\xff\xfe"}) {
     EXPECT_FALSE(DecodeWatchEvent(line).ok()) << line;
   }
 }

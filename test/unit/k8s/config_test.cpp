@@ -1,10 +1,10 @@
-#include <hybridjob/k8s/config.h>
-
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/config.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -27,7 +27,8 @@ clusters:
 users:
 - name: me
   user:
-)" + user_block + R"(
+)" + user_block +
+         R"(
 contexts:
 - name: dev
   context:
@@ -44,8 +45,8 @@ contexts:
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("hj-config-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter_++));
+    path_ = fs::temp_directory_path() /
+            ("hj-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -129,8 +130,8 @@ TEST(KubeconfigTest, CertificateAuthorityThatIsADirectoryOrEmptyIsRefused) {
 }
 
 TEST(KubeconfigTest, InsecureSkipTlsVerifyIsHonoured) {
-  auto config = ParseKubeconfig(Kubeconfig("    token: t", "    insecure-skip-tls-verify: true"),
-                                "/tmp");
+  auto config =
+      ParseKubeconfig(Kubeconfig("    token: t", "    insecure-skip-tls-verify: true"), "/tmp");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_TRUE(config->insecure_skip_tls_verify);
 }
@@ -167,7 +168,8 @@ TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
     ASSERT_FALSE(config.ok()) << c.text;
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument) << c.text;
     EXPECT_NE(config.status().message().find(c.expected), std::string::npos)
-        << "input:\n" << c.text << "\nmessage: " << config.status().message();
+        << "input:\n"
+        << c.text << "\nmessage: " << config.status().message();
   }
 }
 

@@ -1,12 +1,12 @@
-#include <hybridjob/k8s/rate_limiter.h>
-#include <hybridjob/k8s/workqueue.h>
-
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/rate_limiter.h>
+#include <hybridjob/k8s/workqueue.h>
 
 namespace hybridjob::k8s {
 namespace {

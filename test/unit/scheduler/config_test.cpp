@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
+#include <gtest/gtest.h>
+
 #include <hybridjob/sim/kubelet.h>
 #include <hybridjob/sim/node_factory.h>
-
-#include <gtest/gtest.h>
 
 namespace hybridjob::sim {
 namespace {
@@ -87,9 +87,9 @@ TEST(KubeletTest, FinishedPodsAreLeftAloneAndDeletingPodsRemoved) {
 }
 
 TEST(KubeletTest, BadAnnotationsFailThePodSayingWhy) {
-  for (const auto& annotations : {json{{kDurationAnnotation, "soon"}},
-                                  json{{kExitCodeAnnotation, "300"}},
-                                  json{{kExitCodeAnnotation, "x"}}}) {
+  for (const auto& annotations :
+       {json{{kDurationAnnotation, "soon"}}, json{{kExitCodeAnnotation, "300"}},
+        json{{kExitCodeAnnotation, "x"}}}) {
     auto pod = DecodeSimPod(Pod(annotations));
     ASSERT_TRUE(pod.ok());
     EXPECT_FALSE(pod->annotation_error.empty());
