@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
 .PHONY: all deps k8s configure build asan-build fuzz-build tsan-build test soak fuzz unit integration \
-	e2e bench demo format clean
+	e2e fault bench demo format clean
 
 all: build
 
@@ -67,6 +67,9 @@ integration: k8s build
 
 e2e: k8s build
 	@ctest --test-dir $(BUILD_DIR) -L e2e --output-on-failure
+
+fault: k8s build
+	@ctest --test-dir $(BUILD_DIR) -L fault --output-on-failure
 
 bench: k8s build
 	@hack/bench.sh $(BUILD_DIR)
