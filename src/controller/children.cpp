@@ -12,6 +12,9 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr int32_t kTensorboardPort = 6006;
+// The user the controller's own containers run as: not root, and no user an
+// image is likely to own files as.
+constexpr int64_t kAddedContainerUser = 65532;
 
 // The shell sources the role's env file, then becomes the container's command.
 constexpr std::string_view kEnvWrapperScriptText =
@@ -118,6 +121,18 @@ void WrapCommand(json& container) {
   container.erase("args");
 }
 
+// The containers the controller adds to users' workloads meet the Pod
+// Security "restricted" level whatever their image's user: they need no
+// privilege, and a job must not be refused in a namespace that enforces it.
+json RestrictedSecurityContext() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", kAddedContainerUser},
+          {"runAsGroup", kAddedContainerUser},
+          {"allowPrivilegeEscalation", false},
+          {"capabilities", {{"drop", {"ALL"}}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
 json CodeInitContainer(const api::HybridJob& job, const json& first_container,
                        const PlannerOptions& options) {
   const api::CodeSpec& code = *job.spec.code;
@@ -128,6 +143,7 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
        {"/bin/sh", "-c", EscapeKubeExpansion(kCodeFetchScriptText), "hybridjob-code",
         EscapeKubeExpansion(code.source), EscapeKubeExpansion(code.mount_path)}},
       {"volumeMounts", {{{"name", api::kCodeVolumeName}, {"mountPath", code.mount_path}}}},
+      {"securityContext", RestrictedSecurityContext()},
   };
   // Credentials for private archives come from the member's own container.
   if (first_container.contains("envFrom") && first_container["envFrom"].is_array()) {
@@ -354,6 +370,7 @@ json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions&
        {"--logdir", EscapeKubeExpansion(tensorboard.log_dir), "--bind_all", "--port",
         std::to_string(kTensorboardPort)}},
       {"ports", {{{"name", "http"}, {"containerPort", kTensorboardPort}}}},
+      {"securityContext", RestrictedSecurityContext()},
   };
   json volumes = json::array();
   // Mount the job's volumes that hold the log directory, read-only.
@@ -372,7 +389,9 @@ json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions&
          {"persistentVolumeClaim", {{"claimName", ClaimName(job, volume)}, {"readOnly", true}}}});
     AddMount(container, volume.name, volume.mount_path, true);
   }
-  json pod_spec = {{"containers", json::array({std::move(container)})}};
+  // TensorBoard only reads files: it needs no API credentials.
+  json pod_spec = {{"containers", json::array({std::move(container)})},
+                   {"automountServiceAccountToken", false}};
   if (!volumes.empty()) {
     pod_spec["volumes"] = std::move(volumes);
   }

@@ -220,6 +220,10 @@ TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
   EXPECT_EQ(KubeletUnescape(command[4]), "https://example.com/a$(id).tgz?x=1&y=2");
   EXPECT_EQ(command[4], "https://example.com/a$$(id).tgz?x=1&y=2");
   EXPECT_EQ(command[5], "/workspace");
+  EXPECT_EQ(init[0]["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(init[0]["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(init[0]["securityContext"]["capabilities"]["drop"], json({"ALL"}));
+  EXPECT_EQ(init[1].count("securityContext"), 0u) << "the template's own containers are the user's";
   EXPECT_EQ(EnvValueOf(init[0], "AWS_REGION"), "eu-west-1");
   EXPECT_EQ(EnvValueOf(init[0], "SECRET_OTHER"), "<unset>");
 
@@ -329,6 +333,10 @@ TEST_F(ControllerChildrenTest, Tensorboard) {
   const json& container = deployment["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(container["image"], options_.tensorboard_image);
   EXPECT_EQ(container["args"][1], "/logs/run1");
+  EXPECT_EQ(container["securityContext"]["runAsNonRoot"], true);
+  EXPECT_NE(container["securityContext"]["runAsUser"], 0);
+  EXPECT_EQ(container["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_EQ(deployment["spec"]["template"]["spec"]["automountServiceAccountToken"], false);
   const json& volumes = deployment["spec"]["template"]["spec"]["volumes"];
   ASSERT_EQ(volumes.size(), 1u);
   EXPECT_EQ(volumes[0]["persistentVolumeClaim"]["claimName"], "mnist-logs");
