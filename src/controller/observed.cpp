@@ -117,7 +117,6 @@ ObservedPod ObserveOrThrow(const json& pod) {
           }
         } else if (type == "DisruptionTarget" && state == "True") {
           out.disrupted = true;
-          out.disrupted_at = StringAt(condition, "lastTransitionTime");
         }
       }
     }

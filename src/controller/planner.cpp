@@ -491,10 +491,6 @@ class Planner {
   // bound pod right after the last member joins. Frameworks that read their
   // cluster spec only at start restart every member with the new one.
   void FollowScheduler() {
-    if (!LearnsMembershipLive(job_.spec.framework) && EvictionsStillArriving()) {
-      settling_ = true;  // and no member comes back meanwhile
-      return;
-    }
     Membership next = *membership_;
     std::string changes;
     for (auto& [role_name, count] : next.counts) {
@@ -547,36 +543,12 @@ class Planner {
     membership_events_.push_back(message);
   }
 
-  // The scheduler marks a cycle's victims one pod at a time: a job that
-  // restarts on every new membership waits until the marks settle, so it
-  // restarts once per reclaim rather than once per victim.
-  bool EvictionsStillArriving() {
-    constexpr seconds kSettle(3);
-    std::optional<api::TimePoint> latest;
-    for (const auto& [key, pod] : own_) {
-      if (!pod->disrupted || pod->disrupted_at.empty()) {
-        continue;
-      }
-      if (std::optional<api::TimePoint> at = api::ParseTime(pod->disrupted_at)) {
-        latest = latest ? std::max(*latest, *at) : *at;
-      }
-    }
-    if (!latest || now_ >= *latest + kSettle) {
-      return false;
-    }
-    Requeue(std::chrono::duration_cast<seconds>(*latest + kSettle - now_));
-    return true;
-  }
-
   static bool LearnsMembershipLive(api::Framework framework) {
     return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
   }
 
   // Members without a pod get one back, once the restart backoff has passed.
   void CreateMissingMembers() {
-    if (settling_) {
-      return;
-    }
     if (status_.last_restart_time) {
       if (std::optional<api::TimePoint> last = api::ParseTime(*status_.last_restart_time)) {
         const api::TimePoint ready = *last + RestartBackoff(status_.restart_count, options_);
@@ -963,7 +935,6 @@ class Planner {
   int32_t surplus_deleted_ = 0;
   std::vector<std::string> membership_events_;
   std::string membership_restart_;  // why every member restarts, if it does
-  bool settling_ = false;           // evictions still arriving: hold still
   bool delete_job_ = false;
   std::optional<seconds> requeue_;
 };

@@ -26,7 +26,6 @@ struct ObservedPod {
   // DisruptionTarget=True: the scheduler evicts it (reclaim or preemption),
   // so the job shrinks rather than restarting it.
   bool disrupted = false;
-  std::string disrupted_at;  // the condition's lastTransitionTime, if given
   // PodScheduled=False with another reason: why the scheduler leaves it
   // waiting (Unschedulable, UnknownQueue, OverQueueMax, ...).
   std::string waiting_reason;

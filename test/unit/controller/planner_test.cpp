@@ -324,31 +324,6 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
             json({{"name", "worker"}, {"min", 2}, {"max", 2}, {"priority", 0}}));
 }
 
-TEST(ControllerPlannerTest, RestartOnShrinkWaitsForTheVictimsToSettle) {
-  json object = TfJob();
-  object["spec"]["replicaSpecs"][1]["minReplicas"] = 1;
-  FakeCluster cluster(object);
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
-  // One cycle's two victims: worker-2 already evicted and gone, worker-1
-  // marked a moment later.
-  cluster.RemovePod("mnist-worker-2");
-  cluster.MarkDisrupted("mnist-worker-1");
-  cluster.PodRef("mnist-worker-1")["status"]["conditions"][0]["lastTransitionTime"] =
-      api::FormatTime(T0() + seconds(10));
-  Plan plan = cluster.Reconcile(T0() + seconds(11));
-  EXPECT_TRUE(DeletedPods(plan).empty()) << "more victims of the same cycle may follow";
-  EXPECT_TRUE(CreatedPods(plan).empty()) << "an evicted member does not come back meanwhile";
-  ASSERT_TRUE(plan.requeue_after.has_value());
-  EXPECT_LE(*plan.requeue_after, seconds(2));
-  plan = cluster.Reconcile(T0() + seconds(13));
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0"))
-      << "one restart for both victims";
-  cluster.Apply(plan);
-  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 1);
-}
-
 TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
   FakeCluster cluster(TfJob());
   cluster.Step(T0());
