@@ -48,11 +48,14 @@
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/rest_client.h>
 
+#include "child_process.h"
 #include "process_stats.h"
 
 extern char** environ;
 
 namespace {
+
+using hybridjob::testing::ChildProcess;
 
 using hybridjob::Result;
 using hybridjob::Status;
@@ -68,62 +71,6 @@ double Seconds(Clock::duration d) {
 }
 
 // ---- processes ---------------------------------------------------------------
-
-class ChildProcess {
- public:
-  ChildProcess(const std::vector<std::string>& argv, const std::string& log_path) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    std::vector<char*> args;
-    for (const std::string& arg : argv) {
-      args.push_back(const_cast<char*>(arg.c_str()));
-    }
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) {
-      pid_ = -1;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ChildProcess() { Stop(std::chrono::seconds(120)); }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool Running() {
-    if (pid_ <= 0) {
-      return false;
-    }
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-  // SIGTERM, then SIGKILL after `grace`.
-  void Stop(std::chrono::seconds grace) {
-    if (!Running()) {
-      return;
-    }
-    kill(pid_, SIGTERM);
-    const auto deadline = Clock::now() + grace;
-    while (Clock::now() < deadline) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 pid_t ReadPid(const std::string& path) {
   std::ifstream in(path);

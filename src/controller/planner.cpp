@@ -380,11 +380,21 @@ class Planner {
       creates_.push_back(BuildMemberPod(job_, role, index, options_));
       return;
     }
+    const api::HybridJob& shaped = ShapedJob();
+    creates_.push_back(BuildMemberPod(shaped, *shaped.spec.FindRole(role.name), index, options_));
+  }
+
+  // The job as replacements describe their gang to the scheduler, built once
+  // per pass.
+  const api::HybridJob& ShapedJob() {
+    if (shaped_job_) {
+      return *shaped_job_;
+    }
     // A replacement tells the scheduler the gang's shape as it now stands.
     // Members that already succeeded are no longer pods it sees, so they
     // count toward the minimum; and a job that never grows is complete with
     // its membership, rather than waiting for indices that will never come.
-    api::HybridJob shaped = job_;
+    api::HybridJob& shaped = shaped_job_.emplace(job_);
     int32_t succeeded_members = 0;
     for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
       int32_t succeeded = 0;
@@ -406,7 +416,7 @@ class Planner {
       // wait for the gang to assemble.
       shaped.spec.run_policy.schedule_timeout_seconds = 0;
     }
-    creates_.push_back(BuildMemberPod(shaped, *shaped.spec.FindRole(role.name), index, options_));
+    return shaped;
   }
 
   std::optional<std::string> SuccessPolicyMet() const {
@@ -934,7 +944,8 @@ class Planner {
   std::map<std::string, int32_t> restarted_per_role_;
   int32_t surplus_deleted_ = 0;
   std::vector<std::string> membership_events_;
-  std::string membership_restart_;  // why every member restarts, if it does
+  std::string membership_restart_;            // why every member restarts, if it does
+  std::optional<api::HybridJob> shaped_job_;  // see ShapedJob
   bool delete_job_ = false;
   std::optional<seconds> requeue_;
 };

@@ -11,6 +11,7 @@ namespace hybridjob::testing {
 
 class ChildProcess {
  public:
+  // An empty log_path leaves the child's output on ours.
   ChildProcess(std::vector<std::string> argv, std::string log_path);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
