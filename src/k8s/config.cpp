@@ -119,12 +119,19 @@ Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::stri
   if (config.server.empty()) {
     return InvalidArgument("kubeconfig: cluster \"" + cluster_name + "\" has no server");
   }
-  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
-    return InvalidArgument("kubeconfig: cluster \"" + cluster_name +
-                           "\" server must be an http(s) URL, got \"" + config.server + "\"");
-  }
-  while (!config.server.empty() && config.server.back() == '/') {
+  const std::string given_server = config.server;
+  const bool https = config.server.rfind("https://", 0) == 0;
+  const bool http = config.server.rfind("http://", 0) == 0;
+  const std::size_t scheme_length = https ? 8 : (http ? 7 : 0);
+  while (config.server.size() > scheme_length && config.server.back() == '/') {
     config.server.pop_back();
+  }
+  // "https://" alone, or only slashes after the scheme, names no host.
+  if (scheme_length == 0 || config.server.size() == scheme_length ||
+      config.server[scheme_length] == '/') {
+    return InvalidArgument("kubeconfig: cluster \"" + cluster_name +
+                           "\" server must be an http(s) URL with a host, got \"" + given_server +
+                           "\"");
   }
   config.insecure_skip_tls_verify = StringField(*cluster, "insecure-skip-tls-verify") == "true";
   config.tls_server_name = StringField(*cluster, "tls-server-name");

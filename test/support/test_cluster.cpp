@@ -90,10 +90,21 @@ TestNamespace::TestNamespace(k8s::ApiClient& client, const std::string& prefix)
     ADD_FAILURE() << "create namespace " << name_ << ": " << created.status().ToString();
     return;
   }
+  // The v1.20 ServiceAccount admission refuses pods until the tokens
+  // controller has linked a token secret to the account, which can lag the
+  // account itself on a busy machine.
   const bool ready = WaitFor(
-      [&] { return client_.Get(k8s::resources::ServiceAccounts(), name_, "default").ok(); });
+      [&] {
+        auto account = client_.Get(k8s::resources::ServiceAccounts(), name_, "default");
+        if (!account.ok()) {
+          return false;
+        }
+        const auto secrets = account->find("secrets");
+        return secrets != account->end() && secrets->is_array() && !secrets->empty();
+      },
+      std::chrono::seconds(60));
   if (!ready) {
-    ADD_FAILURE() << "namespace " << name_ << " got no default ServiceAccount";
+    ADD_FAILURE() << "namespace " << name_ << " got no default ServiceAccount with a token";
   }
 }
 

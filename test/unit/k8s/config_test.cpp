@@ -155,6 +155,12 @@ TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
        "  cluster: {server: 'ftp://x'}\n",
        "http(s) URL"},
       {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
+       "  cluster: {server: 'https:///'}\n",
+       "URL with a host"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
+       "  cluster: {server: 'http://'}\n",
+       "URL with a host"},
+      {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\nclusters:\n- name: c\n"
        "  cluster: {server: 'https://x', certificate-authority-data: '!!notbase64'}\n",
        "cluster \"c\": certificate-authority-data is not valid base64"},
       {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\nclusters:\n"
