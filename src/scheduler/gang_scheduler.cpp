@@ -426,7 +426,7 @@ void GangScheduler::RunOneCycle() {
                       "gang " + decision.group_name + " waits: " + decision.reason);
     }
   }
-  CarryOut(evictions);
+  CarryOut(evictions, policy, now);
   // Forget what was said of groups that are gone.
   if (reported_.size() > decisions.size()) {
     std::unordered_map<std::string, std::string> kept;
@@ -444,7 +444,8 @@ void GangScheduler::RunOneCycle() {
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started).count();
 }
 
-void GangScheduler::CarryOut(const std::vector<Eviction>& evictions) {
+void GangScheduler::CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy,
+                             Timestamp now) {
   // Every victim's condition first, then the evictions: the controller must
   // never see a member terminating without knowing why, and sees a cycle's
   // victims together (a job that restarts on a new membership restarts once).
@@ -455,11 +456,11 @@ void GangScheduler::CarryOut(const std::vector<Eviction>& evictions) {
                      eviction.message);
   }
   for (const auto& eviction : evictions) {
-    Evict(eviction);
+    Evict(eviction, policy, now);
   }
 }
 
-void GangScheduler::Evict(const Eviction& eviction) {
+void GangScheduler::Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now) {
   const std::string cause(EvictionCauseName(eviction.cause));
   Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid);
   Member victim{eviction.namespace_name, eviction.name, eviction.uid, eviction.node_name};
@@ -477,13 +478,12 @@ void GangScheduler::Evict(const Eviction& eviction) {
                     eviction.message);
     return;
   }
-  // Refused (a PodDisruptionBudget, say): the pod stays and may be chosen
-  // again; the group it was for keeps waiting.
+  // Refused (a PodDisruptionBudget, say): the pod stays, and its group is
+  // left alone for a back-off; the group it was for keeps waiting.
   ++stats_.evictions_refused;
   spdlog::warn("eviction of {}/{} ({}) refused: {}", eviction.namespace_name, eviction.name, cause,
                status.ToString());
-  std::erase_if(policy_state_.evictions,
-                [&](const InFlightEviction& e) { return e.uid == eviction.uid; });
+  RecordRefusedEviction(policy_state_, eviction, policy, now);
   MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, false,
                    "EvictionRefused", status.message());
   events_->Record(PodReference(victim), k8s::EventType::kWarning, "EvictionRefused",

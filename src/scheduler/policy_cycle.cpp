@@ -110,6 +110,9 @@ class PolicyCycle {
   std::unordered_set<std::string> leaving_;                                   // pod keys
   std::unordered_map<std::string, std::vector<const PodInfo*>> leaving_for_;  // group key
   std::vector<Eviction> evictions_;  // decided in this cycle
+  // Refusals still remembered, and the pods whose groups they shield now.
+  std::vector<RefusedEviction> refused_;
+  std::unordered_set<std::string> shielding_;  // pod keys
 
   std::vector<Reservation> reservations_;
   std::unique_ptr<ReservedSlots> reserved_;
@@ -128,6 +131,19 @@ void PolicyCycle::PruneState() {
     in_flight_.push_back(eviction);
     leaving_.insert(pod->Key());
     leaving_for_[eviction.for_group].push_back(pod);
+  }
+  for (const RefusedEviction& refusal : previous_.refused) {
+    if (now_ - refusal.retry_after > seconds{policy_.refused_eviction_backoff_max_seconds}) {
+      continue;  // quiet for long enough: the next refusal starts the back-off afresh
+    }
+    const PodInfo* pod = snapshot_.FindPod(refusal.namespace_name, refusal.name);
+    if (pod == nullptr || (!refusal.uid.empty() && pod->uid != refusal.uid)) {
+      continue;
+    }
+    refused_.push_back(refusal);
+    if (now_ < refusal.retry_after) {
+      shielding_.insert(pod->Key());
+    }
   }
   for (const Reservation& reservation : previous_.reservations) {
     if (now_ - reservation.last_seen > seconds{policy_.reservation_forget_after_seconds}) {
@@ -305,6 +321,11 @@ RunningGroups& PolicyCycle::Running() {
     running_ = RunningGroups::FromSnapshot(snapshot_, policy_, leaving_);
     for (RunningGroup& group : running_->groups()) {
       group.placed_this_cycle = placed_keys_.contains(group.Key());
+      if (!shielding_.empty()) {
+        group.shielded =
+            std::any_of(group.members.begin(), group.members.end(),
+                        [this](const PodInfo* pod) { return shielding_.contains(pod->Key()); });
+      }
     }
   }
   return *running_;
@@ -982,6 +1003,7 @@ PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
   result.reservations = reservations_;
   result.state.evictions = std::move(in_flight_);
   result.state.reservations = std::move(reservations_);
+  result.state.refused = std::move(refused_);
   result.next_start_slot = start_slot_;
   return result;
 }
@@ -1018,6 +1040,25 @@ PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup
                                         uint32_t start_slot) {
   PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot);
   return cycle.Run(std::move(groups));
+}
+
+void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const PolicyConfig& policy,
+                           Timestamp now) {
+  std::erase_if(state.evictions, [&](const InFlightEviction& e) { return e.uid == eviction.uid; });
+  auto it = std::find_if(state.refused.begin(), state.refused.end(),
+                         [&](const RefusedEviction& r) { return r.uid == eviction.uid; });
+  if (it == state.refused.end()) {
+    it = state.refused.insert(
+        state.refused.end(), RefusedEviction{eviction.namespace_name, eviction.name, eviction.uid});
+  }
+  it->refusals = std::min(it->refusals + 1, 30);
+  int64_t backoff = policy.refused_eviction_backoff_seconds;
+  for (int32_t i = 1; i < it->refusals && backoff < policy.refused_eviction_backoff_max_seconds;
+       ++i) {
+    backoff *= 2;
+  }
+  backoff = std::min(backoff, policy.refused_eviction_backoff_max_seconds);
+  it->retry_after = now + std::chrono::seconds{backoff};
 }
 
 }  // namespace hybridjob::scheduler

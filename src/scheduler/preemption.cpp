@@ -10,8 +10,8 @@ std::vector<VictimUnit> PreemptionCandidates(const RunningGroups& running, const
   std::vector<size_t> lower;
   for (size_t g = 0; g < groups.size(); ++g) {
     const RunningGroup& group = groups[g];
-    if (group.priority < priority && !group.placed_this_cycle && !group.members.empty() &&
-        group.Key() != waiting_key) {
+    if (group.priority < priority && !group.placed_this_cycle && !group.shielded &&
+        !group.members.empty() && group.Key() != waiting_key) {
       lower.push_back(g);
     }
   }

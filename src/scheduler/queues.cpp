@@ -125,6 +125,13 @@ Status ValidatePolicyConfig(const PolicyConfig& config) {
   if (config.eviction_timeout_seconds < 0) {
     return InvalidArgument("evictionTimeoutSeconds: must not be negative");
   }
+  if (config.refused_eviction_backoff_seconds < 0) {
+    return InvalidArgument("refusedEvictionBackoffSeconds: must not be negative");
+  }
+  if (config.refused_eviction_backoff_max_seconds < config.refused_eviction_backoff_seconds) {
+    return InvalidArgument(
+        "refusedEvictionBackoffMaxSeconds: must not be less than refusedEvictionBackoffSeconds");
+  }
   return Status::Ok();
 }
 

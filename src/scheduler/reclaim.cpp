@@ -493,7 +493,7 @@ std::vector<VictimUnit> ElasticUnits(const RunningGroups& running, size_t group,
                                      EvictionCause cause) {
   std::vector<VictimUnit> units;
   const RunningGroup& running_group = running.groups()[group];
-  if (!running_group.elastic_shape) {
+  if (!running_group.elastic_shape || running_group.shielded) {
     return units;
   }
   // A group whose minimums are all 0 still keeps one member (the lowest index

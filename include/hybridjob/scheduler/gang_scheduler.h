@@ -97,8 +97,8 @@ class GangScheduler {
   void SubmitGroup(const GroupDecision& decision);
   void BinderWorker();
   void FinishGroup(const std::shared_ptr<GroupBind>& group);
-  void CarryOut(const std::vector<Eviction>& evictions);
-  void Evict(const Eviction& eviction);
+  void CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy, Timestamp now);
+  void Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now);
   void MarkPodCondition(const std::string& ns, const std::string& name, const std::string& type,
                         bool value, const std::string& reason, const std::string& message);
 

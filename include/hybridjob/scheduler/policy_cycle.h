@@ -39,7 +39,7 @@
 namespace hybridjob::scheduler {
 
 // An eviction the cycle decided, to be carried out through the Eviction API
-// (policy/v1 Eviction of the pod, with the pod's uid as a precondition and
+// (policy/v1beta1 Eviction of the pod, with the pod's uid as a precondition and
 // without a grace period override, so the pod's own
 // terminationGracePeriodSeconds applies).
 struct Eviction {
@@ -70,13 +70,27 @@ struct InFlightEviction {
   friend bool operator==(const InFlightEviction&, const InFlightEviction&) = default;
 };
 
+// An eviction the API refused (a PodDisruptionBudget, say). Until
+// `retry_after` no pod of the victim's group is chosen again, so a budget
+// that keeps refusing costs one request and one Event per back-off period,
+// not one per cycle.
+struct RefusedEviction {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  int32_t refusals = 0;  // in a row; doubles the back-off each time
+  Timestamp retry_after{};
+
+  friend bool operator==(const RefusedEviction&, const RefusedEviction&) = default;
+};
+
 // What the policies carry from one cycle to the next: plain data, valid
 // across snapshot changes. The caller stores the result's state and hands it
-// back; a caller whose eviction was refused (e.g. by a PodDisruptionBudget)
-// removes it from `evictions`, so its pod may be chosen again.
+// back, after RecordRefusedEviction for each eviction the API refused.
 struct PolicyState {
   std::vector<InFlightEviction> evictions;
   std::vector<Reservation> reservations;
+  std::vector<RefusedEviction> refused;
 
   friend bool operator==(const PolicyState&, const PolicyState&) = default;
 };
@@ -133,6 +147,13 @@ struct PolicyCycleResult {
   std::vector<QueueStatus> queues;        // sorted by name
   uint32_t next_start_slot = 0;
 };
+
+// Takes a refused eviction out of the evictions in flight and shields its
+// group from further evictions for the back-off of its refusal count
+// (refused_eviction_backoff_seconds, doubling, at most
+// refused_eviction_backoff_max_seconds).
+void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const PolicyConfig& policy,
+                           Timestamp now);
 
 // Runs one cycle over `groups` (from BuildGroups; every pending group, so
 // reservations follow their holders). The snapshot must have no tentative

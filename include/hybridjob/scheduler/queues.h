@@ -103,6 +103,11 @@ struct PolicyConfig {
   // An eviction still in flight after this long is forgotten, so its pod may
   // be chosen again (e.g. the Eviction API kept refusing it).
   int64_t eviction_timeout_seconds = 900;
+  // After a refused eviction the victim's group is not chosen again for this
+  // long, doubling with each refusal in a row up to the max. A refusal is
+  // forgotten once its pod is gone or a max back-off has passed without one.
+  int64_t refused_eviction_backoff_seconds = 10;
+  int64_t refused_eviction_backoff_max_seconds = 300;
 };
 
 // Names unique and non-empty, weights positive and finite, guaranteed within

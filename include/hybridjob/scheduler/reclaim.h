@@ -63,6 +63,9 @@ struct RunningGroup {
   int32_t leaving = 0;                  // members already being evicted
   // Placed in this cycle: never a victim.
   bool placed_this_cycle = false;
+  // An eviction of one of its pods was refused recently: never a victim
+  // until the back-off ends (see RefusedEviction).
+  bool shielded = false;
 
   // "namespace/name", with "|pod" appended for a pod outside any group (the
   // same keys BuildGroups uses).

@@ -3,6 +3,7 @@
 // by side on the shared cluster never schedule each other's pods.
 #include <atomic>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -396,6 +397,11 @@ TEST_F(GangSchedulerTest, EvictionRefusedByADisruptionBudgetLeavesTheVictimRunni
   // API server refuses every eviction of a covered pod until it has status.
   CreateGroup("bj", {{"worker", 4, 4, 1}}, "", "b");
   ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().evictions_refused.load() >= 1; }, 30s));
+  // The refusals shield el for a back-off (10 s by default): the cycles that
+  // follow, one per condition update at least, do not try it again.
+  std::this_thread::sleep_for(4s);
+  EXPECT_LE(scheduler_->stats().evictions_refused.load(), 4u)
+      << "evictions were retried inside the back-off";
   EXPECT_EQ(CountExisting("el-worker-", 8), 8) << "a refused eviction removed a pod";
   EXPECT_EQ(CountBound("bj-worker-", 4), 0);
   EXPECT_TRUE(WaitFor([&] {

@@ -53,6 +53,21 @@ TEST_F(PreemptionTest, OffByDefault) {
   EXPECT_EQ(Find(result, "vip")->cause, WaitCause::kNoCapacity);
 }
 
+TEST_F(PreemptionTest, AGroupWhoseEvictionWasRefusedIsNotPreemptedDuringTheBackOff) {
+  AddNodes("n", 1, 8);
+  AddRunning("low", Rigid(8), "worker", 0, 8, 1, "n0", /*priority=*/1);
+  AddPending("vip", Rigid(2), "worker", 0, 2, 1, 0, /*priority=*/10);
+  PolicyCycleResult result = Run(testing::At(1000));
+  ASSERT_EQ(result.evictions.size(), 8u);
+  for (const Eviction& eviction : result.evictions) {
+    RecordRefusedEviction(state_, eviction, policy_, testing::At(1000));
+  }
+  result = Run(testing::At(1001));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "vip")->cause, WaitCause::kNoCapacity);
+  EXPECT_EQ(Run(testing::At(1010)).evictions.size(), 8u);
+}
+
 TEST_F(PreemptionTest, ElasticMembersOfLowerPriorityGoFirst) {
   AddNodes("n", 1, 8);
   AddRunning("el", Elastic(2, 4), "worker", 0, 4, 1, "n0", /*priority=*/1);

@@ -90,6 +90,16 @@ TEST(ValidatePolicyConfigTest, ChecksTheSettings) {
   EXPECT_EQ(ValidatePolicyConfig(config).message(),
             "reclaim.maxGroupsPerCycle: must not be negative");
   config = {};
+  config.refused_eviction_backoff_seconds = -1;
+  EXPECT_EQ(ValidatePolicyConfig(config).message(),
+            "refusedEvictionBackoffSeconds: must not be negative");
+  config = {};
+  config.refused_eviction_backoff_seconds = 60;
+  config.refused_eviction_backoff_max_seconds = 30;
+  EXPECT_EQ(
+      ValidatePolicyConfig(config).message(),
+      "refusedEvictionBackoffMaxSeconds: must not be less than refusedEvictionBackoffSeconds");
+  config = {};
   config.queues = {Queue("x", 0.0)};
   EXPECT_EQ(ValidatePolicyConfig(config).message(), "queues[0].weight: must be positive");
 }

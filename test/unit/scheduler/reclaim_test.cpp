@@ -283,14 +283,66 @@ TEST_F(ReclaimTest, SeveralWaitersInOneCycleNeverShareVictims) {
   EXPECT_EQ(Find(result, "w2")->cause, WaitCause::kEvicting);
 }
 
-TEST_F(ReclaimTest, ARefusedEvictionLeftOutOfTheStateIsChosenAgain) {
+TEST_F(ReclaimTest, ARefusedEvictionShieldsItsGroupForABackOffThatDoubles) {
   ElasticInB();
+  policy_.refused_eviction_backoff_seconds = 10;
+  policy_.refused_eviction_backoff_max_seconds = 300;
   AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_THAT(Evicted(result), ElementsAre("el-worker-7"));
-  state_.evictions.clear();  // the shell's eviction was refused
+  RecordRefusedEviction(state_, result.evictions[0], policy_, At(1000));
+  EXPECT_THAT(state_.evictions, IsEmpty());
+  ASSERT_EQ(state_.refused.size(), 1u);
+  EXPECT_EQ(state_.refused[0].retry_after, At(1010));
+
+  result = Run(At(1005));  // inside the back-off: no other member of el is taken either
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "big")->cause, WaitCause::kNoCapacity);
   result = Run(At(1010));
-  EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7"));
+  ASSERT_THAT(Evicted(result), ElementsAre("el-worker-7"));
+
+  RecordRefusedEviction(state_, result.evictions[0], policy_, At(1010));
+  EXPECT_EQ(state_.refused[0].refusals, 2);
+  EXPECT_EQ(state_.refused[0].retry_after, At(1030));
+  EXPECT_THAT(Run(At(1029)).evictions, IsEmpty());
+  EXPECT_THAT(Evicted(Run(At(1030))), ElementsAre("el-worker-7"));
+}
+
+TEST_F(ReclaimTest, ABackOffIsCappedAndForgottenAfterAQuietMaxPeriod) {
+  ElasticInB();
+  policy_.refused_eviction_backoff_seconds = 10;
+  policy_.refused_eviction_backoff_max_seconds = 40;
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  PolicyCycleResult result = Run(At(1000));
+  ASSERT_EQ(result.evictions.size(), 1u);
+  for (int i = 0; i < 5; ++i) {
+    RecordRefusedEviction(state_, result.evictions[0], policy_, At(1000));
+  }
+  EXPECT_EQ(state_.refused[0].retry_after, At(1040));  // 10, 20, 40, then capped
+  state_.evictions.clear();
+  // Still remembered between retry_after and one max period later ...
+  Run(At(1050));
+  ASSERT_EQ(state_.refused.size(), 1u);
+  // ... and forgotten after it, so the next refusal starts at 10 s again.
+  policy_.reclaim.enabled = false;
+  Run(At(1081));
+  EXPECT_THAT(state_.refused, IsEmpty());
+}
+
+TEST_F(ReclaimTest, AShieldedGroupIsPassedOverForAnother) {
+  AddNodes("n", 2, 8);
+  policy_.queues = {Queue("a"), Queue("b")};
+  elastic_ = QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}});
+  AddRunning("el", elastic_, "worker", 0, 8, 1, "n0");
+  AddRunning("other", elastic_, "worker", 0, 8, 1, "n1");
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  PolicyCycleResult result = Run(At(1000));
+  ASSERT_EQ(result.evictions.size(), 1u);
+  const std::string first = result.evictions[0].victim_group;
+  RecordRefusedEviction(state_, result.evictions[0], policy_, At(1000));
+  result = Run(At(1001));
+  ASSERT_EQ(result.evictions.size(), 1u);
+  EXPECT_NE(result.evictions[0].victim_group, first);
 }
 
 TEST_F(ReclaimTest, InFlightEvictionsAreForgottenAfterTheTimeout) {
