@@ -342,7 +342,11 @@ class Validator {
       for (const auto& [name, value] : entries->items()) {
         Result<int64_t> milli = QuantityMilli(value);
         if (!milli.ok()) {
-          Add(kind_path, Quoted(value.is_string() ? value.get<std::string>() : value.dump()) +
+          // Manifests decoded from YAML may hold invalid UTF-8,
+          // which a plain dump() throws on.
+          Add(kind_path, Quoted(value.is_string()
+                                    ? value.get<std::string>()
+                                    : value.dump(-1, ' ', false, json::error_handler_t::replace)) +
                              " for " + Quoted(name) +
                              " is not a resource quantity such as "
                              "\"2\", \"500m\" or \"16Gi\"");

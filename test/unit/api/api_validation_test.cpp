@@ -209,6 +209,12 @@ TEST(ApiValidationTest, TemplatesHoldOnlyWhatAPodMay) {
               HasSubstr("between 1 and 65535"));
   EXPECT_EQ(errors.size(), 6u) << JoinErrors(errors);
 
+  // A manifest decoded from YAML may carry invalid UTF-8: an error, not a throw.
+  container["resources"] = {{"limits", {{"nvidia.com/gpu", {{"x", std::string("\xff\xfe")}}}}}};
+  errors = ValidateJson(object);
+  EXPECT_THAT(ErrorsAt(errors, container_path + ".resources.limits"),
+              HasSubstr("is not a resource quantity"));
+
   object = TfJobJson();
   json& fine = object["spec"]["replicaSpecs"][1]["template"];
   fine["metadata"]["labels"] = {{"team", "vision"}, {"empty", ""}};
