@@ -465,8 +465,13 @@ TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) 
   EXPECT_TRUE(WaitFor([&] { return HasEvent("pt", "MembershipChanged", "Normal"); }));
   // The evicted indices come back unbound, for the job to grow into later.
   ASSERT_TRUE(WaitFor([&] {
-    json pod = Pod("pt-worker-3");
-    return !pod.is_null() && pod["spec"].value("nodeName", "").empty();
+    for (const char* name : {"pt-worker-2", "pt-worker-3"}) {
+      json pod = Pod(name);
+      if (pod.is_null() || !pod["spec"].value("nodeName", "").empty()) {
+        return false;
+      }
+    }
+    return true;
   })) << Describe("pt");
   EXPECT_EQ(Phase("pt"), "Running");
   EXPECT_EQ(Status("pt").value("restartCount", 0), 0);
