@@ -21,7 +21,7 @@ function(hybridjob_target_defaults target)
   target_compile_features(${target} PUBLIC cxx_std_20)
   set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-deprecated-declarations)
-  if(HYBRIDJOB_SANITIZE)
+  if(HYBRIDJOB_SANITIZE OR HYBRIDJOB_FUZZ)
     target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
                                             -fno-sanitize-recover=undefined)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
@@ -29,9 +29,7 @@ function(hybridjob_target_defaults target)
   # Coverage feedback for libFuzzer in every library a fuzz target links; the
   # fuzz targets themselves add -fsanitize=fuzzer.
   if(HYBRIDJOB_FUZZ)
-    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link,address,undefined
-                                            -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
   endif()
   if(HYBRIDJOB_TSAN)
     target_compile_options(${target} PUBLIC -fsanitize=thread -fno-omit-frame-pointer)

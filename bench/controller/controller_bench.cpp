@@ -23,19 +23,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <netinet/in.h>
 #include <optional>
-#include <signal.h>
-#include <spawn.h>
 #include <sstream>
 #include <string>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -55,11 +51,9 @@
 #include <hybridjob/sim/kubelet.h>
 #include <hybridjob/sim/simulator.h>
 
-#include "../common/process_stats.h"
+#include "../common/self_stats.h"
 #include "child_process.h"
 #include "process_stats.h"
-
-extern char** environ;
 
 namespace {
 
@@ -77,15 +71,7 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// ---- the controller as a child process -------------------------------------
-
-// The 1-minute load average, as text.
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
-}
+// ---- the controller's endpoints -------------------------------------------
 
 int FreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -573,7 +559,7 @@ int main(int argc, char** argv) {
   const std::string duration_text = std::to_string(duration.count()) + "ms";
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> create_failures{0};
-  const std::string load_start = LoadAverage();
+  const std::string load_start = hybridjob::bench::LoadAverage();
   const uint64_t bound_before = scheduler->stats().pods_bound.load();
   const auto start = Clock::now();
   std::vector<std::thread> threads;
@@ -634,7 +620,7 @@ int main(int argc, char** argv) {
       std::max(peak_rss, hybridjob::testing::ProcessMemoryBytes(controller.pid(), "VmHWM"));
   const std::string metrics = HttpGet(health_port, "/metrics");
   const double bench_cpu = hybridjob::bench::CpuSeconds() - bench_cpu_before;
-  const std::string load_end = LoadAverage();
+  const std::string load_end = hybridjob::bench::LoadAverage();
   const uint64_t pods_bound = scheduler->stats().pods_bound.load() - bound_before;
   const uint64_t surplus = scheduler->stats().surplus_marked.load();
   const uint64_t bind_errors = scheduler->stats().bind_errors.load();

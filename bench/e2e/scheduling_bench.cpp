@@ -17,19 +17,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
-#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/flags.h>
 #include <hybridjob/k8s/rest_client.h>
+
+#include "process_stats.h"
 
 namespace {
 
@@ -41,34 +40,6 @@ struct ProcessUsage {
   double cpu_seconds = 0;
   double peak_rss_mib = 0;
 };
-
-ProcessUsage UsageOf(int64_t pid) {
-  ProcessUsage usage;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream fields(text.substr(close + 2));
-    std::string field;
-    std::vector<std::string> values;
-    while (fields >> field) {
-      values.push_back(field);
-    }
-    // utime and stime are fields 14 and 15 (1-based) of /proc/pid/stat.
-    if (values.size() > 13) {
-      const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-      usage.cpu_seconds = (std::stod(values[11]) + std::stod(values[12])) / ticks;
-    }
-  }
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      usage.peak_rss_mib = std::stod(line.substr(6)) / 1024.0;
-    }
-  }
-  return usage;
-}
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) {
@@ -300,7 +271,9 @@ int main(int argc, char** argv) {
   const double create_seconds = std::chrono::duration<double>(created_all - start).count();
   ProcessUsage usage;
   if (scheduler_pid > 0) {
-    usage = UsageOf(scheduler_pid);
+    usage.cpu_seconds = hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid));
+    usage.peak_rss_mib =
+        hybridjob::testing::ProcessMemoryMiB(static_cast<pid_t>(scheduler_pid), "VmHWM");
   }
   std::printf("| %s | %lld/%lld | %lld x %lld | %.0f | %.0f | %.2f | %.2f | %s | %s |\n",
               label.empty() ? scheduler_name.c_str() : label.c_str(),

@@ -20,7 +20,7 @@
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/rest_client.h>
 
-#include "../common/process_stats.h"
+#include "../common/self_stats.h"
 
 namespace {
 

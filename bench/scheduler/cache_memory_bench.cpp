@@ -12,7 +12,7 @@
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/snapshot.h>
 
-#include "../common/process_stats.h"
+#include "../common/self_stats.h"
 
 namespace {
 

@@ -22,17 +22,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
-#include <optional>
-#include <signal.h>
-#include <spawn.h>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -48,10 +42,9 @@
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/rest_client.h>
 
+#include "../common/self_stats.h"
 #include "child_process.h"
 #include "process_stats.h"
-
-extern char** environ;
 
 namespace {
 
@@ -77,13 +70,6 @@ pid_t ReadPid(const std::string& path) {
   pid_t pid = -1;
   in >> pid;
   return pid;
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one;
 }
 
 // ---- pods as the harness sees them ------------------------------------------
@@ -337,7 +323,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto stage_timeout = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  const std::string load_at_start = LoadAverage();
+  const std::string load_at_start = hybridjob::bench::LoadAverage();
 
   // A namespace of our own, with the ServiceAccount pods need.
   json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
@@ -431,7 +417,7 @@ int main(int argc, char** argv) {
               << ", succeeded " << tracker.succeeded() << "; oldest lease " << leases.last_age()
               << " s; sim CPU " << hybridjob::testing::ProcessCpuSeconds(sim.pid()) << " s, RSS "
               << hybridjob::testing::ProcessMemoryMiB(sim.pid(), "VmRSS") << " MiB; load "
-              << LoadAverage() << "\n";
+              << hybridjob::bench::LoadAverage() << "\n";
   };
   const bool all_succeeded =
       WaitUntil([&] { return tracker.succeeded() >= pods; }, stage_timeout, progress);
@@ -458,7 +444,7 @@ int main(int argc, char** argv) {
   const double sim_peak = hybridjob::testing::ProcessMemoryMiB(sim.pid(), "VmHWM");
   const double lease_max = leases.max_age();
   const int lease_samples = leases.samples();
-  const std::string load_at_end = LoadAverage();
+  const std::string load_at_end = hybridjob::bench::LoadAverage();
 
   const auto stop_start = Clock::now();
   sim.Stop(std::chrono::seconds(300));

@@ -376,12 +376,8 @@ class Planner {
     if (taken_names_.count(name) != 0) {
       return;
     }
-    if (!membership_) {
-      creates_.push_back(BuildMemberPod(job_, role, index, options_));
-      return;
-    }
-    const api::HybridJob& shaped = ShapedJob();
-    creates_.push_back(BuildMemberPod(shaped, *shaped.spec.FindRole(role.name), index, options_));
+    const api::HybridJob& job = membership_ ? ShapedJob() : job_;
+    creates_.push_back(BuildMemberPod(job, *job.spec.FindRole(role.name), index, options_));
   }
 
   // The job as replacements describe their gang to the scheduler, built once
@@ -398,11 +394,9 @@ class Planner {
     int32_t succeeded_members = 0;
     for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
       int32_t succeeded = 0;
-      for (const auto& [key, pod] : own_) {
-        succeeded += key.first == spec.name && !pod->terminating &&
-                             pod->phase == PodPhase::kSucceeded && IsMember(key.first, key.second)
-                         ? 1
-                         : 0;
+      for (int32_t i = 0; i < membership_->Count(spec.name); ++i) {
+        const ObservedPod* pod = Live(spec.name, i);
+        succeeded += pod != nullptr && pod->phase == PodPhase::kSucceeded ? 1 : 0;
       }
       if (!LearnsMembershipLive(job_.spec.framework)) {
         spec.max_replicas = membership_->Count(spec.name);

@@ -80,12 +80,11 @@ Status StatusFromApiStatus(const nlohmann::json& status_object) {
   std::string message;
   if (status_object.is_object()) {
     // Only a plausible HTTP code counts: converting a larger number to int
-    // wrapped (4294967706 read as 410, Gone, and the caller relisted).
+    // wrapped (4294967706 read as 410, Gone, and the caller relisted). Read as
+    // int64, numbers beyond its range come out negative.
     if (auto it = status_object.find("code");
         it != status_object.end() && it->is_number_integer()) {
-      const int64_t value = it->is_number_unsigned() && it->get<uint64_t>() > INT32_MAX
-                                ? int64_t{-1}
-                                : it->get<int64_t>();
+      const int64_t value = it->get<int64_t>();
       if (value >= 0 && value <= 999) {
         code = static_cast<int>(value);
       }

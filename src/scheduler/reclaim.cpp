@@ -195,7 +195,7 @@ bool Search::TryReclaim() {
   const std::vector<RunningGroup>& groups = running_.groups();
   for (size_t g = 0; g < groups.size(); ++g) {
     const RunningGroup& group = groups[g];
-    if (group.placed_this_cycle || group.Key() == request_.group_key) {
+    if (group.placed_this_cycle || group.shielded || group.Key() == request_.group_key) {
       continue;
     }
     if (group.queue == request_.queue && group.priority > request_.priority) {
@@ -493,7 +493,7 @@ std::vector<VictimUnit> ElasticUnits(const RunningGroups& running, size_t group,
                                      EvictionCause cause) {
   std::vector<VictimUnit> units;
   const RunningGroup& running_group = running.groups()[group];
-  if (!running_group.elastic_shape || running_group.shielded) {
+  if (!running_group.elastic_shape) {
     return units;
   }
   // A group whose minimums are all 0 still keeps one member (the lowest index

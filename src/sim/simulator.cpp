@@ -385,9 +385,4 @@ bool Simulator::IsLost(const std::string& node) {
   return lost_nodes_.contains(node);
 }
 
-std::vector<std::string> Simulator::LostNodes() {
-  std::lock_guard lock(mu_);
-  return {lost_nodes_.begin(), lost_nodes_.end()};
-}
-
 }  // namespace hybridjob::sim

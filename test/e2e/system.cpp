@@ -14,6 +14,26 @@ std::string LogName(const std::string& binary, int replica) {
   return replica == 0 ? binary + ".log" : binary + "-" + std::to_string(replica) + ".log";
 }
 
+// A binary of build/bin with the flags every component gets here: the
+// cluster's kubeconfig, and metrics and health on ports of the kernel's choice.
+std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig) {
+  return {BinaryDir() + "/" + binary,
+          "--kubeconfig",
+          kubeconfig,
+          "--metrics-addr",
+          "0",
+          "--health-addr",
+          "0"};
+}
+
+// Stops a replica and starts it again with `argv`, logging to the same file.
+bool Restart(std::unique_ptr<ChildProcess>& replica, const std::vector<std::string>& argv) {
+  const std::string log_path = replica->log_path();
+  replica->Stop();
+  replica = std::make_unique<ChildProcess>(argv, log_path);
+  return replica->Running();
+}
+
 }  // namespace
 
 System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
@@ -62,13 +82,7 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
     ADD_FAILURE() << "simulated nodes did not register:\n" << sim_->Log();
     return;
   }
-  scheduler_argv_ = {BinaryDir() + "/gang-scheduler",
-                     "--kubeconfig",
-                     kubeconfig,
-                     "--metrics-addr",
-                     "0",
-                     "--health-addr",
-                     "0"};
+  scheduler_argv_ = ComponentArgv("gang-scheduler", kubeconfig);
   if (!options.scheduler_config.empty()) {
     const std::string config_path = dir + "/scheduler.yaml";
     std::ofstream(config_path) << options.scheduler_config;
@@ -77,13 +91,7 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   }
   scheduler_argv_.insert(scheduler_argv_.end(), replicas.scheduler_args.begin(),
                          replicas.scheduler_args.end());
-  controller_argv_ = {BinaryDir() + "/hybridjob-controller",
-                      "--kubeconfig",
-                      kubeconfig,
-                      "--metrics-addr",
-                      "0",
-                      "--health-addr",
-                      "0"};
+  controller_argv_ = ComponentArgv("hybridjob-controller", kubeconfig);
   controller_argv_.insert(controller_argv_.end(), replicas.controller_args.begin(),
                           replicas.controller_args.end());
   ok_ = sim_->Running();
@@ -116,17 +124,11 @@ System::~System() {
 }
 
 bool System::RestartScheduler(size_t replica) {
-  const std::string log_path = schedulers_.at(replica)->log_path();
-  schedulers_.at(replica)->Stop();
-  schedulers_.at(replica) = std::make_unique<ChildProcess>(scheduler_argv_, log_path);
-  return schedulers_.at(replica)->Running();
+  return Restart(schedulers_.at(replica), scheduler_argv_);
 }
 
 bool System::RestartController(size_t replica) {
-  const std::string log_path = controllers_.at(replica)->log_path();
-  controllers_.at(replica)->Stop();
-  controllers_.at(replica) = std::make_unique<ChildProcess>(controller_argv_, log_path);
-  return controllers_.at(replica)->Running();
+  return Restart(controllers_.at(replica), controller_argv_);
 }
 
 int System::Kubectl(const std::string& args, std::string* output) const {

@@ -60,10 +60,6 @@ class Simulator {
   void Stop();
 
   const SimulatorStats& stats() const { return stats_; }
-  // Nodes this simulator gave up: deleted, or reported not Ready, by someone
-  // else. It stops renewing their Leases and acting on their pods, as a
-  // crashed kubelet would, and never registers them again while it runs.
-  std::vector<std::string> LostNodes();
   std::vector<std::string> NodeNames() const;
 
  private:
@@ -95,6 +91,9 @@ class Simulator {
   // Phase this simulator last wrote per pod uid, so a stale cache entry does
   // not make it report the same transition twice.
   std::unordered_map<std::string, std::string> written_phase_;
+  // Nodes given up: deleted, or reported not Ready, by someone else. Their
+  // Leases are no longer renewed nor their pods acted on, as with a crashed
+  // kubelet, and they are not registered again while the simulator runs.
   std::unordered_set<std::string> lost_nodes_;
 };
 

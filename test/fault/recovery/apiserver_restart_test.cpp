@@ -84,21 +84,8 @@ TEST(ApiServerRestartTest, JobsCreatedThroughARestartAndCompactionAllSucceed) {
         return phases.size() == static_cast<size_t>(kJobs);
       },
       120s);
-  ASSERT_EQ(phases.size(), static_cast<size_t>(kJobs));
-  for (const auto& [job, phase] : phases) {
-    EXPECT_EQ(phase, "Succeeded") << "job " << job;
-  }
-  const auto pods_by_job = PodsByJob(client, "default");
-  for (int i = 0; i < kJobs; ++i) {
-    const std::string job = "job-" + std::to_string(i);
-    auto it = pods_by_job.find(job);
-    ASSERT_NE(it, pods_by_job.end()) << "job " << job << " has no pods";
-    EXPECT_EQ(it->second.size(), static_cast<size_t>(kWorkers)) << "job " << job;
-    EXPECT_EQ(DuplicateMembers(job, it->second), "");
-    for (const auto& pod : it->second) {
-      EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod["metadata"].value("name", "");
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, kJobs));
+  ASSERT_NO_FATAL_FAILURE(ExpectEachJobWhole(client, "default", kJobs, kWorkers));
   if (HasFailure()) {
     ADD_FAILURE() << system.Logs();
   }

@@ -51,39 +51,15 @@ TEST(ControllerCrashTest, KilledMidReconcileConvergesWithoutDuplicatesOrOrphans)
 
   // While it converges, no member slot is ever held by two live pods.
   std::string duplicates;
-  std::map<std::string, std::string> phases;
-  const auto deadline = std::chrono::steady_clock::now() + 150s;
-  while (std::chrono::steady_clock::now() < deadline) {
+  const auto phases = PollJobPhasesUntil(client, "default", kJobs, {"Succeeded"}, 150s, [&] {
     for (const auto& [job, pods] : PodsByJob(client, "default")) {
       duplicates += DuplicateMembers(job, pods);
     }
-    phases = JobPhases(client, "default");
-    int succeeded = 0;
-    for (const auto& [job, phase] : phases) {
-      succeeded += phase == "Succeeded" ? 1 : 0;
-    }
-    if (succeeded == kJobs) {
-      break;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  });
   EXPECT_EQ(duplicates, "");
-  ASSERT_EQ(phases.size(), static_cast<size_t>(kJobs));
-  for (const auto& [job, phase] : phases) {
-    EXPECT_EQ(phase, "Succeeded") << "job " << job;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, kJobs));
   // The end state: each job kept exactly its members' pods, all finished.
-  const auto pods_by_job = PodsByJob(client, "default");
-  for (int i = 0; i < kJobs; ++i) {
-    const std::string job = "job-" + std::to_string(i);
-    auto it = pods_by_job.find(job);
-    ASSERT_NE(it, pods_by_job.end()) << "job " << job << " has no pods";
-    EXPECT_EQ(it->second.size(), static_cast<size_t>(kWorkers)) << "job " << job;
-    EXPECT_EQ(DuplicateMembers(job, it->second), "");
-    for (const auto& pod : it->second) {
-      EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod["metadata"].value("name", "");
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectEachJobWhole(client, "default", kJobs, kWorkers));
   EXPECT_EQ(OrphanedChildren(client, "default", k8s::resources::Services()), "");
   EXPECT_EQ(OrphanedChildren(client, "default", k8s::resources::PersistentVolumeClaims()), "");
   // Every job got its claim back, exactly once (claims are named after the job).

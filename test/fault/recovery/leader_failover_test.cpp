@@ -91,25 +91,11 @@ TEST(LeaderFailoverTest, KilledLeadersAreReplacedAndEveryJobSucceeds) {
 
   // Until every job ends, no node is ever given more GPUs than it has.
   std::string overcommitted;
-  std::map<std::string, std::string> phases;
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    overcommitted += OvercommittedNodes(client);
-    phases = JobPhases(client, "default");
-    int done = 0;
-    for (const auto& [job, phase] : phases) {
-      done += phase == "Succeeded" || phase == "Failed" ? 1 : 0;
-    }
-    if (done == 2 * kJobsPerWave) {
-      break;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  const auto phases =
+      PollJobPhasesUntil(client, "default", 2 * kJobsPerWave, {"Succeeded", "Failed"}, 120s,
+                         [&] { overcommitted += OvercommittedNodes(client); });
   EXPECT_EQ(overcommitted, "");
-  ASSERT_EQ(phases.size(), static_cast<size_t>(2 * kJobsPerWave));
-  for (const auto& [job, phase] : phases) {
-    EXPECT_EQ(phase, "Succeeded") << "job " << job;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, 2 * kJobsPerWave));
   for (const auto& [job, pods] : PodsByJob(client, "default")) {
     EXPECT_EQ(pods.size(), static_cast<size_t>(kWorkers)) << "job " << job;
     EXPECT_EQ(DuplicateMembers(job, pods), "");

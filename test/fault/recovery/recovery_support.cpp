@@ -3,6 +3,8 @@
 #include <set>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/api_status.h>
 
@@ -195,6 +197,49 @@ int BoundMembers(const std::vector<json>& pods) {
     bound += !Terminating(pod) && !NodeOf(pod).empty() ? 1 : 0;
   }
   return bound;
+}
+
+std::map<std::string, std::string> PollJobPhasesUntil(k8s::ApiClient& client, const std::string& ns,
+                                                      int jobs,
+                                                      const std::set<std::string>& end_phases,
+                                                      std::chrono::seconds timeout,
+                                                      const std::function<void()>& each_poll) {
+  std::map<std::string, std::string> phases;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    each_poll();
+    phases = JobPhases(client, ns);
+    int ended = 0;
+    for (const auto& [job, phase] : phases) {
+      ended += end_phases.contains(phase) ? 1 : 0;
+    }
+    if (ended == jobs) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return phases;
+}
+
+void ExpectAllSucceeded(const std::map<std::string, std::string>& phases, size_t jobs) {
+  ASSERT_EQ(phases.size(), jobs);
+  for (const auto& [job, phase] : phases) {
+    EXPECT_EQ(phase, "Succeeded") << "job " << job;
+  }
+}
+
+void ExpectEachJobWhole(k8s::ApiClient& client, const std::string& ns, int jobs, int workers) {
+  const auto pods_by_job = PodsByJob(client, ns);
+  for (int i = 0; i < jobs; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    auto it = pods_by_job.find(job);
+    ASSERT_NE(it, pods_by_job.end()) << "job " << job << " has no pods";
+    EXPECT_EQ(it->second.size(), static_cast<size_t>(workers)) << "job " << job;
+    EXPECT_EQ(DuplicateMembers(job, it->second), "");
+    for (const auto& pod : it->second) {
+      EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod["metadata"].value("name", "");
+    }
+  }
 }
 
 }  // namespace hybridjob::testing

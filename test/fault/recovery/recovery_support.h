@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,5 +54,21 @@ std::string OvercommittedNodes(k8s::ApiClient& client);
 
 // Bound members of a job, counted from its pods.
 int BoundMembers(const std::vector<nlohmann::json>& pods);
+
+// Polls every 500 ms, calling `each_poll` and then reading the job phases,
+// until `jobs` jobs are in one of `end_phases` or `timeout` passes. Returns
+// the phases last read.
+std::map<std::string, std::string> PollJobPhasesUntil(k8s::ApiClient& client, const std::string& ns,
+                                                      int jobs,
+                                                      const std::set<std::string>& end_phases,
+                                                      std::chrono::seconds timeout,
+                                                      const std::function<void()>& each_poll);
+
+// Test assertions (call through ASSERT_NO_FATAL_FAILURE): exactly `jobs`
+// phases, every one Succeeded.
+void ExpectAllSucceeded(const std::map<std::string, std::string>& phases, size_t jobs);
+// Jobs job-0 .. job-<jobs-1> in ns each kept exactly `workers` member pods,
+// no slot twice, all Succeeded.
+void ExpectEachJobWhole(k8s::ApiClient& client, const std::string& ns, int jobs, int workers);
 
 }  // namespace hybridjob::testing

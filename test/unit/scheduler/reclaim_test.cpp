@@ -31,6 +31,15 @@ class ReclaimTest : public testing::PolicyTest {
     AddRunning("el", elastic_, "worker", 0, 8, 1, "n0");
   }
 
+  // ElasticInB, and "big" (one GPU, queue a) waiting; refused evictions back
+  // off as given.
+  void BigWaitsForElasticInB(int64_t backoff, int64_t backoff_max) {
+    ElasticInB();
+    policy_.refused_eviction_backoff_seconds = backoff;
+    policy_.refused_eviction_backoff_max_seconds = backoff_max;
+    AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  }
+
   GroupSpec elastic_;
 };
 
@@ -284,10 +293,7 @@ TEST_F(ReclaimTest, SeveralWaitersInOneCycleNeverShareVictims) {
 }
 
 TEST_F(ReclaimTest, ARefusedEvictionShieldsItsGroupForABackOffThatDoubles) {
-  ElasticInB();
-  policy_.refused_eviction_backoff_seconds = 10;
-  policy_.refused_eviction_backoff_max_seconds = 300;
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  BigWaitsForElasticInB(/*backoff=*/10, /*backoff_max=*/300);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_THAT(Evicted(result), ElementsAre("el-worker-7"));
   RecordRefusedEviction(state_, result.evictions[0], policy_, At(1000));
@@ -309,10 +315,7 @@ TEST_F(ReclaimTest, ARefusedEvictionShieldsItsGroupForABackOffThatDoubles) {
 }
 
 TEST_F(ReclaimTest, ABackOffIsCappedAndForgottenAfterAQuietMaxPeriod) {
-  ElasticInB();
-  policy_.refused_eviction_backoff_seconds = 10;
-  policy_.refused_eviction_backoff_max_seconds = 40;
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  BigWaitsForElasticInB(/*backoff=*/10, /*backoff_max=*/40);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_EQ(result.evictions.size(), 1u);
   for (int i = 0; i < 5; ++i) {

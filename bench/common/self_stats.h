@@ -1,4 +1,4 @@
-// Resource use of this process, for benchmark reports.
+// Resource use of this process and the machine's load, for benchmark reports.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,14 @@ inline int64_t PeakResidentBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// The 1-minute load average, as text (from /proc/loadavg).
+inline std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one;
 }
 
 inline double CpuSeconds() {
