@@ -69,7 +69,7 @@ function(hybridjob_test name)
     math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 5")  # ThreadSanitizer runs code 5-15x slower
   endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} hybridjob_test_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
   hybridjob_target_defaults(${name})
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})

@@ -6,6 +6,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
 namespace hybridjob::scheduler {
@@ -101,6 +102,7 @@ struct GangScheduler::GroupBind {
   std::mutex mu;
   std::vector<Member> bound;
   std::vector<Member> failed;
+  std::vector<Member> maybe_bound;  // failed, but the binding may have taken
   Status first_error;
 };
 
@@ -510,6 +512,9 @@ void GangScheduler::BinderWorker() {
         task.group->bound.push_back(member);
       } else {
         task.group->failed.push_back(member);
+        if (BindMayHaveTaken(status)) {
+          task.group->maybe_bound.push_back(member);
+        }
         if (task.group->first_error.ok()) {
           task.group->first_error = status;
         }
@@ -565,12 +570,15 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
                  group->failed.size(), group->members.size(), group->first_error.ToString());
     return;
   }
-  // Never a partial gang: delete what did bind so the controller recreates it
-  // unbound; the group is then planned afresh.
+  // Never a partial gang: delete what did bind, and what may have (a binding
+  // whose answer was lost), so the controller recreates it unbound; the group
+  // is then planned afresh.
   ++stats_.groups_rolled_back;
   spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
                group->failed.size(), group->members.size(), group->first_error.ToString());
-  for (const auto& member : group->bound) {
+  std::vector<Member> to_delete = group->bound;
+  to_delete.insert(to_delete.end(), group->maybe_bound.begin(), group->maybe_bound.end());
+  for (const auto& member : to_delete) {
     k8s::DeleteOptions options;
     options.precondition_uid = member.uid;
     options.grace_period_seconds = 0;

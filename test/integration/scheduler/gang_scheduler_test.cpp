@@ -294,9 +294,9 @@ TEST_F(GangSchedulerTest, PodsOfOtherSchedulersAreAccounted) {
       WaitFor([&] { return ScheduledCondition("nofit-worker-0").first == "Unschedulable"; }, 30s));
 }
 
-// A bind that fails part-way (here: one member's binding is refused) rolls the
-// whole group back: members that did bind are deleted, so the controller can
-// recreate them unbound; no partial gang stays on the nodes.
+// A bind that fails part-way (here: the API server refuses one member's
+// binding) rolls the whole group back: members that did bind are deleted, so
+// the controller can recreate them unbound; no partial gang stays on the nodes.
 TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
   StartNodes(2, 4);
   std::atomic<int> refused{0};
@@ -304,7 +304,7 @@ TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
                      const std::string& uid, const std::string& node) -> Status {
     if (pod == "rb-worker-2") {
       ++refused;
-      return Status(StatusCode::kInternal, "injected bind failure");
+      return Status(StatusCode::kForbidden, "injected refusal").WithHttp(403, "Forbidden");
     }
     return k8s::BindPod(client, ns, pod, uid, node);
   });
@@ -330,6 +330,40 @@ TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
     auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
     return list.ok() && !list->items.empty();
   }));
+}
+
+// A binding that took although its answer was lost (the connection broke
+// after the request was sent, say during an API server restart) is reported
+// as failed. Rolling back must delete that member as well: left bound, it
+// would run alone while its gang waits.
+TEST_F(GangSchedulerTest, BindWhoseAnswerWasLostIsRolledBackToo) {
+  StartNodes(2, 4);
+  std::atomic<int> lost{0};
+  StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
+                     const std::string& uid, const std::string& node) -> Status {
+    Status bound = k8s::BindPod(client, ns, pod, uid, node);
+    if (pod == "lost-worker-2" && bound.ok()) {
+      ++lost;
+      return Unavailable("BIND: Failed to connect to any resolved endpoint (injected)");
+    }
+    return bound;
+  });
+  CreateGroup("lost", {{"worker", 4, 4, 1}});
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().groups_rolled_back.load() >= 1; }, 30s));
+  EXPECT_EQ(lost.load(), 1);
+  // All four are gone, the one whose binding did take included: nothing of
+  // the gang is left on a node.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < 4; ++i) {
+          if (!Pod("lost-worker-" + std::to_string(i)).is_null()) {
+            return false;
+          }
+        }
+        return true;
+      },
+      30s))
+      << "lost-worker-2 bound on " << NodeOf("lost-worker-2");
 }
 
 // Queue a borrows every GPU while b is idle; when b submits, a gives back the
