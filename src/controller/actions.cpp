@@ -36,6 +36,8 @@ std::string Describe(const Action& action) {
           return "CreateDeployment " + NameOf(a.deployment);
         } else if constexpr (std::is_same_v<T, DeletePod>) {
           return "DeletePod " + a.name + " (" + a.reason + ")";
+        } else if constexpr (std::is_same_v<T, PatchPodGroupSpec>) {
+          return "PatchPodGroupSpec " + a.name + " " + a.group_spec;
         } else if constexpr (std::is_same_v<T, UpdateStatus>) {
           std::string phase =
               a.status.phase ? std::string(api::ToString(*a.status.phase)) : std::string("-");

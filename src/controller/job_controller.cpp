@@ -65,7 +65,8 @@ std::string ResourceVersionOf(const nlohmann::json& object) {
 constexpr size_t kMaxConcurrentPodWrites = 16;
 
 bool IsPodWrite(const Action& action) {
-  return std::holds_alternative<CreatePod>(action) || std::holds_alternative<DeletePod>(action);
+  return std::holds_alternative<CreatePod>(action) || std::holds_alternative<DeletePod>(action) ||
+         std::holds_alternative<PatchPodGroupSpec>(action);
 }
 
 // How soon a job waiting for its expectations is looked at again when no
@@ -467,6 +468,19 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
             return Status::Ok();
           }
           return deleted;
+        } else if constexpr (std::is_same_v<T, PatchPodGroupSpec>) {
+          // The uid in the patch is the precondition: the API server refuses
+          // to change it, so a newer pod of that name is left alone.
+          const nlohmann::json patch = {
+              {"metadata",
+               {{"uid", a.uid},
+                {"annotations", {{std::string(api::kGroupSpecAnnotation), a.group_spec}}}}}};
+          k8s::PatchOptions options;
+          options.field_manager = options_.field_manager;
+          auto patched = client_.Patch(k8s::resources::Pods(), ns, a.name, k8s::PatchType::kMerge,
+                                       patch.dump(), options);
+          return patched.ok() || k8s::IsNotFound(patched.status()) ? Status::Ok()
+                                                                   : patched.status();
         } else if constexpr (std::is_same_v<T, UpdateStatus>) {
           nlohmann::json updated = job;
           updated["status"] = api::ToJson(a.status);

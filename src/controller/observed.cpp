@@ -78,6 +78,9 @@ ObservedPod ObserveOrThrow(const json& pod) {
     out.role = StringAt(*labels, api::kRoleLabel);
     out.index = ParseIndex(StringAt(*labels, api::kIndexLabel));
   }
+  if (const json* annotations = Child(meta, "annotations")) {
+    out.group_spec = StringAt(*annotations, api::kGroupSpecAnnotation);
+  }
   if (const json* owners = Child(meta, "ownerReferences");
       owners != nullptr && owners->is_array()) {
     for (const json& owner : *owners) {

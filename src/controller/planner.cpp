@@ -258,6 +258,7 @@ class Planner {
       DeleteSurplus();
       EnsureConfigMap();
     }
+    RefreshGroupSpecs();
     EnsureSupportObjects();
     ComputeActiveStatus();
     return Assemble();
@@ -376,7 +377,7 @@ class Planner {
     if (taken_names_.count(name) != 0) {
       return;
     }
-    const api::HybridJob& job = membership_ ? ShapedJob() : job_;
+    const api::HybridJob& job = ShapedJob();
     creates_.push_back(BuildMemberPod(job, *job.spec.FindRole(role.name), index, options_));
   }
 
@@ -388,21 +389,26 @@ class Planner {
     }
     // A replacement tells the scheduler the gang's shape as it now stands.
     // Members that already succeeded are no longer pods it sees, so they
-    // count toward the minimum; and a job that never grows is complete with
-    // its membership, rather than waiting for indices that will never come.
+    // count toward the minimum (a gang placed only in part before, by a
+    // binding whose answer was lost, say, can have those too); and a job
+    // that never grows is complete with its membership, rather than waiting
+    // for indices that will never come.
     api::HybridJob& shaped = shaped_job_.emplace(job_);
     int32_t succeeded_members = 0;
     for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
+      const int32_t members =
+          membership_ ? membership_->Count(spec.name) : spec.EffectiveMaxReplicas();
       int32_t succeeded = 0;
-      for (int32_t i = 0; i < membership_->Count(spec.name); ++i) {
+      for (int32_t i = 0; i < members; ++i) {
         const ObservedPod* pod = Live(spec.name, i);
         succeeded += pod != nullptr && pod->phase == PodPhase::kSucceeded ? 1 : 0;
       }
-      if (!LearnsMembershipLive(job_.spec.framework)) {
-        spec.max_replicas = membership_->Count(spec.name);
-      }
-      spec.min_replicas =
-          std::max(0, std::min(spec.min_replicas, spec.EffectiveMaxReplicas()) - succeeded);
+      // The maximum is pinned first: left unset it would follow the minimum
+      // down, and the indices above it would be ignored.
+      spec.max_replicas = membership_ && !LearnsMembershipLive(job_.spec.framework)
+                              ? members
+                              : spec.EffectiveMaxReplicas();
+      spec.min_replicas = std::max(0, std::min(spec.min_replicas, *spec.max_replicas) - succeeded);
       succeeded_members += succeeded;
     }
     if (succeeded_members > 0) {
@@ -411,6 +417,30 @@ class Planner {
       shaped.spec.run_policy.schedule_timeout_seconds = 0;
     }
     return shaped;
+  }
+
+  // Members still waiting for the scheduler carry the shape their gang had
+  // when they were created; once it changes (a member succeeded) they are
+  // told, or the scheduler would wait forever for a minimum that counts pods
+  // it no longer sees.
+  void RefreshGroupSpecs() {
+    std::set<std::string> deleted;
+    for (const DeletePod& removal : deletes_) {
+      deleted.insert(removal.name);
+    }
+    std::string current;
+    for (const auto& [key, pod] : own_) {
+      if (pod->terminating || pod->bound() || pod->phase != PodPhase::kPending ||
+          pod->group_spec.empty() || deleted.count(pod->name) != 0) {
+        continue;
+      }
+      if (current.empty()) {
+        current = GroupSpecAnnotation(ShapedJob());
+      }
+      if (pod->group_spec != current) {
+        patches_.push_back({pod->name, pod->uid, current});
+      }
+    }
   }
 
   std::optional<std::string> SuccessPolicyMet() const {
@@ -906,6 +936,9 @@ class Planner {
     for (DeletePod& removal : deletes_) {
       plan.actions.emplace_back(std::move(removal));
     }
+    for (PatchPodGroupSpec& patch : patches_) {
+      plan.actions.emplace_back(std::move(patch));
+    }
     for (json& pod : creates_) {
       plan.actions.emplace_back(CreatePod{std::move(pod)});
     }
@@ -933,6 +966,7 @@ class Planner {
   std::vector<Action> support_;
   std::optional<Action> config_map_action_;
   std::vector<DeletePod> deletes_;
+  std::vector<PatchPodGroupSpec> patches_;
   std::vector<json> creates_;
   std::vector<Restart> restarts_;
   std::map<std::string, int32_t> restarted_per_role_;

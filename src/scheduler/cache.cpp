@@ -109,10 +109,14 @@ void SchedulerCache::UpsertPodLocked(PodInfo pod) {
     }
     return;
   }
-  const bool is_new = !pending_.contains(key);
+  auto it = pending_.find(key);
+  // A new member may complete its group; a new group spec (the controller
+  // counts members that succeeded meanwhile) may let it be placed.
+  const bool changes_plans = it == pending_.end() || it->second->group_spec != pod.group_spec ||
+                             it->second->group_spec_error != pod.group_spec_error;
   pending_[key] = std::make_unique<PodInfo>(std::move(pod));
-  if (is_new) {
-    BumpLocked();  // a new member may complete its group
+  if (changes_plans) {
+    BumpLocked();
   }
 }
 

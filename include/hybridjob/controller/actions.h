@@ -53,6 +53,15 @@ struct DeletePod {
   std::string reason;  // for logs: "surplus", "restart", "cleanup", "deadline"
 };
 
+// Rewrite the group-spec annotation of a member that waits unbound, so the
+// scheduler plans its gang as it now stands (members that succeeded meanwhile
+// count toward the minimum). uid is a precondition, as for DeletePod.
+struct PatchPodGroupSpec {
+  std::string name;
+  std::string uid;
+  std::string group_spec;
+};
+
 // Write the job's status subresource, based on the observed resourceVersion.
 struct UpdateStatus {
   api::HybridJobStatus status;
@@ -74,7 +83,8 @@ struct DeleteJob {
 };
 
 using Action = std::variant<UpdateStatus, RecordEvent, CreatePVC, CreateService, CreateDeployment,
-                            CreateConfigMap, UpdateConfigMap, DeletePod, CreatePod, DeleteJob>;
+                            CreateConfigMap, UpdateConfigMap, DeletePod, PatchPodGroupSpec,
+                            CreatePod, DeleteJob>;
 
 struct Plan {
   std::vector<Action> actions;

@@ -37,6 +37,8 @@ struct ObservedPod {
   std::string reason;  // status.reason, e.g. Evicted
   // Sum of nvidia.com/gpu limits (or requests) over app containers.
   int64_t gpus = 0;
+  // The batch.hybridjob.io/group-spec annotation, as written.
+  std::string group_spec;
 
   bool bound() const { return !node_name.empty(); }
   bool active() const {

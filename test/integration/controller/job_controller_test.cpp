@@ -495,6 +495,49 @@ TEST_F(JobControllerTest, RefusedPodCreatesAreReportedOnTheJob) {
   EXPECT_TRUE(PodNames("nq").empty());
 }
 
+// A member bound alone (a binding whose answer the scheduler lost) ran and
+// succeeded before its gang was placed. The scheduler no longer sees it, so
+// the controller rewrites the waiting member's group spec to count it; then
+// the gang can be placed and the job succeeds.
+TEST_F(JobControllerTest, AWaitingMemberLearnsThatAnotherSucceededAndTheJobFinishes) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("lone", "generic", json::array({Role("worker", 2, 2)})));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("lone", {"lone-worker-0", "lone-worker-1"}); }, 30s));
+  auto group_spec = [&](const std::string& pod) {
+    json object = Pod(pod);
+    const json annotations = object.is_object() ? object["metadata"]["annotations"] : json();
+    if (!annotations.is_object()) {
+      return json();
+    }
+    const auto it = annotations.find(std::string(api::kGroupSpecAnnotation));
+    return it != annotations.end() && it->is_string() ? json::parse(it->get<std::string>())
+                                                      : json();
+  };
+  ASSERT_EQ(group_spec("lone-worker-0")["roles"][0]["min"], 2);
+  const std::string uid = Uid(Pod("lone-worker-0"));
+
+  ASSERT_NO_FATAL_FAILURE(Bind("lone-worker-1"));
+  ASSERT_NO_FATAL_FAILURE(SetRunning("lone-worker-1"));
+  ASSERT_NO_FATAL_FAILURE(Finish("lone-worker-1", 0));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json spec = group_spec("lone-worker-0");
+        return spec.is_object() && spec["roles"][0]["min"] == 1;
+      },
+      30s))
+      << group_spec("lone-worker-0").dump() << "\n"
+      << Describe("lone");
+  const json spec = group_spec("lone-worker-0");
+  EXPECT_EQ(spec["roles"][0]["max"], 2);
+  EXPECT_EQ(spec["scheduleTimeoutSeconds"], 0);
+  EXPECT_EQ(Uid(Pod("lone-worker-0")), uid) << "the waiting member is kept, not replaced";
+
+  ASSERT_NO_FATAL_FAILURE(Bind("lone-worker-0"));
+  ASSERT_NO_FATAL_FAILURE(SetRunning("lone-worker-0"));
+  ASSERT_NO_FATAL_FAILURE(Finish("lone-worker-0", 0));
+  EXPECT_TRUE(WaitFor([&] { return Phase("lone") == "Succeeded"; }, 30s)) << Describe("lone");
+}
+
 TEST_F(JobControllerTest, SucceedsWhenTheWorkersDoAndDeletesTheParameterServers) {
   ASSERT_NO_FATAL_FAILURE(StartController());
   CreateJob(NewJob("ok", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 2)})));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/api/json.h>
+#include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/controller/planner.h>
 
@@ -234,6 +235,13 @@ class FakeCluster {
     if (it != pods_.end() &&
         (removal.uid.empty() || it->second["metadata"].value("uid", "") == removal.uid)) {
       pods_.erase(it);
+    }
+  }
+  void ApplyOne(const PatchPodGroupSpec& patch) {
+    auto it = pods_.find(patch.name);
+    if (it != pods_.end() && it->second["metadata"].value("uid", "") == patch.uid) {
+      it->second["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)] =
+          patch.group_spec;
     }
   }
   void ApplyOne(const CreateService& create) { Store(services_, create.service); }

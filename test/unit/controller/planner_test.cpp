@@ -324,6 +324,61 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
             json({{"name", "worker"}, {"min", 2}, {"max", 2}, {"priority", 0}}));
 }
 
+json GroupSpecOf(FakeCluster& cluster, const std::string& pod) {
+  return json::parse(
+      cluster.Pod(pod)["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)]
+          .get<std::string>());
+}
+
+std::vector<std::string> PatchedPods(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const PatchPodGroupSpec& patch : ActionsOf<PatchPodGroupSpec>(plan)) {
+    names.push_back(patch.name);
+  }
+  return names;
+}
+
+// A member ran and succeeded before its gang was placed (a binding whose
+// answer was lost, rolled back only in part): the scheduler no longer sees it,
+// so the members still waiting are told it counts toward the minimum, or their
+// gang would wait for it forever.
+TEST(ControllerPlannerTest, WaitingMembersLearnThatAMemberSucceededBeforeTheGangWasPlaced) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  const json created = GroupSpecOf(cluster, "mnist-worker-0");
+  EXPECT_THAT(PatchedPods(cluster.Step(T0() + seconds(1))), IsEmpty())
+      << "nothing changed, nothing to tell";
+
+  cluster.Bind("mnist-worker-1");
+  cluster.Exit("mnist-worker-1", 0);
+  const Plan plan = cluster.Step(T0() + seconds(5));
+  EXPECT_THAT(PatchedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0",
+                                                      "mnist-worker-2", "mnist-worker-3"));
+  for (const PatchPodGroupSpec& patch : ActionsOf<PatchPodGroupSpec>(plan)) {
+    EXPECT_EQ(patch.uid, cluster.Pod(patch.name)["metadata"].value("uid", ""));
+  }
+  const json shaped = GroupSpecOf(cluster, "mnist-worker-0");
+  EXPECT_EQ(shaped["roles"][0], json({{"name", "ps"}, {"min", 1}, {"max", 1}, {"priority", 0}}));
+  EXPECT_EQ(shaped["roles"][1], json({{"name", "worker"}, {"min", 1}, {"max", 4}, {"priority", 0}}))
+      << "was " << created["roles"][1];
+  EXPECT_EQ(shaped["scheduleTimeoutSeconds"], 0) << "index 1 will never have a pod again";
+  EXPECT_EQ(GroupSpecOf(cluster, "mnist-ps-0"), shaped);
+}
+
+// The same when the member that succeeded is the only one of its role, whose
+// maxReplicas is unset: the maximum stays 1 while the minimum drops to 0.
+TEST(ControllerPlannerTest, ARoleWithoutMaxReplicasKeepsItsMaximumWhenItsMemberSucceeded) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  cluster.Bind("mnist-ps-0");
+  cluster.Exit("mnist-ps-0", 0);
+  const Plan plan = cluster.Step(T0() + seconds(5));
+  EXPECT_THAT(PatchedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1",
+                                                      "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_EQ(GroupSpecOf(cluster, "mnist-worker-3")["roles"][0],
+            json({{"name", "ps"}, {"min", 0}, {"max", 1}, {"priority", 0}}));
+}
+
 TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
   FakeCluster cluster(TfJob());
   cluster.Step(T0());

@@ -270,7 +270,7 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
   ASSERT_FALSE(controller.is_null());
   EXPECT_EQ(Verbs(controller, "hybridjobs"), (Set{"get", "list", "watch", "delete"}));
   EXPECT_EQ(Verbs(controller, "hybridjobs/status"), (Set{"update"}));
-  EXPECT_EQ(Verbs(controller, "pods"), (Set{"list", "watch", "create", "delete"}));
+  EXPECT_EQ(Verbs(controller, "pods"), (Set{"list", "watch", "create", "patch", "delete"}));
   EXPECT_EQ(Verbs(controller, "services"), (Set{"list", "watch", "create"}));
   EXPECT_EQ(Verbs(controller, "configmaps"), (Set{"list", "watch", "create", "update"}));
   EXPECT_EQ(Verbs(controller, "persistentvolumeclaims"), (Set{"list", "watch", "create"}));
