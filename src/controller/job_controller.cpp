@@ -149,6 +149,7 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
   on_pod.on_delete = [this](const std::shared_ptr<const CachedPod>& pod, bool) {
     const std::string key = JobKeyOf(*pod);
     if (!key.empty()) {
+      departed_.PodDeleted(key, pod->pod, DepartedMembers::Clock::now());
       expectations_.PodGone(key, pod->pod);
       queue_->Add(key);
     }
@@ -302,6 +303,7 @@ Status JobController::Reconcile(const std::string& key) {
   auto job = jobs_->store().Get(key);
   if (job == nullptr) {
     expectations_.Forget(key);
+    departed_.Forget(key);
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
   }
@@ -332,6 +334,7 @@ Status JobController::Reconcile(const std::string& key) {
     case Expectations::State::kSatisfied:
       break;
   }
+  observed.departed = departed_.For(key, observed.pods, clock_now);
   observed.services = Copies(services_->store().ByIndex(kByJob, key));
   observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
   observed.claims = Copies(claims_->store().ByIndex(kByJob, key));

@@ -144,6 +144,11 @@ class Planner {
         own_[{pod.role, pod.index}] = &pod;
       }
     }
+    for (const ObservedPod& pod : observed_.departed) {
+      if (pod.disrupted && (job_.metadata.uid.empty() || pod.controller_uid == job_.metadata.uid)) {
+        evicted_gone_.insert({pod.role, pod.index});
+      }
+    }
   }
 
   const ObservedPod* Own(const std::string& role, int32_t index) const {
@@ -536,7 +541,9 @@ class Planner {
       for (int32_t i = role->min_replicas; i < before; ++i) {
         const ObservedPod* pod = Own(role_name, i);
         const bool left_out = pod != nullptr && !pod->terminating && !pod->bound() && pod->surplus;
-        if (pod != nullptr && (pod->disrupted || left_out)) {
+        // Evicted and already gone: the pod's last state said so.
+        const bool evicted_gone = pod == nullptr && evicted_gone_.count({role_name, i}) != 0;
+        if ((pod != nullptr && (pod->disrupted || left_out)) || evicted_gone) {
           count = i;
           break;
         }
@@ -959,6 +966,7 @@ class Planner {
   api::HybridJobStatus old_;
   api::HybridJobStatus status_;
   std::map<MemberKey, const ObservedPod*> own_;
+  std::set<MemberKey> evicted_gone_;  // members deleted while marked for disruption
   std::set<std::string> taken_names_;
   std::optional<Membership> membership_;
   std::optional<Terminal> terminal_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <hybridjob/controller/actions.h>
+#include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/expectations.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/controller/options.h>
@@ -93,6 +94,7 @@ class JobController {
   ControllerStats stats_;
   ReconcileObserver reconcile_observer_;
   Expectations expectations_;
+  DepartedMembers departed_;
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<k8s::Informer<nlohmann::json>> jobs_;

@@ -56,6 +56,9 @@ ObservedPod ObservePod(const nlohmann::json& pod);
 // job-name label (pods, Service, ConfigMap, PVCs) or by name.
 struct Observed {
   std::vector<ObservedPod> pods;
+  // Members deleted while marked for disruption, in their last state (see
+  // DepartedMembers): their indices were evicted, not lost.
+  std::vector<ObservedPod> departed;
   std::vector<nlohmann::json> services;
   std::vector<nlohmann::json> config_maps;
   std::vector<nlohmann::json> claims;

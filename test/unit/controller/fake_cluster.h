@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/planner.h>
 
 namespace hybridjob::controller::testing {
@@ -99,6 +101,7 @@ class FakeCluster {
     for (const auto& [name, object] : deployments_) {
       observed.deployments.push_back(object);
     }
+    observed.departed = departed_->For("job", observed.pods, DepartedMembers::Clock::time_point{});
     return observed;
   }
 
@@ -180,6 +183,13 @@ class FakeCluster {
     pods_[name] = std::move(pod);
   }
   void RemovePod(const std::string& name) { pods_.erase(name); }
+  // The pod was evicted and is gone before the controller looks again: the
+  // controller keeps its last state, marked for disruption.
+  void EvictAndRemove(const std::string& name) {
+    MarkDisrupted(name);
+    departed_->PodDeleted("job", ObservePod(PodRef(name)), DepartedMembers::Clock::time_point{});
+    pods_.erase(name);
+  }
 
   const json* ConfigMap(const std::string& name) const {
     auto it = config_maps_.find(name);
@@ -260,6 +270,7 @@ class FakeCluster {
   json job_;
   PlannerOptions options_;
   std::map<std::string, json> pods_;
+  std::unique_ptr<DepartedMembers> departed_ = std::make_unique<DepartedMembers>();
   std::map<std::string, json> services_;
   std::map<std::string, json> config_maps_;
   std::map<std::string, json> claims_;

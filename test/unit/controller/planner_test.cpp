@@ -221,8 +221,6 @@ TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
 
 // A PyTorch job placed with all four workers; then the scheduler reclaims two
 // for a waiting job and later grows it back.
-// A PyTorch job placed with all four workers; then the scheduler reclaims two
-// for a waiting job and later grows it back.
 TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
   json object = TfJob();
   object["metadata"]["name"] = "ddp";
@@ -268,6 +266,38 @@ TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
   EXPECT_THAT(EventReasons(plan), Contains("MembershipChanged"));
   EXPECT_EQ(WorkerEnvValue(*cluster.ConfigMap("ddp-cluster"), 0, "WORLD_SIZE"), "5");
   EXPECT_TRUE(DeletedPods(plan).empty());
+}
+
+// The same reclaim, but the evicted pods are gone before the controller looks
+// again (no grace period): their last state, kept when they were deleted,
+// still says they were evicted, so the job shrinks instead of restarting them.
+TEST(ControllerPlannerTest, MembersEvictedAndGoneBeforeTheNextPassStillShrinkTheJob) {
+  json object = TfJob();
+  object["metadata"]["name"] = "ddp";
+  object["spec"]["framework"] = "pytorch";
+  object["spec"]["replicaSpecs"][0]["name"] = "master";
+  FakeCluster cluster(object);
+  cluster.Step(T0());
+  Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+
+  cluster.EvictAndRemove("ddp-worker-3");
+  cluster.EvictAndRemove("ddp-worker-2");
+  const Plan plan = cluster.Step(T0() + seconds(10));
+  const api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(status.phase, JobPhase::kRunning);
+  EXPECT_EQ(status.restart_count, 0);
+  EXPECT_THAT(EventReasons(plan), Contains("MembershipChanged"));
+  EXPECT_EQ(cluster.ConfigMap("ddp-cluster")
+                ->at("metadata")
+                .at("annotations")
+                .at(std::string(api::kMembersAnnotation)),
+            R"({"master":1,"worker":2})");
+  // The indices come back as pending pods the job may grow into.
+  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
 }
 
 TEST(ControllerPlannerTest, ReclaimNeverShrinksARoleBelowItsMinimum) {
