@@ -111,7 +111,10 @@ Status StatusFromHttpResponse(int http_status, std::string_view body,
                               std::optional<std::chrono::seconds> retry_after) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   Status status;
-  if (parsed.is_object() && parsed.value("kind", "") == "Status") {
+  // value() would throw for a "kind" that is not a string.
+  const auto kind = parsed.is_object() ? parsed.find("kind") : parsed.end();
+  if (parsed.is_object() && kind != parsed.end() && kind->is_string() &&
+      kind->get<std::string>() == "Status") {
     parsed["code"] = http_status;  // the HTTP code is authoritative
     status = StatusFromApiStatus(parsed);
   } else {

@@ -49,6 +49,13 @@ TEST(ApiStatusTest, NonStatusBodyKeepsTextAndRetryAfter) {
   EXPECT_EQ(s.ToString(), "TooManyRequests (HTTP 429): slow down");
 }
 
+// Found by fuzz_watch: a "kind" that is not a string made value() throw.
+TEST(ApiStatusTest, BodyWhoseKindIsNotAStringIsKeptAsText) {
+  const Status status = StatusFromHttpResponse(410, R"({"kind":410})");
+  EXPECT_EQ(status.code(), StatusCode::kGone);
+  EXPECT_EQ(status.http_status(), 410);
+}
+
 TEST(WatchDecodeTest, DecodesEveryEventType) {
   for (const auto& [name, type] : std::vector<std::pair<std::string, WatchEventType>>{
            {"ADDED", WatchEventType::kAdded},
