@@ -424,15 +424,21 @@ class Planner {
     return shaped;
   }
 
+  // Names of the pods this pass deletes.
+  std::set<std::string> DeletedNames() const {
+    std::set<std::string> names;
+    for (const DeletePod& removal : deletes_) {
+      names.insert(removal.name);
+    }
+    return names;
+  }
+
   // Members still waiting for the scheduler carry the shape their gang had
   // when they were created; once it changes (a member succeeded) they are
   // told, or the scheduler would wait forever for a minimum that counts pods
   // it no longer sees.
   void RefreshGroupSpecs() {
-    std::set<std::string> deleted;
-    for (const DeletePod& removal : deletes_) {
-      deleted.insert(removal.name);
-    }
+    const std::set<std::string> deleted = DeletedNames();
     std::string current;
     for (const auto& [key, pod] : own_) {
       if (pod->terminating || pod->bound() || pod->phase != PodPhase::kPending ||
@@ -689,10 +695,7 @@ class Planner {
 
   // Our pods as they will be once this plan is applied.
   std::vector<ObservedPod> ProjectedPods() const {
-    std::set<std::string> deleted;
-    for (const DeletePod& removal : deletes_) {
-      deleted.insert(removal.name);
-    }
+    const std::set<std::string> deleted = DeletedNames();
     std::vector<ObservedPod> pods;
     for (const auto& [key, pod] : own_) {
       if (!pod->terminating && deleted.count(pod->name) == 0) {

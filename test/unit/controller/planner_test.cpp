@@ -219,9 +219,8 @@ TEST(ControllerPlannerTest, MembersAreTheBoundPrefixOfEachRole) {
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
 }
 
-// A PyTorch job placed with all four workers; then the scheduler reclaims two
-// for a waiting job and later grows it back.
-TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
+// A PyTorch job placed with its master and all four workers, running.
+FakeCluster RunningDdpJob() {
   json object = TfJob();
   object["metadata"]["name"] = "ddp";
   object["spec"]["framework"] = "pytorch";
@@ -232,6 +231,13 @@ TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
   cluster.Step(T0());
   RunAll(cluster);
   cluster.Step(T0() + seconds(1));
+  return cluster;
+}
+
+// The scheduler reclaims two workers for a waiting job and later grows the
+// job back.
+TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
+  FakeCluster cluster = RunningDdpJob();
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
 
   // Marked before the eviction: the job shrinks, nothing restarts.
@@ -272,16 +278,7 @@ TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
 // again (no grace period): their last state, kept when they were deleted,
 // still says they were evicted, so the job shrinks instead of restarting them.
 TEST(ControllerPlannerTest, MembersEvictedAndGoneBeforeTheNextPassStillShrinkTheJob) {
-  json object = TfJob();
-  object["metadata"]["name"] = "ddp";
-  object["spec"]["framework"] = "pytorch";
-  object["spec"]["replicaSpecs"][0]["name"] = "master";
-  FakeCluster cluster(object);
-  cluster.Step(T0());
-  Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"});
-  cluster.Step(T0());
-  RunAll(cluster);
-  cluster.Step(T0() + seconds(1));
+  FakeCluster cluster = RunningDdpJob();
 
   cluster.EvictAndRemove("ddp-worker-3");
   cluster.EvictAndRemove("ddp-worker-2");
