@@ -6,7 +6,7 @@ namespace hybridjob::controller {
 
 void DepartedMembers::PodDeleted(const std::string& key, const ObservedPod& pod,
                                  Clock::time_point now) {
-  if (!pod.disrupted || pod.index < 0) {
+  if (!pod.reclaimed || pod.index < 0) {
     return;
   }
   std::lock_guard lock(mu_);

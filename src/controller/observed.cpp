@@ -118,8 +118,11 @@ ObservedPod ObserveOrThrow(const json& pod) {
             out.waiting_reason = std::move(reason);
             out.waiting_message = StringAt(condition, "message");
           }
-        } else if (type == "DisruptionTarget" && state == "True") {
+        } else if (type == api::kDisruptionTargetCondition && state == "True") {
           out.disrupted = true;
+          out.disruption_reason = StringAt(condition, "reason");
+        } else if (type == api::kGangEvictionCondition && state == "True") {
+          out.reclaimed = true;
         }
       }
     }
@@ -143,6 +146,33 @@ ObservedPod ObserveOrThrow(const json& pod) {
 }
 
 }  // namespace
+
+bool ObservedPod::AdmissionRefused() const {
+  if (phase != PodPhase::kFailed || exit_code.has_value() || !bound()) {
+    return false;  // a container ran (or the pod never reached a kubelet)
+  }
+  // The kubelet's admission and node-lifecycle reasons: OutOf<resource> from
+  // the resource fit check, the others from its other admit handlers.
+  static constexpr std::string_view kReasons[] = {"UnexpectedAdmissionError",
+                                                  "NodeAffinity",
+                                                  "NodeLost",
+                                                  "NodePorts",
+                                                  "NodeName",
+                                                  "NodeShutdown",
+                                                  "PodOSNotSupported",
+                                                  "PodOSSelectorNodeLabelDoesNotMatch",
+                                                  "InvalidNodeInfo",
+                                                  "Taint"};
+  if (reason.starts_with("OutOf")) {
+    return true;
+  }
+  for (std::string_view known : kReasons) {
+    if (reason == known) {
+      return true;
+    }
+  }
+  return false;
+}
 
 ObservedPod ObservePod(const json& pod) {
   try {

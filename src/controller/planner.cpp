@@ -70,6 +70,20 @@ std::string DescribeEnd(const ObservedPod& pod) {
   return out;
 }
 
+// Why a member was taken away by the cluster, for messages.
+std::string DescribeDisplacement(const ObservedPod& pod) {
+  if (pod.AdmissionRefused()) {
+    return "the kubelet on " + pod.node_name + " refused it (" + pod.reason + ")";
+  }
+  std::string out = "it was disrupted";
+  if (!pod.disruption_reason.empty()) {
+    out += " (" + pod.disruption_reason + ")";
+  } else if (!pod.reason.empty()) {
+    out += " (" + pod.reason + ")";
+  }
+  return out;
+}
+
 struct Terminal {
   JobPhase phase;
   std::string reason;
@@ -145,7 +159,7 @@ class Planner {
       }
     }
     for (const ObservedPod& pod : observed_.departed) {
-      if (pod.disrupted && (job_.metadata.uid.empty() || pod.controller_uid == job_.metadata.uid)) {
+      if (pod.reclaimed && (job_.metadata.uid.empty() || pod.controller_uid == job_.metadata.uid)) {
         evicted_gone_.insert({pod.role, pod.index});
       }
     }
@@ -491,6 +505,13 @@ class Planner {
           continue;
         }
         const api::RestartPolicy policy = role.restart_policy;
+        if (pod->phase == PodPhase::kFailed && pod->DisplacedByCluster()) {
+          // Not the job's failure: a drain, a node-pressure eviction or a
+          // kubelet that refused the pod. Same index, same size, no restart.
+          deletes_.push_back({pod->name, pod->uid, "replace"});
+          replacements_.push_back({pod, role.name, DescribeDisplacement(*pod)});
+          continue;
+        }
         if (pod->phase == PodPhase::kFailed) {
           const bool permanent = policy == api::RestartPolicy::kNever ||
                                  (policy == api::RestartPolicy::kExitCode && pod->exit_code &&
@@ -506,6 +527,7 @@ class Planner {
         }
       }
     }
+    ReplaceGangBelowMinimum();
     if (restarts.empty()) {
       return std::nullopt;
     }
@@ -528,10 +550,58 @@ class Planner {
     return std::nullopt;
   }
 
+  // A gang is never left running in part: when a kubelet refused members
+  // and a role is left with fewer working members than its minimum, the
+  // others could only wait, holding their nodes, for members that may not fit
+  // anywhere soon. The whole gang is re-placed as a unit instead (no restart
+  // counted). Members still starting up lose nothing; it is what happens when
+  // two schedulers bind onto one node at the moment the gang starts.
+  void ReplaceGangBelowMinimum() {
+    std::string refused;
+    for (const Restart& replacement : replacements_) {
+      if (replacement.pod->AdmissionRefused()) {
+        refused = replacement.pod->name + " (" + replacement.description + ")";
+        break;
+      }
+    }
+    if (refused.empty()) {
+      return;
+    }
+    const std::set<std::string> leaving = DeletedNames();
+    std::string short_role;
+    for (const api::ReplicaSpec& role : job_.spec.replica_specs) {
+      int32_t working = 0;
+      for (int32_t i = 0; i < membership_->Count(role.name); ++i) {
+        const ObservedPod* pod = Live(role.name, i);
+        working += pod != nullptr && pod->bound() && pod->active() && !pod->disrupted &&
+                           !pod->reclaimed && leaving.count(pod->name) == 0
+                       ? 1
+                       : 0;
+      }
+      if (working < role.min_replicas) {
+        short_role = role.name + " has " + std::to_string(working) + " of its minimum " +
+                     std::to_string(role.min_replicas);
+        break;
+      }
+    }
+    if (short_role.empty()) {
+      return;
+    }
+    for (const auto& [key, pod] : own_) {
+      if (!pod->terminating && IsMember(key.first, key.second) && pod->active() &&
+          leaving.count(pod->name) == 0) {
+        deletes_.push_back({pod->name, pod->uid, "replace"});
+      }
+    }
+    gang_replaced_ = "re-placing the whole gang: member " + refused + "; " + short_role +
+                     " working members; not counted as a restart";
+  }
+
   // After placement the gang scheduler may shrink an elastic role (it evicts
   // members, highest index first, for a waiting group: reclaim, preemption)
   // and grow it again (it binds the pending pods beyond the members). The
-  // membership follows: a member being evicted, or left out when the gang
+  // membership follows: a member the scheduler evicts (its GangEviction
+  // condition; any other disruption is replaced instead), or left out when the gang
   // was placed anew, ends its role at its index (never below minReplicas); a
   // bound pod right after the last member joins. Frameworks that read their
   // cluster spec only at start restart every member with the new one.
@@ -549,7 +619,7 @@ class Planner {
         const bool left_out = pod != nullptr && !pod->terminating && !pod->bound() && pod->surplus;
         // Evicted and already gone: the pod's last state said so.
         const bool evicted_gone = pod == nullptr && evicted_gone_.count({role_name, i}) != 0;
-        if ((pod != nullptr && (pod->disrupted || left_out)) || evicted_gone) {
+        if ((pod != nullptr && (pod->reclaimed || left_out)) || evicted_gone) {
           count = i;
           break;
         }
@@ -557,7 +627,7 @@ class Planner {
       if (count == before) {
         while (count < role->EffectiveMaxReplicas()) {
           const ObservedPod* pod = Live(role_name, count);
-          if (pod == nullptr || !pod->bound() || pod->disrupted) {
+          if (pod == nullptr || !pod->bound() || pod->disrupted || pod->reclaimed) {
             break;
           }
           ++count;
@@ -637,8 +707,8 @@ class Planner {
     for (const auto& [key, pod] : own_) {
       // A member being evicted is the Eviction API's to remove (budgets,
       // grace period).
-      if (!pod->terminating && !pod->disrupted && !IsMember(key.first, key.second) &&
-          !MayGrowInto(key.first, key.second)) {
+      if (!pod->terminating && !pod->disrupted && !pod->reclaimed &&
+          !IsMember(key.first, key.second) && !MayGrowInto(key.first, key.second)) {
         deletes_.push_back({pod->name, pod->uid, "surplus"});
         ++surplus_deleted_;
       }
@@ -836,6 +906,9 @@ class Planner {
     if (!membership_restart_.empty()) {
       restart_message += (restart_message.empty() ? "" : "; ") + membership_restart_;
     }
+    if (!gang_replaced_.empty()) {
+      restart_message += (restart_message.empty() ? "" : "; ") + gang_replaced_;
+    }
     SetCondition(
         api::kConditionRestarting, phase == JobPhase::kRestarting,
         phase == JobPhase::kRestarting ? std::string(api::kConditionRestarting) : phase_text,
@@ -914,6 +987,16 @@ class Planner {
     for (const std::string& change : membership_events_) {
       events.push_back({EventType::kNormal, std::string(api::kReasonMembershipChanged), change});
     }
+    if (!gang_replaced_.empty()) {
+      events.push_back(
+          {EventType::kWarning, std::string(api::kReasonMemberReplaced), gang_replaced_});
+    } else {
+      for (const Restart& replacement : replacements_) {
+        events.push_back({EventType::kWarning, std::string(api::kReasonMemberReplaced),
+                          "replacing member " + replacement.pod->name + " at its index: " +
+                              replacement.description + "; not counted as a restart"});
+      }
+    }
     for (const Restart& restart : restarts_) {
       events.push_back({EventType::kWarning, std::string(api::kConditionRestarting),
                         "restarting member " + restart.pod->name + ": it " + restart.description +
@@ -980,6 +1063,8 @@ class Planner {
   std::vector<PatchPodGroupSpec> patches_;
   std::vector<json> creates_;
   std::vector<Restart> restarts_;
+  std::vector<Restart> replacements_;  // members the cluster took away, replaced as they were
+  std::string gang_replaced_;          // why the whole gang is re-placed, if it is
   std::map<std::string, int32_t> restarted_per_role_;
   int32_t surplus_deleted_ = 0;
   std::vector<std::string> membership_events_;

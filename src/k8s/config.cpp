@@ -90,6 +90,89 @@ Result<std::string> PemField(const YAML::Node& node, const char* data_key, const
   return std::string();
 }
 
+constexpr std::string_view kExecV1 = "client.authentication.k8s.io/v1";
+constexpr std::string_view kExecV1beta1 = "client.authentication.k8s.io/v1beta1";
+
+// users[].user.exec, validated as client-go's clientcmd does, plus refusing
+// what a daemon cannot do (an interactive plugin).
+Result<ExecConfig> ParseExec(const YAML::Node& node, const std::string& base_dir,
+                             const std::string& owner) {
+  const std::string where = "kubeconfig: " + owner + ": exec";
+  if (!node.IsMap()) {
+    return InvalidArgument(where + " must be a map");
+  }
+  ExecConfig exec;
+  exec.api_version = StringField(node, "apiVersion");
+  if (exec.api_version.empty()) {
+    return InvalidArgument(where + ": apiVersion must be specified (" + std::string(kExecV1) +
+                           " or " + std::string(kExecV1beta1) + ")");
+  }
+  if (exec.api_version != kExecV1 && exec.api_version != kExecV1beta1) {
+    return InvalidArgument(where + ": apiVersion \"" + exec.api_version +
+                           "\" is not supported; use " + std::string(kExecV1) + " or " +
+                           std::string(kExecV1beta1));
+  }
+  exec.command = StringField(node, "command");
+  if (exec.command.empty()) {
+    return InvalidArgument(where + ": command must be specified");
+  }
+  // Like client-go: a relative path with a slash is relative to the
+  // kubeconfig; a bare name is found in PATH when it runs.
+  if (exec.command.find('/') != std::string::npos) {
+    exec.command = ResolvePath(base_dir, exec.command);
+  }
+  if (const YAML::Node args = node["args"]; args && !args.IsNull()) {
+    if (!args.IsSequence()) {
+      return InvalidArgument(where + ": args must be a list of strings");
+    }
+    for (const auto& arg : args) {
+      if (!arg.IsScalar()) {
+        return InvalidArgument(where + ": args must be a list of strings");
+      }
+      exec.args.push_back(arg.as<std::string>());
+    }
+  }
+  if (const YAML::Node env = node["env"]; env && !env.IsNull()) {
+    if (!env.IsSequence()) {
+      return InvalidArgument(where + ": env must be a list of {name, value}");
+    }
+    for (const auto& entry : env) {
+      if (!entry.IsMap()) {
+        return InvalidArgument(where + ": env must be a list of {name, value}");
+      }
+      std::string name = StringField(entry, "name");
+      if (name.empty() || name.find('=') != std::string::npos) {
+        return InvalidArgument(where + ": env entry needs a name without '='");
+      }
+      exec.env.emplace_back(std::move(name), StringField(entry, "value"));
+    }
+  }
+  exec.install_hint = StringField(node, "installHint");
+  if (const YAML::Node provide = node["provideClusterInfo"]; provide && !provide.IsNull()) {
+    if (!YAML::convert<bool>::decode(provide, exec.provide_cluster_info)) {
+      return InvalidArgument(where + ": provideClusterInfo must be true or false");
+    }
+  }
+  exec.interactive_mode = StringField(node, "interactiveMode");
+  if (exec.interactive_mode.empty()) {
+    if (exec.api_version == kExecV1) {
+      return InvalidArgument(where + ": interactiveMode must be specified for " +
+                             std::string(kExecV1) + " (Never or IfAvailable)");
+    }
+    exec.interactive_mode = "IfAvailable";  // the v1beta1 default
+  }
+  if (exec.interactive_mode == "Always") {
+    return InvalidArgument(where +
+                           ": interactiveMode Always needs a terminal, which a controller never "
+                           "has; use Never or IfAvailable");
+  }
+  if (exec.interactive_mode != "Never" && exec.interactive_mode != "IfAvailable") {
+    return InvalidArgument(where + ": interactiveMode \"" + exec.interactive_mode +
+                           "\" is not one of Never, IfAvailable, Always");
+  }
+  return exec;
+}
+
 Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::string& base_dir,
                                          const std::string& context_override) {
   if (!root || !root.IsMap()) {
@@ -147,10 +230,17 @@ Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::stri
     if (!user) {
       return user.status();
     }
-    if ((*user)["exec"] || (*user)["auth-provider"]) {
+    if ((*user)["auth-provider"]) {
       return InvalidArgument("kubeconfig: user \"" + user_name +
-                             "\" uses exec or auth-provider credentials, which are not supported; "
-                             "use a token, token file or client certificate");
+                             "\" uses auth-provider credentials, which are not supported; "
+                             "use an exec plugin, a token, token file or client certificate");
+    }
+    if (const YAML::Node exec = (*user)["exec"]; exec && !exec.IsNull()) {
+      auto parsed = ParseExec(exec, base_dir, "user \"" + user_name + "\"");
+      if (!parsed) {
+        return parsed.status();
+      }
+      config.exec = std::move(*parsed);
     }
     config.bearer_token = StringField(*user, "token");
     const std::string token_file = StringField(*user, "tokenFile");

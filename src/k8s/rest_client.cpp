@@ -1,18 +1,17 @@
 #include <atomic>
 #include <boost/asio/ssl.hpp>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <semaphore>
-#include <sstream>
 #include <thread>
 
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/credential_source.h>
 #include <hybridjob/k8s/rate_limiter.h>
 #include <hybridjob/k8s/rest_client.h>
+#include <hybridjob/k8s/warnings.h>
 
 #include "base64.h"
 
@@ -20,7 +19,6 @@ namespace hybridjob::k8s {
 namespace {
 
 namespace http = web::http;
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kMaxRetryAfterAttempts = 3;
@@ -39,48 +37,14 @@ std::string Trim(std::string s) {
   return s.substr(start);
 }
 
-// The bearer token, re-read from its file when the file changes.
-class TokenSource {
- public:
-  TokenSource(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-
-  std::string Get() {
-    if (file_.empty()) {
-      return token_;
-    }
-    std::lock_guard lock(mu_);
-    const auto now = Clock::now();
-    if (loaded_ && now - last_check_ < std::chrono::seconds(1)) {
-      return token_;
-    }
-    last_check_ = now;
-    std::error_code ec;
-    const auto mtime = fs::last_write_time(file_, ec);
-    if (ec) {
-      return token_;  // keep the last good token while the file is being replaced
-    }
-    if (!loaded_ || mtime != mtime_) {
-      std::ifstream in(file_);
-      std::ostringstream text;
-      text << in.rdbuf();
-      std::string fresh = Trim(text.str());
-      if (!fresh.empty()) {
-        token_ = std::move(fresh);
-        mtime_ = mtime;
-        loaded_ = true;
-      }
-    }
-    return token_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string token_;
-  std::string file_;
-  fs::file_time_type mtime_{};
-  Clock::time_point last_check_{};
-  bool loaded_ = false;
+// The HTTP clients for one client certificate. Replaced as a whole when an
+// exec plugin rotates the certificate (cpprestsdk fixes the TLS context when
+// a client is made); requests and watches in flight keep the one they began
+// with alive.
+struct Transport {
+  std::shared_ptr<http::client::http_client> client;
+  std::shared_ptr<http::client::http_client> watch_client;
+  uint64_t cert_generation = 0;
 };
 
 struct HttpReply {
@@ -144,8 +108,12 @@ void ConfigureSsl(boost::asio::ssl::context& ctx, const std::string& ca_pem,
 
 class RestWatchStream final : public WatchStream {
  public:
-  RestWatchStream(http::http_response response, pplx::cancellation_token_source cts)
-      : response_(std::move(response)), cts_(std::move(cts)), body_(response_.body()) {}
+  RestWatchStream(std::shared_ptr<const Transport> transport, http::http_response response,
+                  pplx::cancellation_token_source cts)
+      : transport_(std::move(transport)),
+        response_(std::move(response)),
+        cts_(std::move(cts)),
+        body_(response_.body()) {}
 
   ~RestWatchStream() override { Cancel(); }
 
@@ -190,6 +158,7 @@ class RestWatchStream final : public WatchStream {
   }
 
  private:
+  std::shared_ptr<const Transport> transport_;  // outlives the response read from it
   http::http_response response_;
   pplx::cancellation_token_source cts_;
   concurrency::streams::istream body_;
@@ -202,35 +171,67 @@ class RestClient::Impl {
  public:
   explicit Impl(ClientConfig config)
       : config_(std::move(config)),
-        token_(config_.bearer_token, config_.token_file),
+        credentials_(CredentialSource::ForConfig(config_)),
         limiter_(config_.qps, config_.burst),
         in_flight_(std::max(config_.max_in_flight, 1)) {
-    client_ = std::make_unique<http::client::http_client>(config_.server,
-                                                          MakeHttpConfig(config_.request_timeout));
-    watch_client_ = std::make_unique<http::client::http_client>(
-        config_.server, MakeHttpConfig(std::chrono::seconds(600) + kWatchTransportSlack));
+    // Generation 0 is the kubeconfig's own certificate (if any).
+    transport_ = MakeTransport(config_.client_cert_pem, config_.client_key_pem, 0);
   }
 
-  http::client::http_client_config MakeHttpConfig(std::chrono::seconds timeout) const {
+  std::shared_ptr<const Transport> MakeTransport(const std::string& cert, const std::string& key,
+                                                 uint64_t cert_generation) const {
+    auto transport = std::make_shared<Transport>();
+    transport->client = std::make_shared<http::client::http_client>(
+        config_.server, MakeHttpConfig(config_.request_timeout, cert, key));
+    transport->watch_client = std::make_shared<http::client::http_client>(
+        config_.server,
+        MakeHttpConfig(std::chrono::seconds(600) + kWatchTransportSlack, cert, key));
+    transport->cert_generation = cert_generation;
+    return transport;
+  }
+
+  http::client::http_client_config MakeHttpConfig(std::chrono::seconds timeout,
+                                                  const std::string& cert,
+                                                  const std::string& key) const {
     http::client::http_client_config cfg;
     cfg.set_timeout(timeout);
     cfg.set_validate_certificates(!config_.insecure_skip_tls_verify);
-    const std::string ca = config_.ca_pem;
-    const std::string cert = config_.client_cert_pem;
-    const std::string key = config_.client_key_pem;
-    cfg.set_ssl_context_callback(
-        [ca, cert, key](boost::asio::ssl::context& ctx) { ConfigureSsl(ctx, ca, cert, key); });
+    cfg.set_ssl_context_callback([ca = config_.ca_pem, cert, key](boost::asio::ssl::context& ctx) {
+      ConfigureSsl(ctx, ca, cert, key);
+    });
     return cfg;
   }
 
-  http::http_request MakeRequest(const http::method& method, const std::string& path_and_query) {
+  // The clients for the certificate in `credentials`: the current ones, or new
+  // ones when an exec plugin returned a different certificate.
+  Result<std::shared_ptr<const Transport>> TransportFor(const Credentials& credentials) {
+    std::lock_guard lock(transport_mu_);
+    if (transport_->cert_generation == credentials.cert_generation) {
+      return transport_;
+    }
+    try {
+      // Bad PEM from a plugin is an error for this request, not a throw
+      // inside cpprestsdk's handshake.
+      boost::asio::ssl::context probe(boost::asio::ssl::context::sslv23_client);
+      ConfigureSsl(probe, "", credentials.client_cert_pem, credentials.client_key_pem);
+      transport_ = MakeTransport(credentials.client_cert_pem, credentials.client_key_pem,
+                                 credentials.cert_generation);
+    } catch (const std::exception& e) {
+      return Status(
+          StatusCode::kUnauthorized,
+          std::string("exec plugin returned an unusable client certificate or key: ") + e.what());
+    }
+    return transport_;
+  }
+
+  http::http_request MakeRequest(const http::method& method, const std::string& path_and_query,
+                                 const Credentials& credentials) const {
     http::http_request request(method);
     request.set_request_uri(path_and_query);
     request.headers().add("Accept", "application/json");
     request.headers().add("User-Agent", config_.user_agent);
-    const std::string token = token_.Get();
-    if (!token.empty()) {
-      request.headers().add("Authorization", "Bearer " + token);
+    if (!credentials.token.empty()) {
+      request.headers().add("Authorization", "Bearer " + credentials.token);
     } else if (!config_.username.empty()) {
       request.headers().add("Authorization",
                             "Basic " + Base64Encode(config_.username + ":" + config_.password));
@@ -238,18 +239,27 @@ class RestClient::Impl {
     return request;
   }
 
-  // One request with flow control and Retry-After handling. Non-2xx answers
+  // One request with flow control, Retry-After handling and, with an exec
+  // plugin, one retry with fresh credentials after a 401. Non-2xx answers
   // come back as a Status carrying the server's reason.
   Result<HttpReply> Send(const http::method& method, std::string_view verb,
                          std::string_view resource, const std::string& path_and_query,
                          const std::string& body = {}, std::string_view content_type = {}) {
+    bool refreshed = false;
     for (int attempt = 1;; ++attempt) {
-      auto reply = SendOnce(method, verb, resource, path_and_query, body, content_type);
+      Credentials used;
+      auto reply = SendOnce(method, verb, resource, path_and_query, body, content_type, &used);
       if (!reply) {
         return reply.status();
       }
       if (reply->status >= 200 && reply->status < 300) {
         return reply;
+      }
+      if (reply->status == http::status_codes::Unauthorized && !refreshed &&
+          credentials_->RefreshAfterUnauthorized(used)) {
+        refreshed = true;
+        --attempt;  // not a Retry-After attempt
+        continue;
       }
       Status status = StatusFromHttpResponse(reply->status, reply->body, retry_after_);
       const bool server_asked_to_retry =
@@ -265,20 +275,31 @@ class RestClient::Impl {
 
   Result<HttpReply> SendOnce(const http::method& method, std::string_view verb,
                              std::string_view resource, const std::string& path_and_query,
-                             const std::string& body, std::string_view content_type) {
+                             const std::string& body, std::string_view content_type,
+                             Credentials* used) {
+    // Before the rate limiter: a plugin run must not hold a token of it.
+    auto credentials = credentials_->Get();
+    if (!credentials) {
+      return credentials.status();
+    }
+    auto transport = TransportFor(*credentials);
+    if (!transport) {
+      return transport.status();
+    }
     limiter_.Wait();
     in_flight_.acquire();
     const auto start = Clock::now();
     HttpReply reply;
     Status failure;
     try {
-      http::http_request request = MakeRequest(method, path_and_query);
+      http::http_request request = MakeRequest(method, path_and_query, *credentials);
       if (!content_type.empty()) {
         request.set_body(body, std::string(content_type));
       }
-      http::http_response response = client_->request(request).get();
+      http::http_response response = (*transport)->client->request(request).get();
       reply.status = response.status_code();
       retry_after_ = RetryAfter(response.headers());
+      NoteWarnings(response.headers());
       reply.body = response.extract_utf8string(true).get();
     } catch (const std::exception& e) {
       failure = Unavailable(std::string(verb) + " " + path_and_query + ": " + e.what());
@@ -288,7 +309,28 @@ class RestClient::Impl {
     if (!failure.ok()) {
       return failure;
     }
+    *used = std::move(*credentials);
     return reply;
+  }
+
+  // The server's Warning headers, each distinct text said once.
+  void NoteWarnings(const http::http_headers& headers) {
+    auto header = headers.find("Warning");
+    if (header == headers.end()) {
+      return;
+    }
+    const std::vector<std::string> fresh = warnings_.New(ParseWarningHeader(header->second));
+    if (fresh.empty()) {
+      return;
+    }
+    std::lock_guard lock(observer_mu_);
+    for (const std::string& text : fresh) {
+      if (warning_handler_) {
+        warning_handler_(text);
+      } else {
+        LogServerWarning(text);
+      }
+    }
   }
 
   void Observe(std::string_view verb, std::string_view resource, int code,
@@ -312,33 +354,53 @@ class RestClient::Impl {
 
   Result<std::unique_ptr<WatchStream>> OpenWatch(const std::string& path,
                                                  std::string_view resource) {
-    limiter_.Wait();
-    const auto start = Clock::now();
-    pplx::cancellation_token_source cts;
-    try {
-      http::http_request request = MakeRequest(http::methods::GET, path);
-      http::http_response response = watch_client_->request(request, cts.get_token()).get();
-      Observe("WATCH", resource, response.status_code(), Clock::now() - start);
-      if (response.status_code() != http::status_codes::OK) {
-        const std::string body = response.extract_utf8string(true).get();
-        return StatusFromHttpResponse(response.status_code(), body, RetryAfter(response.headers()));
+    for (bool refreshed = false;; refreshed = true) {
+      auto credentials = credentials_->Get();
+      if (!credentials) {
+        return credentials.status();
       }
-      return std::unique_ptr<WatchStream>(
-          std::make_unique<RestWatchStream>(std::move(response), std::move(cts)));
-    } catch (const std::exception& e) {
-      Observe("WATCH", resource, 0, Clock::now() - start);
-      return Unavailable("WATCH " + path + ": " + e.what());
+      auto transport = TransportFor(*credentials);
+      if (!transport) {
+        return transport.status();
+      }
+      limiter_.Wait();
+      const auto start = Clock::now();
+      pplx::cancellation_token_source cts;
+      try {
+        http::http_request request = MakeRequest(http::methods::GET, path, *credentials);
+        http::http_response response =
+            (*transport)->watch_client->request(request, cts.get_token()).get();
+        Observe("WATCH", resource, response.status_code(), Clock::now() - start);
+        NoteWarnings(response.headers());
+        if (response.status_code() == http::status_codes::Unauthorized && !refreshed &&
+            credentials_->RefreshAfterUnauthorized(*credentials)) {
+          continue;
+        }
+        if (response.status_code() != http::status_codes::OK) {
+          const std::string body = response.extract_utf8string(true).get();
+          return StatusFromHttpResponse(response.status_code(), body,
+                                        RetryAfter(response.headers()));
+        }
+        return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(
+            std::move(*transport), std::move(response), std::move(cts)));
+      } catch (const std::exception& e) {
+        Observe("WATCH", resource, 0, Clock::now() - start);
+        return Unavailable("WATCH " + path + ": " + e.what());
+      }
     }
   }
 
   ClientConfig config_;
-  TokenSource token_;
+  // Owned here, shared by every request of this client; it has its own lock.
+  std::unique_ptr<CredentialSource> credentials_;
   BlockingRateLimiter limiter_;
   std::counting_semaphore<> in_flight_;
-  std::unique_ptr<http::client::http_client> client_;
-  std::unique_ptr<http::client::http_client> watch_client_;
-  std::mutex observer_mu_;
+  std::mutex transport_mu_;  // guards transport_ (the pointer, not the clients)
+  std::shared_ptr<const Transport> transport_;
+  std::mutex observer_mu_;  // guards observer_ and warning_handler_
   RequestObserver observer_;
+  WarningHandler warning_handler_;
+  WarningDeduplicator warnings_;
   static thread_local std::optional<std::chrono::seconds> retry_after_;
 };
 
@@ -383,6 +445,11 @@ const std::string& RestClient::DefaultNamespace() const {
 void RestClient::SetRequestObserver(RequestObserver observer) {
   std::lock_guard lock(impl_->observer_mu_);
   impl_->observer_ = std::move(observer);
+}
+
+void RestClient::SetWarningHandler(WarningHandler handler) {
+  std::lock_guard lock(impl_->observer_mu_);
+  impl_->warning_handler_ = std::move(handler);
 }
 
 Result<std::string> RestClient::GetRaw(const std::string& path) {
@@ -574,10 +641,50 @@ Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name
   return result ? Status::Ok() : result.status();
 }
 
+std::string EvictionApiVersion(const nlohmann::json& core_v1_resource_list) {
+  const nlohmann::json* resources = nullptr;
+  if (core_v1_resource_list.is_object()) {
+    auto it = core_v1_resource_list.find("resources");
+    if (it != core_v1_resource_list.end() && it->is_array()) {
+      resources = &*it;
+    }
+  }
+  if (resources != nullptr) {
+    for (const nlohmann::json& resource : *resources) {
+      if (!resource.is_object()) {
+        continue;
+      }
+      auto text = [&](const char* key) {
+        auto it = resource.find(key);
+        return it != resource.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      const std::string group = text("group");
+      const std::string version = text("version");
+      if (text("name") == "pods/eviction" && text("kind") == "Eviction" && !group.empty() &&
+          !version.empty()) {
+        return group + "/" + version;
+      }
+    }
+  }
+  return std::string(kEvictionV1beta1);
+}
+
+Result<std::string> DiscoverEvictionApiVersion(ApiClient& client) {
+  Result<std::string> body = client.GetRaw("/api/v1");
+  if (!body) {
+    return body.status();
+  }
+  nlohmann::json list = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded()) {
+    return InvalidArgument("GET /api/v1 did not return JSON");
+  }
+  return EvictionApiVersion(list);
+}
+
 Status EvictPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
-                std::string_view pod_uid) {
+                std::string_view pod_uid, std::string_view api_version) {
   nlohmann::json eviction = {
-      {"apiVersion", "policy/v1beta1"},
+      {"apiVersion", api_version},
       {"kind", "Eviction"},
       {"metadata", {{"name", pod_name}, {"namespace", ns}}},
   };

@@ -30,6 +30,44 @@ void SortGroups(std::vector<PodGroup>& groups) {
   std::sort(groups.begin(), groups.end(), GroupGoesFirst);
 }
 
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+}  // namespace
+
+void HoldBlockedMembers(PodGroup& group) {
+  const bool started = !group.bound.empty();
+  std::vector<const PodInfo*> ready;
+  ready.reserve(group.pending.size());
+  for (const PodInfo* pod : group.pending) {
+    if (!pod->resource_claims.empty() && group.unsupported_reason.empty()) {
+      group.unsupported_reason = "pod " + pod->name + " asks for resourceClaims (" +
+                                 JoinNames(pod->resource_claims) +
+                                 "): dynamic resource allocation is not supported by this "
+                                 "scheduler; use device plugin resources (nvidia.com/gpu)";
+    }
+    if (pod->scheduling_gates.empty()) {
+      ready.push_back(pod);
+      continue;
+    }
+    if (!started && group.gated_reason.empty()) {
+      group.gated_reason = "pod " + pod->name +
+                           " has scheduling gates: " + JoinNames(pod->scheduling_gates) +
+                           "; the gang waits until every member's gates are removed";
+    }
+  }
+  if (started) {
+    group.pending = std::move(ready);
+  }
+}
+
 std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
                                   const Snapshot& snapshot) {
   std::vector<PodGroup> groups;
@@ -93,6 +131,10 @@ std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
       group.bound.push_back(member);
     }
   }
+  for (PodGroup& group : groups) {
+    HoldBlockedMembers(group);
+  }
+  std::erase_if(groups, [](const PodGroup& group) { return group.pending.empty(); });
   SortGroups(groups);
   return groups;
 }
@@ -132,6 +174,16 @@ CycleResult RunCycle(Snapshot& snapshot, std::vector<PodGroup> groups, Timestamp
   for (PodGroup& group : groups) {
     GroupDecision decision;
     bool single_pod = group.pending.size() == 1 && group.pending.front()->job_name.empty();
+    if (const std::string& held =
+            !group.unsupported_reason.empty() ? group.unsupported_reason : group.gated_reason;
+        group.invalid_reason.empty() && !held.empty()) {
+      decision.plan.outcome = PlanOutcome::kWait;
+      decision.plan.reason = held;
+      decision.plan.next_start_slot = result.next_start_slot;
+      decision.group = std::move(group);
+      result.decisions.push_back(std::move(decision));
+      continue;
+    }
     if (group.invalid_reason.empty() && !single_pod && group.spec.schedule_timeout_seconds > 0) {
       std::string missing = MissingMembers(group);
       Timestamp deadline =

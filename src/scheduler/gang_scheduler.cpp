@@ -57,6 +57,32 @@ struct DecisionCopy {
   Timestamp creation_time{};
 };
 
+// Whether a member whose bind answer was uncertain may be bound after all.
+bool MayBeOnANode(k8s::ApiClient& client, const Member& member) {
+  // The pod read back settles an uncertain answer: a 409 from a pod that is
+  // still unbound is a refusal (its scheduling gates, say) and the pod must
+  // stay; deleting it would set off a delete/recreate loop. Only when the pod
+  // cannot be read is it assumed bound.
+  auto pod = client.Get(k8s::resources::Pods(), member.namespace_name, member.name);
+  if (!pod) {
+    return !k8s::IsNotFound(pod.status());
+  }
+  const nlohmann::json& object = *pod;
+  if (!object.is_object() || !object.contains("metadata") || !object.contains("spec") ||
+      !object["metadata"].is_object() || !object["spec"].is_object()) {
+    return true;
+  }
+  if (!member.uid.empty() && object["metadata"].value("uid", "") != member.uid) {
+    return false;  // another pod of that name: ours is gone
+  }
+  const std::string node = object["spec"].value("nodeName", "");
+  if (node.empty()) {
+    spdlog::info("pod {}/{}: its binding did not take; it stays pending", member.namespace_name,
+                 member.name);
+  }
+  return !node.empty();
+}
+
 // The PodScheduled=False reason written on a waiting group's pods: the
 // Kubernetes one for lack of capacity, the policy's cause otherwise.
 std::string WaitingReason(const DecisionCopy& decision) {
@@ -69,11 +95,6 @@ std::string WaitingReason(const DecisionCopy& decision) {
       return std::string(WaitCauseName(decision.cause));
   }
 }
-
-// The condition an evicted member carries from just before its eviction, so
-// its controller tells a reclaimed member (the job shrinks) from a failed one
-// (restarted), as Kubernetes 1.26 does with the same condition type.
-constexpr const char* kDisruptionTarget = "DisruptionTarget";
 
 std::string Summary(const GroupPlan& plan) {
   std::string out;
@@ -448,14 +469,21 @@ void GangScheduler::RunOneCycle() {
 
 void GangScheduler::CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy,
                              Timestamp now) {
-  // Every victim's condition first, then the evictions: the controller must
+  // Every victim's conditions first, then the evictions: the controller must
   // never see a member terminating without knowing why, and sees a cycle's
   // victims together (a job that restarts on a new membership restarts once).
-  for (const auto& eviction : evictions) {
-    MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, true,
-                     eviction.cause == EvictionCause::kReclaim ? "ReclaimedByGangScheduler"
-                                                               : "PreemptedByGangScheduler",
-                     eviction.message);
+  // GangEviction is what the controller acts on (the job shrinks);
+  // DisruptionTarget is for people and tools, as a 1.26+ server writes it
+  // (whose Eviction handler then rewrites its reason).
+  std::vector<Eviction> marking = evictions;
+  OrderForMarking(marking);
+  for (const auto& eviction : marking) {
+    const std::string reason(eviction.cause == EvictionCause::kReclaim ? api::kReclaimedReason
+                                                                       : api::kPreemptedReason);
+    MarkPodConditions(eviction.namespace_name, eviction.name,
+                      {{std::string(api::kGangEvictionCondition), true, reason, eviction.message},
+                       {std::string(api::kDisruptionTargetCondition), true,
+                        reason + "ByGangScheduler", eviction.message}});
   }
   for (const auto& eviction : evictions) {
     Evict(eviction, policy, now);
@@ -464,7 +492,8 @@ void GangScheduler::CarryOut(const std::vector<Eviction>& evictions, const Polic
 
 void GangScheduler::Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now) {
   const std::string cause(EvictionCauseName(eviction.cause));
-  Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid);
+  Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid,
+                                EvictionApiVersion());
   Member victim{eviction.namespace_name, eviction.name, eviction.uid, eviction.node_name};
   if (status.ok() || k8s::IsNotFound(status)) {
     ++stats_.evictions;
@@ -486,10 +515,29 @@ void GangScheduler::Evict(const Eviction& eviction, const PolicyConfig& policy, 
   spdlog::warn("eviction of {}/{} ({}) refused: {}", eviction.namespace_name, eviction.name, cause,
                status.ToString());
   RecordRefusedEviction(policy_state_, eviction, policy, now);
-  MarkPodCondition(eviction.namespace_name, eviction.name, kDisruptionTarget, false,
-                   "EvictionRefused", status.message());
+  const std::string refused(api::kEvictionRefusedReason);
+  MarkPodConditions(
+      eviction.namespace_name, eviction.name,
+      {{std::string(api::kGangEvictionCondition), false, refused, status.message()},
+       {std::string(api::kDisruptionTargetCondition), false, refused, status.message()}});
   events_->Record(PodReference(victim), k8s::EventType::kWarning, "EvictionRefused",
                   cause + " for " + eviction.for_group + " refused: " + status.message());
+}
+
+const std::string& GangScheduler::EvictionApiVersion() {
+  if (eviction_api_version_.empty()) {
+    Result<std::string> discovered = k8s::DiscoverEvictionApiVersion(client_);
+    if (!discovered) {
+      // Every server so far accepts v1beta1 bodies; ask again next time.
+      spdlog::warn("could not discover the Eviction API version ({}); using {}",
+                   discovered.status().ToString(), k8s::kEvictionV1beta1);
+      static const std::string kFallback(k8s::kEvictionV1beta1);
+      return kFallback;
+    }
+    eviction_api_version_ = *discovered;
+    spdlog::info("evictions use {}", eviction_api_version_);
+  }
+  return eviction_api_version_;
 }
 
 void GangScheduler::BinderWorker() {
@@ -577,7 +625,11 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
   spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
                group->failed.size(), group->members.size(), group->first_error.ToString());
   std::vector<Member> to_delete = group->bound;
-  to_delete.insert(to_delete.end(), group->maybe_bound.begin(), group->maybe_bound.end());
+  for (const Member& member : group->maybe_bound) {
+    if (MayBeOnANode(client_, member)) {
+      to_delete.push_back(member);
+    }
+  }
   for (const auto& member : to_delete) {
     k8s::DeleteOptions options;
     options.precondition_uid = member.uid;
@@ -596,13 +648,24 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
 void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& name,
                                      const std::string& type, bool value, const std::string& reason,
                                      const std::string& message) {
-  const nlohmann::json patch = {
-      {"status",
-       {{"conditions", nlohmann::json::array({{{"type", type},
-                                               {"status", value ? "True" : "False"},
-                                               {"reason", reason},
-                                               {"message", message},
-                                               {"lastTransitionTime", NowRfc3339()}}})}}}};
+  MarkPodConditions(ns, name, {{type, value, reason, message}});
+}
+
+void GangScheduler::MarkPodConditions(const std::string& ns, const std::string& name,
+                                      const std::vector<PodConditionWrite>& conditions) {
+  // One strategic merge patch (conditions merge by type): set together.
+  nlohmann::json list = nlohmann::json::array();
+  const std::string now = NowRfc3339();
+  for (const PodConditionWrite& condition : conditions) {
+    list.push_back({{"type", condition.type},
+                    {"status", condition.value ? "True" : "False"},
+                    {"reason", condition.reason},
+                    {"message", condition.message},
+                    {"lastTransitionTime", now}});
+  }
+  const std::string& type = conditions.front().type;
+  const std::string& reason = conditions.front().reason;
+  const nlohmann::json patch = {{"status", {{"conditions", std::move(list)}}}};
   k8s::PatchOptions options;
   options.subresource = "status";
   auto patched = client_.Patch(k8s::resources::Pods(), ns, name, k8s::PatchType::kStrategicMerge,

@@ -344,23 +344,100 @@ ContainerRequests ParseContainerRequests(const json& container, const std::strin
   return out;
 }
 
+// Whether the kubelet declared the pending in-place resize infeasible: the
+// status field of 1.27-1.32, or the PodResizePending condition of 1.33+.
+bool ResizeInfeasible(const json* status) {
+  if (status == nullptr) {
+    return false;
+  }
+  if (StringMember(*status, "resize", "status") == "Infeasible") {
+    return true;
+  }
+  if (const json* conditions = ArrayMember(*status, "conditions", "status")) {
+    for (size_t i = 0; i < conditions->size(); ++i) {
+      const json& condition = (*conditions)[i];
+      const std::string path = Indexed("status.conditions", i);
+      if (condition.is_object() && StringMember(condition, "type", path) == "PodResizePending" &&
+          StringMember(condition, "status", path) == "True" &&
+          StringMember(condition, "reason", path) == "Infeasible") {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The container's entry in status.<list>, by name, or nullptr.
+const json* ContainerStatus(const json* status, std::string_view list, const std::string& name) {
+  const json* statuses = status != nullptr ? ArrayMember(*status, list, "status") : nullptr;
+  if (statuses == nullptr || name.empty()) {
+    return nullptr;
+  }
+  const std::string path = Join("status", list);
+  for (size_t i = 0; i < statuses->size(); ++i) {
+    const json& entry = (*statuses)[i];
+    if (entry.is_object() && StringMember(entry, "name", Indexed(path, i)) == name) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+// A container's requests as kube-scheduler counts them once the kubelet reports
+// its resources (in-place resize, 1.33): the larger of what the spec asks, what
+// the kubelet allocated and what the container runs with; when the resize is
+// infeasible the spec is ignored, as it will not be applied.
+ResourceList EffectiveContainerRequests(const json& container, const ResourceList& spec_requests,
+                                        const json* status, std::string_view list,
+                                        bool resize_infeasible) {
+  const std::string name =
+      container.is_object() ? StringMember(container, "name", "container") : "";
+  const json* entry = ContainerStatus(status, list, name);
+  if (entry == nullptr) {
+    return spec_requests;
+  }
+  const std::string path = Join("status", list);
+  ResourceList allocated = ResourceListMember(*entry, "allocatedResources", path);
+  ResourceList actual;
+  bool reported = Member(*entry, "allocatedResources") != nullptr;
+  if (const json* resources = ObjectMember(*entry, "resources", path)) {
+    actual = ResourceListMember(*resources, "requests", Join(path, "resources"));
+    reported = reported || Member(*resources, "requests") != nullptr;
+  }
+  if (!reported) {
+    return spec_requests;
+  }
+  ResourceList out = resize_infeasible ? ResourceList{} : spec_requests;
+  out.SetToMax(allocated);
+  out.SetToMax(actual);
+  return out;
+}
+
 // kube-scheduler's pod request: app containers summed; sidecar init containers
 // run beside them and add up; every other init container runs alone (beside the
 // sidecars started before it) and only sets a floor.
-ResourceList ComputePodRequests(const json& spec) {
+ResourceList ComputePodRequests(const json& spec, const json* status) {
+  const bool infeasible = ResizeInfeasible(status);
   ResourceList total;
   if (const json* containers = ArrayMember(spec, "containers", "spec")) {
     for (size_t i = 0; i < containers->size(); ++i) {
-      total += ParseContainerRequests((*containers)[i], Indexed("spec.containers", i)).requests;
+      const json& container = (*containers)[i];
+      ResourceList requests =
+          ParseContainerRequests(container, Indexed("spec.containers", i)).requests;
+      total +=
+          EffectiveContainerRequests(container, requests, status, "containerStatuses", infeasible);
     }
   }
   if (const json* init_containers = ArrayMember(spec, "initContainers", "spec")) {
     ResourceList sidecars;
     ResourceList init_floor;
     for (size_t i = 0; i < init_containers->size(); ++i) {
-      ContainerRequests init =
-          ParseContainerRequests((*init_containers)[i], Indexed("spec.initContainers", i));
+      const json& container = (*init_containers)[i];
+      ContainerRequests init = ParseContainerRequests(container, Indexed("spec.initContainers", i));
       if (init.is_sidecar) {
+        // Sidecars keep running, so they can be resized like app containers.
+        init.requests = EffectiveContainerRequests(container, init.requests, status,
+                                                   "initContainerStatuses", infeasible);
         total += init.requests;
         sidecars += init.requests;
         init_floor.SetToMax(sidecars);
@@ -373,6 +450,28 @@ ResourceList ComputePodRequests(const json& spec) {
   total += ResourceListMember(spec, "overhead", "spec");
   total.pods = 1;
   return total;
+}
+
+// Names from a list of {"name": ...} objects (schedulingGates, resourceClaims).
+std::vector<std::string> NamesOf(const json& spec, std::string_view key) {
+  std::vector<std::string> names;
+  const json* items = ArrayMember(spec, key, "spec");
+  if (items == nullptr) {
+    return names;
+  }
+  const std::string path = Join("spec", key);
+  for (size_t i = 0; i < items->size(); ++i) {
+    const json& item = (*items)[i];
+    if (!item.is_object()) {
+      Fail(Indexed(path, i), "expected an object");
+    }
+    std::string name = StringMember(item, "name", Indexed(path, i));
+    if (name.empty()) {
+      Fail(Join(Indexed(path, i), "name"), "required");
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 std::vector<HostPort> ParseHostPorts(const json& spec) {
@@ -494,13 +593,15 @@ PodInfo ParsePodOrThrow(const json& object) {
   }
   pod.node_name = StringMember(spec, "nodeName", "spec");
   pod.priority = Int32Member(spec, "priority", "spec", 0);
-  pod.requests = ComputePodRequests(spec);
+  const json* status = ObjectMember(object, "status", "");
+  pod.requests = ComputePodRequests(spec, status);
+  pod.scheduling_gates = NamesOf(spec, "schedulingGates");
+  pod.resource_claims = NamesOf(spec, "resourceClaims");
   pod.node_selector = StringMapMember(spec, "nodeSelector", "spec");
   ParseAffinity(spec, &pod);
   pod.tolerations = ParseTolerations(spec);
   pod.host_ports = ParseHostPorts(spec);
 
-  const json* status = ObjectMember(object, "status", "");
   pod.phase = status != nullptr ? StringMember(*status, "phase", "status") : "";
   if (pod.phase.empty()) {
     pod.phase = "Pending";

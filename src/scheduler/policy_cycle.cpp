@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -197,6 +198,12 @@ void PolicyCycle::Classify(std::vector<PodGroup> groups) {
       entry.plan.outcome = PlanOutcome::kInvalid;
       entry.plan.reason = entry.group.invalid_reason.empty() ? "group spec has no roles"
                                                              : entry.group.invalid_reason;
+    } else if (!entry.group.unsupported_reason.empty()) {
+      entry.cause = WaitCause::kUnsupported;
+      entry.plan.reason = entry.group.unsupported_reason;
+    } else if (!entry.group.gated_reason.empty()) {
+      entry.cause = WaitCause::kSchedulingGated;
+      entry.plan.reason = entry.group.gated_reason;
     } else if (table_.Find(entry.queue) == nullptr) {
       entry.cause = WaitCause::kUnknownQueue;
       entry.plan.reason =
@@ -355,6 +362,8 @@ void PolicyCycle::EvictFor(Entry& entry, const EvictionChoice& choice) {
       eviction.name = pod->name;
       eviction.uid = pod->uid;
       eviction.node_name = pod->node_name;
+      eviction.role = pod->role;
+      eviction.index = pod->index;
       eviction.cause = unit.cause;
       eviction.victim_group = victim.Key();
       eviction.victim_queue = victim.queue;
@@ -1010,6 +1019,12 @@ PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
 
 }  // namespace
 
+void OrderForMarking(std::vector<Eviction>& evictions) {
+  std::stable_sort(evictions.begin(), evictions.end(), [](const Eviction& a, const Eviction& b) {
+    return std::tie(a.victim_group, a.role, a.index) < std::tie(b.victim_group, b.role, b.index);
+  });
+}
+
 std::string_view WaitCauseName(WaitCause cause) {
   switch (cause) {
     case WaitCause::kNone:
@@ -1020,6 +1035,10 @@ std::string_view WaitCauseName(WaitCause cause) {
       return "Invalid";
     case WaitCause::kUnknownQueue:
       return "UnknownQueue";
+    case WaitCause::kSchedulingGated:
+      return "SchedulingGated";
+    case WaitCause::kUnsupported:
+      return "UnsupportedResourceClaims";
     case WaitCause::kOverQueueMax:
       return "OverQueueMax";
     case WaitCause::kNoCapacity:

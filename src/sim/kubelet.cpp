@@ -2,6 +2,7 @@
 
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/duration.h>
+#include <hybridjob/scheduler/objects.h>
 #include <hybridjob/sim/kubelet.h>
 
 namespace hybridjob::sim {
@@ -101,6 +102,11 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   out.phase = status.value("phase", "");
   out.start_time = ParseTimeField(status, "startTime");
+  if (Result<scheduler::PodInfo> parsed = scheduler::ParsePod(pod); parsed.ok()) {
+    out.requests = parsed->requests;
+  } else {
+    out.requests.pods = 1;
+  }
 
   if (auto annotations = metadata.find("annotations");
       annotations != metadata.end() && annotations->is_object()) {
@@ -127,6 +133,37 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
     }
   }
   return out;
+}
+
+std::optional<AdmissionRefusal> AdmitPod(const scheduler::ResourceList& request,
+                                         const scheduler::ResourceList& admitted,
+                                         const scheduler::ResourceList& allocatable) {
+  const std::string_view short_of =
+      scheduler::FirstInsufficientResource(request, admitted, allocatable);
+  if (short_of.empty()) {
+    return std::nullopt;
+  }
+  const std::string name(short_of);
+  AdmissionRefusal refusal;
+  refusal.reason = "OutOf" + name;
+  if (short_of == scheduler::kResourcePods) {
+    refusal.message =
+        "Node didn't have enough resource: pods, capacity: " + std::to_string(allocatable.pods);
+    return refusal;
+  }
+  // The kubelet says cpu in millicores and memory in bytes.
+  refusal.message = "Node didn't have enough resource: " + name +
+                    ", requested: " + std::to_string(request.Get(name)) +
+                    ", used: " + std::to_string(admitted.Get(name)) +
+                    ", capacity: " + std::to_string(allocatable.Get(name));
+  return refusal;
+}
+
+nlohmann::json RefusalStatusPatch(const AdmissionRefusal& refusal) {
+  return {{"status",
+           {{"phase", "Failed"},
+            {"reason", refusal.reason},
+            {"message", "Pod was rejected: " + refusal.message}}}};
 }
 
 KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,

@@ -5,6 +5,7 @@
 
 #include <hybridjob/api/time.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/scheduler/objects.h>
 #include <hybridjob/sim/simulator.h>
 
 namespace hybridjob::sim {
@@ -68,6 +69,11 @@ Result<SimNode> DecodeSimNode(const nlohmann::json& node) {
 
 Simulator::Simulator(k8s::ApiClient& client, SimulatorOptions options)
     : client_(client), options_(std::move(options)) {
+  if (options_.nodes.count > 0) {
+    if (auto node = scheduler::ParseNode(MakeNode(options_.nodes, 0)); node.ok()) {
+      node_allocatable_ = node->allocatable;
+    }
+  }
   for (int64_t i = 0; i < options_.nodes.count; ++i) {
     node_index_[NodeName(options_.nodes, i)] = i;
   }
@@ -178,12 +184,14 @@ Status Simulator::Start() {
   k8s::EventHandler<SimPod> handler;
   auto enqueue = [this](const std::shared_ptr<const SimPod>& pod) {
     if (node_index_.contains(pod->node_name)) {
+      TrackAdmitted(*pod, /*gone=*/false);
       queue_->Add(pod->namespace_name + "/" + pod->name);
     }
   };
   handler.on_add = enqueue;
   handler.on_update = [enqueue](const auto&, const auto& pod) { enqueue(pod); };
   handler.on_delete = [this](const std::shared_ptr<const SimPod>& pod, bool) {
+    TrackAdmitted(*pod, /*gone=*/true);
     std::lock_guard lock(mu_);
     written_phase_.erase(pod->uid);
   };
@@ -290,6 +298,15 @@ void Simulator::Handle(const std::string& key) {
       return;
     }
   }
+  if (decision.step == KubeletStep::kStart && options_.kubelet_admission) {
+    if (std::optional<AdmissionRefusal> refusal = Admit(*pod)) {
+      decision.status_patch = RefusalStatusPatch(*refusal);
+      decision.wake_at.reset();
+      written_phase = "Failed";
+      spdlog::info("pod {} refused on {}: {}", key, pod->node_name, refusal->message);
+      ++stats_.pods_refused;
+    }
+  }
   Status result;
   switch (decision.step) {
     case KubeletStep::kNothing:
@@ -329,6 +346,40 @@ void Simulator::Handle(const std::string& key) {
   if (decision.wake_at && decision.step != KubeletStep::kFinish) {
     queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(*decision.wake_at - now));
   }
+}
+
+void Simulator::TrackAdmitted(const SimPod& pod, bool gone) {
+  std::lock_guard lock(mu_);
+  if (gone || pod.phase == "Succeeded" || pod.phase == "Failed") {
+    auto node = admitted_.find(pod.node_name);
+    if (node != admitted_.end()) {
+      node->second.erase(pod.uid);
+    }
+    return;
+  }
+  if (pod.phase == "Running") {
+    // Running before this simulator started, or admitted by it.
+    admitted_[pod.node_name].emplace(pod.uid, pod.requests);
+  }
+}
+
+std::optional<AdmissionRefusal> Simulator::Admit(const SimPod& pod) {
+  // One lock for the check and the record: two pods racing for the last GPU
+  // of a node are admitted one at a time, as by one kubelet.
+  std::lock_guard lock(mu_);
+  auto& on_node = admitted_[pod.node_name];
+  if (on_node.contains(pod.uid)) {
+    return std::nullopt;
+  }
+  scheduler::ResourceList used;
+  for (const auto& [uid, requests] : on_node) {
+    used += requests;
+  }
+  if (std::optional<AdmissionRefusal> refusal = AdmitPod(pod.requests, used, node_allocatable_)) {
+    return refusal;
+  }
+  on_node.emplace(pod.uid, pod.requests);
+  return std::nullopt;
 }
 
 void Simulator::HeartbeatLoop(int64_t shard, int64_t shards) {

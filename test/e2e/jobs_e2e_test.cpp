@@ -139,5 +139,92 @@ TEST(EndToEndTest, JobThatDoesNotFitWaitsThenRunsWhenTheOtherFinishes) {
   EXPECT_EQ(system.Phase("first"), "Succeeded");
 }
 
+// kube-scheduler binds every pod that is not the gang scheduler's: plain GPU
+// pods land on the same simulated nodes as HybridJobs, and both schedulers may
+// bind onto one node at once. The simulated kubelet refuses a pod that no
+// longer fits (OutOfnvidia.com/gpu); the controller replaces a refused member
+// and every job completes. No node ever runs more GPUs than it has.
+TEST(EndToEndTest, KubeSchedulerBindsPlainGpuPodsBesideHybridJobs) {
+  System system({.nodes = 3, .gpus_per_node = 4, .scheduler_config = "", .kube_scheduler = true});
+  ASSERT_TRUE(system.ok());
+  std::string plain;
+  for (int i = 0; i < 6; ++i) {
+    plain += "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: plain-" + std::to_string(i) +
+             "\n  annotations:\n    sim.hybridjob.io/duration: \"3s\"\nspec:\n"
+             "  restartPolicy: Never\n  containers:\n    - name: main\n      image: tool:1\n"
+             "      resources:\n        limits:\n          nvidia.com/gpu: 1\n";
+  }
+  std::string output;
+  ASSERT_EQ(system.Apply(Job("a", "pytorch", {Member("worker", 3, 3, 2, "4s")})), 0);
+  ASSERT_EQ(system.Apply(plain, &output), 0) << output;
+  ASSERT_EQ(system.Apply(Job("b", "tensorflow",
+                             {Member("ps", 1, 1, 0, "4s"), Member("worker", 2, 2, 2, "4s")})),
+            0);
+
+  // Sample GPU use per node while everything runs its course.
+  int most_on_a_node = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  auto all_done = [&] {
+    if (system.Phase("a") != "Succeeded" || system.Phase("b") != "Succeeded") {
+      return false;
+    }
+    auto pods = system.client().List(k8s::resources::Pods(), "default", {});
+    if (!pods.ok()) {
+      return false;
+    }
+    for (const json& pod : pods->items) {
+      const std::string phase = pod["status"].value("phase", "");
+      if (pod["metadata"]["name"].get<std::string>().rfind("plain-", 0) == 0 &&
+          phase != "Succeeded" && phase != "Failed") {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !all_done()) {
+    auto pods = system.client().List(k8s::resources::Pods(), "default", {});
+    if (pods.ok()) {
+      std::map<std::string, int> running;
+      for (const json& pod : pods->items) {
+        if (pod["status"].value("phase", "") != "Running") {
+          continue;
+        }
+        int gpus = 0;
+        for (const json& container : pod["spec"]["containers"]) {
+          if (container.contains("resources") && container["resources"].contains("limits")) {
+            gpus += std::stoi(
+                container["resources"]["limits"].value("nvidia.com/gpu", std::string("0")));
+          }
+        }
+        running[pod["spec"].value("nodeName", "")] += gpus;
+      }
+      for (const auto& [node, gpus] : running) {
+        most_on_a_node = std::max(most_on_a_node, gpus);
+      }
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(system.Phase("a"), "Succeeded") << system.Logs();
+  EXPECT_EQ(system.Phase("b"), "Succeeded") << system.Logs();
+  EXPECT_LE(most_on_a_node, 4) << "a node ran more GPUs than it has";
+  // A plain pod has no controller: it either ran, or its kubelet refused it.
+  auto pods = system.client().List(k8s::resources::Pods(), "default", {});
+  ASSERT_TRUE(pods.ok());
+  int plain_seen = 0;
+  for (const json& pod : pods->items) {
+    const std::string name = pod["metadata"].value("name", "");
+    if (name.rfind("plain-", 0) != 0) {
+      continue;
+    }
+    ++plain_seen;
+    const std::string phase = pod["status"].value("phase", "");
+    EXPECT_TRUE(phase == "Succeeded" ||
+                (phase == "Failed" && pod["status"].value("reason", "").rfind("OutOf", 0) == 0))
+        << name << " " << pod["status"].dump();
+    EXPECT_EQ(pod["spec"].value("schedulerName", ""), "default-scheduler");
+  }
+  EXPECT_EQ(plain_seen, 6);
+}
+
 }  // namespace
 }  // namespace hybridjob::testing

@@ -2,6 +2,7 @@
 // scheduler evicts elastic members for a waiting job, the controller shrinks
 // the job's membership and publishes the new cluster spec, and when capacity
 // is idle again the job grows back.
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -103,6 +104,58 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
   EXPECT_EQ(system.Phase("waiting"), "Succeeded");
   EXPECT_EQ(PublishedMembership(system, "elastic"), R"({"worker":8})");
   EXPECT_EQ(elastic.left_running(), "") << "PyTorch learns its membership live: no restart";
+}
+
+// MembershipChanged Events of a job: message -> count.
+std::map<std::string, int> MembershipEvents(System& system, const std::string& job) {
+  k8s::ListOptions options;
+  options.field_selector = "reason=MembershipChanged,involvedObject.name=" + job;
+  auto list = system.client().List(k8s::resources::Events(), "default", options);
+  std::map<std::string, int> out;
+  if (list.ok()) {
+    for (const json& event : list->items) {
+      out[event.value("message", "")] += event.value("count", 1);
+    }
+  }
+  return out;
+}
+
+// A TensorFlow job reads its cluster spec only at start, so a reclaim restarts
+// every member. The scheduler takes four workers in one decision: the job
+// must restart once, straight to its new size, not once per victim.
+TEST(PolicyEndToEndTest, ARigidFrameworkRestartsOncePerReclaim) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = "gangBackoffSeconds: 1\n"});
+  ASSERT_TRUE(system.ok());
+  ASSERT_EQ(system.Apply(Job("tf", "tensorflow",
+                             {Member("ps", 1, 1, 0, ""), Member("worker", 2, 8, 1, "")})),
+            0);
+  ASSERT_TRUE(WaitFor([&] { return Members(system, "tf", "worker") == 8; }, 60s))
+      << "members " << Members(system, "tf", "worker") << "\n"
+      << system.Logs();
+  ASSERT_EQ(system.Apply(Job("waiting", "pytorch", {Member("worker", 4, 4, 1, "")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("waiting") == "Running"; }, 60s))
+      << "the waiting job never ran: " << system.Phase("waiting") << "\n"
+      << system.Logs();
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Running"; }, 60s))
+      << system.Phase("tf") << "\n"
+      << system.Logs();
+  EXPECT_EQ(Members(system, "tf", "worker"), 4);
+  EXPECT_EQ(PublishedMembership(system, "tf"), R"({"ps":1,"worker":4})");
+  // Settled: no later change comes.
+  std::this_thread::sleep_for(2s);
+  const std::map<std::string, int> changes = MembershipEvents(system, "tf");
+  ASSERT_EQ(changes.size(), 1u) << "one restart per reclaim decision; got:\n"
+                                << [&] {
+                                     std::string all;
+                                     for (const auto& [message, count] : changes) {
+                                       all += std::to_string(count) + "x " + message + "\n";
+                                     }
+                                     return all;
+                                   }();
+  EXPECT_EQ(changes.begin()->second, 1);
+  EXPECT_NE(changes.begin()->first.find("worker 8 -> 4"), std::string::npos)
+      << changes.begin()->first;
+  EXPECT_EQ(system.Job("tf")["status"].value("restartCount", -1), 0);
 }
 
 TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {

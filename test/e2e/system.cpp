@@ -95,6 +95,18 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   controller_argv_.insert(controller_argv_.end(), replicas.controller_args.begin(),
                           replicas.controller_args.end());
   ok_ = sim_->Running();
+  if (options.kube_scheduler) {
+    const std::string config_path = dir + "/kube-scheduler.yaml";
+    std::ofstream(config_path) << "apiVersion: kubescheduler.config.k8s.io/v1beta1\n"
+                                  "kind: KubeSchedulerConfiguration\n"
+                                  "clientConnection:\n  kubeconfig: "
+                               << kubeconfig << "\nleaderElection:\n  leaderElect: false\n";
+    kube_scheduler_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{KubernetesBinDir() + "/kube-scheduler", "--config", config_path,
+                                 "--port", "0", "--secure-port", "0"},
+        dir + "/logs/kube-scheduler.log");
+    ok_ = ok_ && kube_scheduler_->Running();
+  }
   for (int i = 0; i < replicas.schedulers; ++i) {
     schedulers_.push_back(std::make_unique<ChildProcess>(
         scheduler_argv_, dir + "/logs/" + LogName("gang-scheduler", i)));
@@ -117,6 +129,9 @@ System::~System() {
   }
   for (auto& scheduler : schedulers_) {
     scheduler->Stop();
+  }
+  if (kube_scheduler_) {
+    kube_scheduler_->Stop();
   }
   if (sim_) {
     sim_->Stop();
@@ -168,7 +183,7 @@ std::vector<nlohmann::json> System::Pods(const std::string& job, const std::stri
 
 std::string System::Logs() const {
   std::string out;
-  std::vector<const ChildProcess*> processes = {sim_.get()};
+  std::vector<const ChildProcess*> processes = {sim_.get(), kube_scheduler_.get()};
   for (const auto& scheduler : schedulers_) {
     processes.push_back(scheduler.get());
   }

@@ -18,6 +18,9 @@ struct SystemOptions {
   int nodes = 4;
   int gpus_per_node = 4;
   std::string scheduler_config;  // YAML; empty = defaults
+  // Also run kube-scheduler v1.20.2, which binds every pod that is not the
+  // gang scheduler's onto the same simulated nodes.
+  bool kube_scheduler = false;
 };
 
 // How many replicas of each binary run and what extra flags they get: fault
@@ -68,6 +71,7 @@ class System {
   PrivateCluster cluster_;
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<ChildProcess> sim_;
+  std::unique_ptr<ChildProcess> kube_scheduler_;
   std::vector<std::string> scheduler_argv_;
   std::vector<std::string> controller_argv_;
   std::vector<std::unique_ptr<ChildProcess>> schedulers_;

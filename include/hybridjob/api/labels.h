@@ -32,6 +32,24 @@ inline constexpr std::string_view kSurplusReason = "GangSurplus";
 // kWaitingReason: the group cannot reach every role's minimum yet.
 inline constexpr std::string_view kWaitingReason = "Unschedulable";
 
+// Pod condition the gang scheduler sets (status True) on a member just before
+// it evicts it, with reason kReclaimedReason or kPreemptedReason: the job
+// gives up that index and shrinks. It is the scheduler's own marker because
+// the standard DisruptionTarget condition (Kubernetes 1.26+) says only that a
+// pod is being disrupted: the Eviction API handler overwrites its reason with
+// EvictionByEvictionAPI, and a drain, the taint manager, PodGC, kube-scheduler
+// preemption and the kubelet set it too. A member disrupted without this
+// condition is replaced at the same index. When the eviction is refused the
+// scheduler sets it back to False (reason kEvictionRefusedReason). Written
+// through pods/status, which job owners are normally not granted.
+inline constexpr std::string_view kGangEvictionCondition = "batch.hybridjob.io/GangEviction";
+inline constexpr std::string_view kReclaimedReason = "Reclaimed";
+inline constexpr std::string_view kPreemptedReason = "Preempted";
+inline constexpr std::string_view kEvictionRefusedReason = "EvictionRefused";
+
+// The standard pod condition of Kubernetes 1.26+ for a pod being disrupted.
+inline constexpr std::string_view kDisruptionTargetCondition = "DisruptionTarget";
+
 inline constexpr std::string_view kDefaultSchedulerName = "gang-scheduler";
 inline constexpr std::string_view kDefaultQueue = "default";
 

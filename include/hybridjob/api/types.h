@@ -192,6 +192,8 @@ inline constexpr std::string_view kReasonMemberFailed = "MemberFailed";
 inline constexpr std::string_view kReasonInvalid = "Invalid";
 // The gang scheduler shrank or grew the job (elastic reclaim, growth).
 inline constexpr std::string_view kReasonMembershipChanged = "MembershipChanged";
+// Event: a member the cluster took away (drain, kubelet refusal) is replaced.
+inline constexpr std::string_view kReasonMemberReplaced = "MemberReplaced";
 
 struct Condition {
   std::string type;

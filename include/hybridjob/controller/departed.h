@@ -1,4 +1,4 @@
-// Members that were deleted while marked for disruption (DisruptionTarget=True:
+// Members that were deleted while marked by the gang scheduler (GangEviction=True:
 // the gang scheduler evicts them to reclaim or preempt), remembered for a
 // while after their pods are gone.
 //

@@ -23,9 +23,14 @@ struct ObservedPod {
   PodPhase phase = PodPhase::kPending;
   std::string node_name;  // set once bound
   bool surplus = false;   // PodScheduled=False, reason GangSurplus
-  // DisruptionTarget=True: the scheduler evicts it (reclaim or preemption),
-  // so the job shrinks rather than restarting it.
+  // batch.hybridjob.io/GangEviction=True: the gang scheduler evicts it
+  // (reclaim or preemption), so the job shrinks rather than replacing it.
+  bool reclaimed = false;
+  // DisruptionTarget=True (Kubernetes 1.26+): something is taking the pod
+  // away: a drain, the taint manager, PodGC, kube-scheduler preemption, the
+  // kubelet, or the gang scheduler (then `reclaimed` is set too).
   bool disrupted = false;
+  std::string disruption_reason;  // DisruptionTarget's reason, for messages
   // PodScheduled=False with another reason: why the scheduler leaves it
   // waiting (Unschedulable, UnknownQueue, OverQueueMax, ...).
   std::string waiting_reason;
@@ -41,6 +46,16 @@ struct ObservedPod {
   std::string group_spec;
 
   bool bound() const { return !node_name.empty(); }
+  // The kubelet refused the pod before any container ran (phase Failed with an
+  // admission reason: OutOfcpu, OutOfnvidia.com/gpu, UnexpectedAdmissionError,
+  // NodeAffinity, NodeLost, ...): a placement that did not take, not a crash.
+  bool AdmissionRefused() const;
+  // Taken away by something other than the gang scheduler (DisruptionTarget,
+  // or status.reason Evicted from a kubelet older than 1.26), or refused by
+  // the kubelet: the member is replaced at its index, with no restart counted.
+  bool DisplacedByCluster() const {
+    return !reclaimed && (disrupted || reason == "Evicted" || AdmissionRefused());
+  }
   bool active() const {
     return phase == PodPhase::kPending || phase == PodPhase::kRunning ||
            phase == PodPhase::kUnknown;

@@ -100,18 +100,35 @@ class ApiClient {
 
   // The namespace of the configured context.
   virtual const std::string& DefaultNamespace() const = 0;
+
+  // GET of a raw path (discovery documents, /version, /readyz): the body.
+  virtual Result<std::string> GetRaw(const std::string& path) = 0;
 };
 
 // Binds a pod to a node through pods/{name}/binding, as a scheduler does.
 Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
                std::string_view pod_uid, std::string_view node_name);
 
-// Evicts a pod through pods/{name}/eviction (policy/v1beta1, the version a
-// 1.20 API server serves), with the pod's uid as a precondition and no grace
-// period override, so the pod's own terminationGracePeriodSeconds applies and
-// PodDisruptionBudgets are honoured: a budget that forbids it answers 429.
+// Eviction bodies: policy/v1 is served from Kubernetes 1.22 on; 1.20 and 1.21
+// know only policy/v1beta1 (which later servers still accept, deprecated).
+inline constexpr std::string_view kEvictionV1 = "policy/v1";
+inline constexpr std::string_view kEvictionV1beta1 = "policy/v1beta1";
+
+// The Eviction version a server serves, read as kubectl drain reads it: the
+// group and version of the pods/eviction entry in the core/v1 resource list
+// (GET /api/v1). policy/v1beta1 when the list does not name one.
+std::string EvictionApiVersion(const nlohmann::json& core_v1_resource_list);
+
+// GET /api/v1 and EvictionApiVersion of it.
+Result<std::string> DiscoverEvictionApiVersion(ApiClient& client);
+
+// Evicts a pod through pods/{name}/eviction with an Eviction body of
+// `api_version` (see DiscoverEvictionApiVersion), with the pod's uid as a
+// precondition and no grace period override, so the pod's own
+// terminationGracePeriodSeconds applies and PodDisruptionBudgets are
+// honoured: a budget that forbids it answers 429.
 Status EvictPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
-                std::string_view pod_uid);
+                std::string_view pod_uid, std::string_view api_version);
 
 // Every page of a list. Restarts from scratch if the continue token expires
 // (410) mid-way, so the result is always one consistent snapshot.

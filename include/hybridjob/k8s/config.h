@@ -3,12 +3,33 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <hybridjob/common/status.h>
 
 namespace hybridjob::k8s {
+
+// A kubeconfig user's `exec` credential plugin (client.authentication.k8s.io),
+// as client-go runs it. Validated when the kubeconfig is parsed.
+struct ExecConfig {
+  std::string api_version;  // client.authentication.k8s.io/v1 or /v1beta1
+  // As written, except that a relative path containing a slash has been
+  // resolved against the kubeconfig's directory; a bare name is looked up in
+  // PATH when the plugin runs.
+  std::string command;
+  std::vector<std::string> args;
+  // Added to the process's own environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string install_hint;  // shown when the command cannot be found
+  bool provide_cluster_info = false;
+  // Never or IfAvailable: the binaries never have a terminal, so the plugin
+  // always runs non-interactively. Always is refused when parsing.
+  std::string interactive_mode;
+};
 
 struct ClientConfig {
   std::string server;  // https://host:port, no trailing slash
@@ -22,6 +43,9 @@ struct ClientConfig {
   std::string client_key_pem;
   std::string username;  // basic auth, rarely used
   std::string password;
+  // Used only when the user has no token, token file, client certificate or
+  // basic auth (static credentials win, as in client-go).
+  std::optional<ExecConfig> exec;
 
   std::string namespace_name = "default";  // the context's namespace
 
@@ -36,7 +60,7 @@ struct ClientConfig {
 // Parses kubeconfig text. Relative file references resolve against base_dir.
 // context_name empty means current-context. File references (CA, client
 // cert/key) are read here so the returned config is self-contained; tokenFile
-// stays a path because it must be re-read.
+// stays a path because it must be re-read. An exec plugin is parsed, never run.
 Result<ClientConfig> ParseKubeconfig(std::string_view yaml_text, const std::string& base_dir,
                                      const std::string& context_name = "");
 

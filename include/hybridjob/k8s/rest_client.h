@@ -16,6 +16,10 @@ using RequestObserver =
     std::function<void(std::string_view verb, std::string_view resource, int http_status,
                        std::chrono::steady_clock::duration latency)>;
 
+// Hears each distinct text of the API server's `Warning:` headers once
+// (deprecated API versions, ignored fields). Without one, they are logged.
+using WarningHandler = std::function<void(std::string_view text)>;
+
 class RestClient final : public ApiClient {
  public:
   static Result<std::unique_ptr<RestClient>> Create(const ClientConfig& config);
@@ -47,9 +51,10 @@ class RestClient final : public ApiClient {
   const std::string& DefaultNamespace() const override;
 
   // GET of a raw path such as /readyz or /version.
-  Result<std::string> GetRaw(const std::string& path);
+  Result<std::string> GetRaw(const std::string& path) override;
 
   void SetRequestObserver(RequestObserver observer);
+  void SetWarningHandler(WarningHandler handler);
 
  private:
   class Impl;

@@ -16,11 +16,18 @@
 namespace hybridjob::scheduler {
 
 // Groups pending pods by namespace and job-name label; a pod without that label
-// is a group of one. The group spec comes from the members' annotation (the
-// first valid one by pod name); bound members come from the snapshot. Pods
-// already bound or finished are skipped. Groups come out in queue order.
+// is a group of one (gates and resourceClaims: see HoldBlockedMembers). The group spec comes from
+// the members' annotation (the first valid one by pod name); bound members come from the snapshot.
+// Pods already bound or finished are skipped. Groups come out in queue order.
 std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
                                   const Snapshot& snapshot);
+
+// Members that cannot be bound yet: a gated member of a group that has not
+// started holds the whole gang (gated_reason); gated members of a running
+// group are dropped from `pending` until their gates are gone. A member with
+// resourceClaims sets unsupported_reason. BuildGroups applies this and drops
+// groups left with nothing pending.
+void HoldBlockedMembers(PodGroup& group);
 
 // Queue order: higher priority first, then older, then by namespace and name.
 bool GroupGoesFirst(const PodGroup& a, const PodGroup& b);

@@ -99,8 +99,18 @@ class GangScheduler {
   void FinishGroup(const std::shared_ptr<GroupBind>& group);
   void CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy, Timestamp now);
   void Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now);
+  // policy/v1 or policy/v1beta1, discovered at the first eviction.
+  const std::string& EvictionApiVersion();
   void MarkPodCondition(const std::string& ns, const std::string& name, const std::string& type,
                         bool value, const std::string& reason, const std::string& message);
+  struct PodConditionWrite {
+    std::string type;
+    bool value = false;
+    std::string reason;
+    std::string message;
+  };
+  void MarkPodConditions(const std::string& ns, const std::string& name,
+                         const std::vector<PodConditionWrite>& conditions);
 
   k8s::ApiClient& client_;
   const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
@@ -131,6 +141,7 @@ class GangScheduler {
 
   // Loop thread only.
   uint32_t next_start_slot_ = 0;
+  std::string eviction_api_version_;
   PolicyState policy_state_;
   std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
 };

@@ -182,7 +182,10 @@ struct PodInfo {
   LabelMap labels;
 
   // As kube-scheduler computes them: containers summed, each init container as
-  // a floor, pod overhead added; pods is always 1.
+  // a floor, pod overhead added; pods is always 1. While an in-place resize is
+  // under way (1.33), each container counts the larger of its spec, its
+  // allocated and its actual resources (only the latter two when the resize is
+  // infeasible), so a node is never counted as freer than it is.
   ResourceList requests;
   LabelMap node_selector;
   // Absent: no required node affinity. Present: at least one term must match.
@@ -192,6 +195,13 @@ struct PodInfo {
   std::vector<PodAffinityTerm> required_pod_affinity;
   std::vector<PodAffinityTerm> required_pod_anti_affinity;
   std::vector<HostPort> host_ports;
+  // spec.schedulingGates by name (GA in 1.30): while any is left the API
+  // server refuses to bind the pod, so its gang waits.
+  std::vector<std::string> scheduling_gates;
+  // spec.resourceClaims by name (dynamic resource allocation): devices this
+  // scheduler does not allocate, so a pending pod that asks for them is not
+  // placed.
+  std::vector<std::string> resource_claims;
 
   // Group membership from the batch.hybridjob.io labels; empty job_name means
   // the pod is not part of a group. index is -1 when the label is missing.

@@ -50,6 +50,14 @@ struct PodGroup {
   std::vector<const PodInfo*> bound;    // members already on nodes (in the snapshot)
   // Non-empty when the group cannot be planned at all (bad group-spec).
   std::string invalid_reason;
+  // Non-empty while a member of a group that has not started is held by a
+  // scheduling gate (the API server would refuse its binding): the gang waits
+  // until every gate is gone. Gated members of a running group are left out
+  // of `pending` instead; they join when their gates are removed.
+  std::string gated_reason;
+  // Non-empty when a pending member asks for something this scheduler does not
+  // allocate (spec.resourceClaims): the group is never placed blindly.
+  std::string unsupported_reason;
   // Queue order: highest pod priority first, then the oldest member.
   int32_t priority = 0;
   Timestamp creation_time{};

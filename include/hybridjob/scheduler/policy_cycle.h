@@ -47,6 +47,8 @@ struct Eviction {
   std::string name;
   std::string uid;
   std::string node_name;
+  std::string role;  // the victim's role and index labels (index -1 when missing)
+  int32_t index = -1;
   EvictionCause cause = EvictionCause::kReclaim;
   std::string victim_group;  // key of the victim's group (RunningGroup::Key)
   std::string victim_queue;
@@ -96,16 +98,24 @@ struct PolicyState {
 };
 
 enum class WaitCause : uint8_t {
-  kNone,            // placed, or grown
-  kAssembling,      // member pods are still being created
-  kInvalid,         // the group itself is wrong; retrying will not help
-  kUnknownQueue,    // the group names a queue the configuration does not have
-  kOverQueueMax,    // its minimum would take its queue over max
-  kNoCapacity,      // it cannot reach its minimum now
-  kEvicting,        // victims are being evicted to make room for it
-  kGrowthDeferred,  // a running group's extra members wait: others wait for capacity
-  kNoRoomToGrow,    // a running group's extra members fit nowhere, or queue max is reached
+  kNone,             // placed, or grown
+  kAssembling,       // member pods are still being created
+  kInvalid,          // the group itself is wrong; retrying will not help
+  kUnknownQueue,     // the group names a queue the configuration does not have
+  kSchedulingGated,  // a member still has scheduling gates (spec.schedulingGates)
+  kUnsupported,      // a member asks for what this scheduler does not allocate (DRA)
+  kOverQueueMax,     // its minimum would take its queue over max
+  kNoCapacity,       // it cannot reach its minimum now
+  kEvicting,         // victims are being evicted to make room for it
+  kGrowthDeferred,   // a running group's extra members wait: others wait for capacity
+  kNoRoomToGrow,     // a running group's extra members fit nowhere, or queue max is reached
 };
+
+// The order in which a cycle's victims are marked before any is evicted: by
+// victim group and role, lowest index first. Victims of a role are its highest
+// indices, so the first mark a job's controller sees already gives the role's
+// final size, and a job that restarts on a new membership restarts once.
+void OrderForMarking(std::vector<Eviction>& evictions);
 
 // "Assembling", "UnknownQueue", ...: for conditions and metrics.
 std::string_view WaitCauseName(WaitCause cause);

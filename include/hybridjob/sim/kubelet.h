@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/resources.h>
 
 namespace hybridjob::sim {
 
@@ -38,6 +39,9 @@ struct SimPod {
   std::string annotation_error;  // a bad annotation fails the pod, with this message
   std::vector<std::pair<std::string, std::string>> containers;       // name, image
   std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
+  // What the pod asks of its node, as kube-scheduler and the kubelet count it
+  // (only the pods count when the spec cannot be read).
+  scheduler::ResourceList requests;
 };
 
 Result<SimPod> DecodeSimPod(const nlohmann::json& pod);
@@ -54,6 +58,21 @@ struct KubeletDecision {
   nlohmann::json status_patch;                   // for kStart / kFinish: merge patch of status
   std::optional<WallClock::time_point> wake_at;  // when to look at the pod again
 };
+
+// The kubelet's resource admission: a pod bound to a node must fit beside the
+// pods the kubelet already admitted there, or it is refused before any
+// container starts (phase Failed, reason OutOf<resource>), as happens when two
+// schedulers bind onto one node at once.
+struct AdmissionRefusal {
+  std::string reason;   // "OutOfcpu", "OutOfmemory", "OutOfpods", "OutOfnvidia.com/gpu"
+  std::string message;  // "Node didn't have enough resource: ..."
+};
+std::optional<AdmissionRefusal> AdmitPod(const scheduler::ResourceList& request,
+                                         const scheduler::ResourceList& admitted,
+                                         const scheduler::ResourceList& allocatable);
+
+// The status a kubelet writes for a pod its admission refused.
+nlohmann::json RefusalStatusPatch(const AdmissionRefusal& refusal);
 
 // pod_ip / host_ip: the addresses to report.
 KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -27,6 +28,9 @@ struct SimulatorOptions {
   std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(40)};
   int workers = 16;
   bool keep_nodes = false;  // leave the nodes registered on Stop()
+  // Refuse a bound pod that does not fit beside those already admitted on its
+  // node (phase Failed, reason OutOf<resource>), as a kubelet does.
+  bool kubelet_admission = true;
 };
 
 struct SimulatorStats {
@@ -37,6 +41,7 @@ struct SimulatorStats {
   std::atomic<uint64_t> write_errors{0};
   std::atomic<uint64_t> heartbeats{0};
   std::atomic<uint64_t> nodes_lost{0};
+  std::atomic<uint64_t> pods_refused{0};  // by the kubelet's admission
 };
 
 // What the simulator needs of a Node it watches: whether it still plays the
@@ -72,11 +77,17 @@ class Simulator {
   std::string PodIp(const SimPod& pod) const;
   void MarkLost(const std::string& node, const std::string& why);
   bool IsLost(const std::string& node);
+  // The kubelet's admission of a pod about to start: nothing when it fits
+  // (it is then counted on its node), else why it is refused.
+  std::optional<AdmissionRefusal> Admit(const SimPod& pod);
+  // Keeps the admitted pods of each node in step with the pods' phases.
+  void TrackAdmitted(const SimPod& pod, bool gone);
 
   k8s::ApiClient& client_;
   SimulatorOptions options_;
   SimulatorStats stats_;
   std::unordered_map<std::string, int64_t> node_index_;  // fixed after construction
+  scheduler::ResourceList node_allocatable_;             // every node's, from the pool spec
 
   std::unique_ptr<k8s::Informer<SimPod>> pods_;
   std::unique_ptr<k8s::Informer<SimNode>> nodes_;
@@ -95,6 +106,10 @@ class Simulator {
   // Leases are no longer renewed nor their pods acted on, as with a crashed
   // kubelet, and they are not registered again while the simulator runs.
   std::unordered_set<std::string> lost_nodes_;
+  // Pods the kubelet admitted and that still hold their node's resources:
+  // node -> pod uid -> requests.
+  std::unordered_map<std::string, std::unordered_map<std::string, scheduler::ResourceList>>
+      admitted_;
 };
 
 }  // namespace hybridjob::sim

@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
   flags.Double("qps", &qps, "API requests per second (0 = unlimited)");
   flags.Int("burst", &burst, "API request burst");
   flags.Bool("keep-nodes", &options.keep_nodes, "leave the nodes registered on exit");
+  flags.Bool("kubelet-admission", &options.kubelet_admission,
+             "refuse a bound pod that does not fit beside the pods already admitted on its "
+             "node (Failed, reason OutOf<resource>), as a kubelet does; "
+             "--kubelet-admission=false admits everything");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;

@@ -2,7 +2,9 @@
 //
 // Contracts checked besides crashes: a refused kubeconfig is refused with a
 // message, and an accepted one names an http(s) server without a trailing
-// slash and has a client key exactly when it has a client certificate.
+// slash and has a client key exactly when it has a client certificate; an
+// exec plugin it keeps has a command, a supported apiVersion and a
+// non-interactive mode.
 //
 // File references (certificate-authority, client-certificate, ...) resolve
 // against a directory that does not exist. Inputs naming device or process
@@ -62,6 +64,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (config->client_cert_pem.empty() != config->client_key_pem.empty()) {
       Fail("client certificate without key, or key without certificate", input);
+    }
+    if (config->exec) {
+      const k8s::ExecConfig& exec = *config->exec;
+      if (exec.command.empty()) {
+        Fail("exec plugin without a command", input);
+      }
+      if (exec.api_version != "client.authentication.k8s.io/v1" &&
+          exec.api_version != "client.authentication.k8s.io/v1beta1") {
+        Fail("exec plugin with an unsupported apiVersion", input);
+      }
+      if (exec.interactive_mode != "Never" && exec.interactive_mode != "IfAvailable") {
+        Fail("exec plugin that may be interactive", input);
+      }
     }
   }
   return 0;

@@ -293,6 +293,60 @@ class JobControllerTest : public ::testing::Test {
     ASSERT_TRUE(patched.ok()) << pod << ": " << patched.status().ToString();
   }
 
+  // The gang scheduler's own mark on a member it evicts.
+  static json GangEvictionMark() {
+    return {{"type", std::string(api::kGangEvictionCondition)},
+            {"status", "True"},
+            {"reason", std::string(api::kReclaimedReason)},
+            {"message", "Reclaim: making room for another job"}};
+  }
+
+  // DisruptionTarget as a 1.26+ component writes it.
+  static json DisruptionTarget(const std::string& reason) {
+    return {{"type", std::string(api::kDisruptionTargetCondition)},
+            {"status", "True"},
+            {"reason", reason},
+            {"message", reason == "EvictionByEvictionAPI"
+                            ? "Eviction API: evicting"
+                            : "Taint manager: deleting due to NoExecute taint"}};
+  }
+
+  // What a 1.26+ cluster does to a pod it takes away: the conditions written
+  // (the Eviction handler writes DisruptionTarget itself; v1.20 does not, so
+  // the test writes it), then the eviction (or, for the taint manager, a
+  // plain delete); then the kubelet's part: the containers stop, the pod goes.
+  void EvictAsANewerServerDoes(const std::string& pod, const json& conditions,
+                               bool through_eviction_api = true) {
+    PatchStatus(pod, {{"status", {{"conditions", conditions}}}});
+    const std::string uid = Uid(Pod(pod));
+    if (through_eviction_api) {
+      auto version = k8s::DiscoverEvictionApiVersion(*client_);
+      ASSERT_TRUE(version.ok()) << version.status().ToString();
+      const hybridjob::Status evicted = k8s::EvictPod(*client_, ns(), pod, uid, *version);
+      ASSERT_TRUE(evicted.ok()) << evicted.ToString();
+    }
+    k8s::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    now.precondition_uid = uid;
+    const hybridjob::Status removed = client_->Delete(k8s::resources::Pods(), ns(), pod, now);
+    ASSERT_TRUE(removed.ok() || k8s::IsNotFound(removed)) << removed.ToString();
+  }
+
+  // A pod of that name exists, unbound, and is not the pod with `old_uid`.
+  bool ReplacedUnbound(const std::string& pod, const std::string& old_uid) {
+    json object = Pod(pod);
+    return object.is_object() && Uid(object) != old_uid &&
+           object["spec"].value("nodeName", "").empty();
+  }
+
+  std::map<std::string, std::string> UidsOf(const std::string& job) {
+    std::map<std::string, std::string> uids;
+    for (const std::string& name : PodNames(job)) {
+      uids[name] = Uid(Pod(name));
+    }
+    return uids;
+  }
+
   void BindAndRun(const std::vector<std::string>& pods) {
     for (const std::string& pod : pods) {
       ASSERT_NO_FATAL_FAILURE(Bind(pod));
@@ -436,23 +490,11 @@ TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) 
   ASSERT_TRUE(WaitFor([&] { return ReplicaStatus("pt", "worker").value("members", -1) == 4; }))
       << Describe("pt");
 
-  for (const char* pod : {"pt-worker-3", "pt-worker-2"}) {
-    const json patch = {{"status",
-                         {{"conditions",
-                           {{{"type", "DisruptionTarget"},
-                             {"status", "True"},
-                             {"reason", "ReclaimedByGangScheduler"},
-                             {"message", "making room for another job"}}}}}}};
-    PatchStatus(pod, patch);
-    const std::string uid = Uid(Pod(pod));
-    const hybridjob::Status evicted = k8s::EvictPod(*client_, ns(), pod, uid);
-    ASSERT_TRUE(evicted.ok()) << evicted.ToString();
-    // The kubelet's part: the container stopped, the pod goes.
-    k8s::DeleteOptions now;
-    now.grace_period_seconds = 0;
-    now.precondition_uid = uid;
-    const hybridjob::Status removed = client_->Delete(k8s::resources::Pods(), ns(), pod, now);
-    ASSERT_TRUE(removed.ok() || k8s::IsNotFound(removed)) << removed.ToString();
+  // The scheduler marks its victims, then evicts them; a 1.26+ Eviction
+  // handler then overwrites DisruptionTarget's reason.
+  for (const char* pod : {"pt-worker-2", "pt-worker-3"}) {
+    ASSERT_NO_FATAL_FAILURE(EvictAsANewerServerDoes(
+        pod, {GangEvictionMark(), DisruptionTarget("EvictionByEvictionAPI")}));
   }
   auto published = [&] {
     auto config_map = client_->Get(k8s::resources::ConfigMaps(), ns(), "pt-cluster");
@@ -480,6 +522,110 @@ TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) 
   ASSERT_TRUE(WaitFor([&] { return published() == R"({"worker":4})"; })) << Describe("pt");
   EXPECT_EQ(ReplicaStatus("pt", "worker").value("members", -1), 4);
   EXPECT_EQ(Phase("pt"), "Running");
+}
+
+// A drain on a 1.26+ cluster: the Eviction API marks the member
+// DisruptionTarget (EvictionByEvictionAPI) and deletes it. That is not the
+// gang scheduler's reclaim (no GangEviction mark): the member comes back at
+// its index, the job keeps its size, and in a TF job nobody else restarts.
+TEST_F(JobControllerTest, AMemberDrainedThroughTheEvictionApiIsReplacedAtItsIndex) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("dr", "tensorflow",
+                   json::array({Role("ps", 1, 1), Role("worker", 2, 3, "OnFailure")})));
+  const std::vector<std::string> all = {"dr-ps-0", "dr-worker-0", "dr-worker-1", "dr-worker-2"};
+  ASSERT_TRUE(WaitFor([&] { return PodNames("dr").size() == 4; })) << Describe("dr");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun(all));
+  ASSERT_TRUE(WaitFor([&] { return Phase("dr") == "Running"; })) << Describe("dr");
+  ASSERT_EQ(ReplicaStatus("dr", "worker").value("members", -1), 3);
+  const std::map<std::string, std::string> before = UidsOf("dr");
+
+  ASSERT_NO_FATAL_FAILURE(EvictAsANewerServerDoes(
+      "dr-worker-2", json::array({DisruptionTarget("EvictionByEvictionAPI")})));
+  ASSERT_TRUE(WaitFor([&] { return ReplacedUnbound("dr-worker-2", before.at("dr-worker-2")); }))
+      << Describe("dr");
+  EXPECT_EQ(ReplicaStatus("dr", "worker").value("members", -1), 3);
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"dr-worker-2"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("dr") == "Running"; })) << Describe("dr");
+  EXPECT_EQ(ReplicaStatus("dr", "worker").value("members", -1), 3);
+  EXPECT_EQ(Status("dr").value("restartCount", -1), 0);
+  EXPECT_FALSE(HasEvent("dr", "MembershipChanged", "Normal"));
+  for (const char* kept : {"dr-ps-0", "dr-worker-0", "dr-worker-1"}) {
+    EXPECT_EQ(Uid(Pod(kept)), before.at(kept)) << kept << " should not have restarted";
+  }
+}
+
+// The taint manager (NoExecute taint on a lost node) deletes a member with
+// DisruptionTarget DeletionByTaintManager: it is replaced at its index too.
+TEST_F(JobControllerTest, AMemberTheTaintManagerDeletesIsReplacedAtItsIndex) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("tm", "pytorch", json::array({Role("worker", 2, 3, "OnFailure")})));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("tm").size() == 3; })) << Describe("tm");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"tm-worker-0", "tm-worker-1", "tm-worker-2"}));
+  ASSERT_TRUE(WaitFor([&] { return ReplicaStatus("tm", "worker").value("members", -1) == 3; }))
+      << Describe("tm");
+  const std::string old_uid = Uid(Pod("tm-worker-2"));
+  ASSERT_NO_FATAL_FAILURE(EvictAsANewerServerDoes(
+      "tm-worker-2", json::array({DisruptionTarget("DeletionByTaintManager")}),
+      /*through_eviction_api=*/false));
+  ASSERT_TRUE(WaitFor([&] { return ReplacedUnbound("tm-worker-2", old_uid); })) << Describe("tm");
+  EXPECT_EQ(ReplicaStatus("tm", "worker").value("members", -1), 3);
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"tm-worker-2"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("tm") == "Running"; })) << Describe("tm");
+  EXPECT_EQ(ReplicaStatus("tm", "worker").value("members", -1), 3);
+  EXPECT_EQ(Status("tm").value("restartCount", -1), 0);
+}
+
+// A kubelet's admission refuses bound members (another scheduler bound a pod
+// onto the same GPUs first): Failed with OutOfnvidia.com/gpu before any
+// container ran. Never counted as a restart, even with restartPolicy Never. A
+// worker above its role's minimum is replaced alone; a refusal that leaves a
+// role below its minimum re-places the whole gang, so it never runs in part.
+TEST_F(JobControllerTest, MembersTheKubeletRefusedAreReplacedWithoutARestart) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("ka", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 3)})));
+  const std::vector<std::string> all = {"ka-ps-0", "ka-worker-0", "ka-worker-1", "ka-worker-2"};
+  ASSERT_TRUE(WaitFor([&] { return PodNames("ka").size() == 4; })) << Describe("ka");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"ka-ps-0", "ka-worker-0", "ka-worker-1"}));
+  ASSERT_NO_FATAL_FAILURE(Bind("ka-worker-2"));
+  ASSERT_TRUE(WaitFor([&] { return ReplicaStatus("ka", "worker").value("members", -1) == 3; }))
+      << Describe("ka");
+  auto refuse = [&](const std::string& pod) {
+    PatchStatus(pod, {{"status",
+                       {{"phase", "Failed"},
+                        {"reason", "OutOfnvidia.com/gpu"},
+                        {"message",
+                         "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, "
+                         "requested: 1, used: 8, capacity: 8"}}}});
+  };
+
+  std::map<std::string, std::string> before = UidsOf("ka");
+  refuse("ka-worker-2");
+  ASSERT_TRUE(WaitFor([&] { return ReplacedUnbound("ka-worker-2", before.at("ka-worker-2")); }))
+      << Describe("ka");
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("ka", "MemberReplaced", "Warning"); }));
+  for (const char* kept : {"ka-ps-0", "ka-worker-0", "ka-worker-1"}) {
+    EXPECT_EQ(Uid(Pod(kept)), before.at(kept)) << kept << " should not have restarted";
+  }
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"ka-worker-2"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("ka") == "Running"; })) << Describe("ka");
+
+  before = UidsOf("ka");
+  refuse("ka-ps-0");
+  ASSERT_TRUE(WaitFor([&] {
+    for (const std::string& name : all) {
+      if (!ReplacedUnbound(name, before.at(name))) {
+        return false;
+      }
+    }
+    return true;
+  })) << Describe("ka");
+  EXPECT_NE(Phase("ka"), "Failed");
+  EXPECT_EQ(Status("ka").value("restartCount", -1), 0);
+  EXPECT_EQ(ReplicaStatus("ka", "ps").value("restarts", -1), 0);
+  EXPECT_EQ(ReplicaStatus("ka", "worker").value("members", -1), 3);
+  ASSERT_NO_FATAL_FAILURE(BindAndRun(all));
+  ASSERT_TRUE(WaitFor([&] { return Phase("ka") == "Running"; })) << Describe("ka");
+  EXPECT_EQ(Status("ka").value("restartCount", -1), 0);
 }
 
 // A pod the API server refuses (here: the Priority admission plugin, for a

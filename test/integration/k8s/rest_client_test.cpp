@@ -1,4 +1,5 @@
 // RestClient against the real kube-apiserver of the local cluster.
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -207,6 +208,30 @@ TEST_F(RestClientTest, CustomResourceCrudAndStatusSubresource) {
       << refused.status().message();
 
   ASSERT_TRUE(client_->Delete(Widgets(), ns.name(), "w").ok());
+}
+
+// The API server's deprecation warnings reach the client once per text:
+// v1.20 warns on apiextensions.k8s.io/v1beta1 (removed in 1.22).
+TEST_F(RestClientTest, DeprecationWarningsAreHeardOncePerText) {
+  std::mutex mu;
+  std::vector<std::string> heard;
+  client_->SetWarningHandler([&](std::string_view text) {
+    std::lock_guard lock(mu);
+    heard.emplace_back(text);
+  });
+  const Resource v1beta1_crds{"apiextensions.k8s.io", "v1beta1", "customresourcedefinitions",
+                              false};
+  for (int i = 0; i < 3; ++i) {
+    auto list = client_->List(v1beta1_crds, "", {});
+    ASSERT_TRUE(list.ok()) << list.status().ToString();
+  }
+  // A current version says nothing.
+  ASSERT_TRUE(client_->List(resources::CustomResourceDefinitions(), "", {}).ok());
+  std::lock_guard lock(mu);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_NE(heard[0].find("apiextensions.k8s.io/v1beta1 CustomResourceDefinition is deprecated"),
+            std::string::npos)
+      << heard[0];
 }
 
 TEST_F(RestClientTest, BindingSubresourceSetsNodeName) {

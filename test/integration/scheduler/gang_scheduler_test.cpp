@@ -366,6 +366,38 @@ TEST_F(GangSchedulerTest, BindWhoseAnswerWasLostIsRolledBackToo) {
       << "lost-worker-2 bound on " << NodeOf("lost-worker-2");
 }
 
+// A binding the API server refuses with 409 for a pod that stays unbound (on
+// 1.30+, a pod whose scheduling gates came back between the cycle and the
+// bind answers "pod ... has non-empty .spec.schedulingGates"): the gang is
+// rolled back, but the refused pod is read back, found unbound, and kept. A
+// delete would make its controller recreate it, over and over.
+TEST_F(GangSchedulerTest, ARefusedBindOfAnUnboundPodIsNotRolledBackByDeletingIt) {
+  StartNodes(2, 4);
+  std::atomic<int> refused{0};
+  StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
+                     const std::string& uid, const std::string& node) -> Status {
+    if (pod == "gate-worker-1" && refused.load() == 0) {
+      ++refused;
+      return Status(StatusCode::kConflict,
+                    "Operation cannot be fulfilled on pods/binding \"gate-worker-1\": pod "
+                    "gate-worker-1 has non-empty .spec.schedulingGates")
+          .WithHttp(409, "Conflict");
+    }
+    return k8s::BindPod(client, ns, pod, uid, node);
+  });
+  CreateGroup("gate", {{"worker", 2, 2, 1}});
+  const std::string uid = Pod("gate-worker-1")["metadata"].value("uid", "");
+  ASSERT_FALSE(uid.empty());
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().groups_rolled_back.load() >= 1; }, 30s));
+  // worker-0 bound and was rolled back; worker-1 is the same pod, unbound.
+  EXPECT_TRUE(WaitFor([&] { return Pod("gate-worker-0").is_null(); }, 30s))
+      << "gate-worker-0 on " << NodeOf("gate-worker-0");
+  const json kept = Pod("gate-worker-1");
+  ASSERT_FALSE(kept.is_null()) << "the refused member was deleted";
+  EXPECT_EQ(kept["metadata"].value("uid", ""), uid);
+  EXPECT_EQ(refused.load(), 1);
+}
+
 // Queue a borrows every GPU while b is idle; when b submits, a gives back the
 // 8 GPUs b is guaranteed, through the Eviction API, highest indices first; and
 // when b is done, a grows back into the capacity again.

@@ -22,7 +22,7 @@ ObservedPod Member(const std::string& role, int32_t index, const std::string& ui
   pod.job_name = "train";
   pod.role = role;
   pod.index = index;
-  pod.disrupted = disrupted;
+  pod.reclaimed = disrupted;
   return pod;
 }
 

@@ -137,12 +137,37 @@ class FakeCluster {
                                              {"message", "left out of the placement"}}};
   }
 
-  // The gang scheduler's mark before it evicts a member (reclaim, preemption).
-  void MarkDisrupted(const std::string& name) {
+  // The gang scheduler's mark before it evicts a member (reclaim,
+  // preemption), and the DisruptionTarget condition as a 1.26+ Eviction API
+  // handler leaves it after the eviction (its reason overwritten).
+  void MarkReclaimed(const std::string& name) {
+    PodRef(name)["status"]["conditions"] = {{{"type", "batch.hybridjob.io/GangEviction"},
+                                             {"status", "True"},
+                                             {"reason", "Reclaimed"},
+                                             {"message", "making room for team-a/other"}},
+                                            {{"type", "DisruptionTarget"},
+                                             {"status", "True"},
+                                             {"reason", "EvictionByEvictionAPI"},
+                                             {"message", "Eviction API: evicting"}}};
+  }
+
+  // DisruptionTarget as a 1.26+ cluster component writes it when something
+  // other than the gang scheduler takes the pod (a drain: EvictionByEvictionAPI,
+  // the taint manager: DeletionByTaintManager, the kubelet: TerminationByKubelet).
+  void MarkDisruptedBy(const std::string& name, const std::string& reason) {
     PodRef(name)["status"]["conditions"] = {{{"type", "DisruptionTarget"},
                                              {"status", "True"},
-                                             {"reason", "ReclaimedByGangScheduler"},
-                                             {"message", "making room for team-a/other"}}};
+                                             {"reason", reason},
+                                             {"message", "taken by the cluster"}}};
+  }
+
+  // What a kubelet writes when its admission refuses a bound pod: no
+  // container ever ran.
+  void RefuseAdmission(const std::string& name, const std::string& reason) {
+    json& pod = PodRef(name);
+    pod["status"]["phase"] = "Failed";
+    pod["status"]["reason"] = reason;
+    pod["status"]["message"] = "Pod was rejected: Node didn't have enough resource";
   }
 
   void MarkWaiting(const std::string& name, const std::string& reason, const std::string& message) {
@@ -186,7 +211,7 @@ class FakeCluster {
   // The pod was evicted and is gone before the controller looks again: the
   // controller keeps its last state, marked for disruption.
   void EvictAndRemove(const std::string& name) {
-    MarkDisrupted(name);
+    MarkReclaimed(name);
     departed_->PodDeleted("job", ObservePod(PodRef(name)), DepartedMembers::Clock::time_point{});
     pods_.erase(name);
   }

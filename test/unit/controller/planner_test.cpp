@@ -25,6 +25,7 @@ using testing::FakeCluster;
 using ::testing::HasSubstr;
 using testing::IndexOf;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::T0;
 using ::testing::UnorderedElementsAre;
 
@@ -241,8 +242,8 @@ TEST(ControllerPlannerTest, ReclaimShrinksAndGrowthRegrowsAnElasticJob) {
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
 
   // Marked before the eviction: the job shrinks, nothing restarts.
-  cluster.MarkDisrupted("ddp-worker-3");
-  cluster.MarkDisrupted("ddp-worker-2");
+  cluster.MarkReclaimed("ddp-worker-3");
+  cluster.MarkReclaimed("ddp-worker-2");
   Plan plan = cluster.Step(T0() + seconds(10));
   EXPECT_TRUE(DeletedPods(plan).empty()) << "the Eviction API removes them, not the controller";
   EXPECT_TRUE(CreatedPods(plan).empty());
@@ -297,6 +298,158 @@ TEST(ControllerPlannerTest, MembersEvictedAndGoneBeforeTheNextPassStillShrinkThe
   EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
 }
 
+// Kubernetes 1.26+ marks every disruption with DisruptionTarget: a drain
+// (the Eviction API handler), the taint manager, the kubelet. Without the
+// gang scheduler's own GangEviction condition that is not a reclaim: the
+// member is replaced at the same index, the job keeps its size and nothing
+// else restarts.
+TEST(ControllerPlannerTest, AMemberDrainedByTheClusterIsReplacedAtItsIndex) {
+  for (const char* reason : {"EvictionByEvictionAPI", "DeletionByTaintManager"}) {
+    SCOPED_TRACE(reason);
+    FakeCluster cluster = RunningDdpJob();
+    cluster.MarkDisruptedBy("ddp-worker-3", reason);
+    cluster.MarkTerminating("ddp-worker-3");
+    Plan plan = cluster.Step(T0() + seconds(10));
+    EXPECT_THAT(DeletedPods(plan), IsEmpty());
+    EXPECT_THAT(EventReasons(plan), Not(Contains("MembershipChanged")));
+    EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
+
+    cluster.RemovePod("ddp-worker-3");
+    plan = cluster.Step(T0() + seconds(20));
+    EXPECT_THAT(CreatedPods(plan), ElementsAre("ddp-worker-3"));
+    EXPECT_THAT(DeletedPods(plan), IsEmpty());
+    EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
+    EXPECT_EQ(cluster.Status().restart_count, 0);
+    EXPECT_EQ(WorkerEnvValue(*cluster.ConfigMap("ddp-cluster"), 0, "WORLD_SIZE"), "5");
+
+    cluster.Bind("ddp-worker-3");
+    cluster.Run("ddp-worker-3");
+    cluster.Step(T0() + seconds(30));
+    EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+    EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4);
+  }
+}
+
+// A TF job reads its cluster spec only at start: a drained worker comes back
+// under the same name, so the others keep running (no membership restart).
+TEST(ControllerPlannerTest, ADrainedMemberOfARigidFrameworkRestartsNobodyElse) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+  cluster.MarkDisruptedBy("mnist-worker-2", "EvictionByEvictionAPI");
+  cluster.RemovePod("mnist-worker-2");
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-2"));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+  EXPECT_EQ(cluster.Status().restart_count, 0);
+}
+
+// Node-pressure eviction by the kubelet: the pod ends Failed (reason Evicted,
+// DisruptionTarget TerminationByKubelet). The ps role never restarts
+// (restartPolicy Never), yet the job does not fail: the member is replaced.
+TEST(ControllerPlannerTest, AMemberEvictedByItsKubeletIsReplacedWithoutARestart) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+  cluster.Exit("mnist-ps-0", 137);
+  cluster.PodRef("mnist-ps-0")["status"]["reason"] = "Evicted";
+  cluster.MarkDisruptedBy("mnist-ps-0", "TerminationByKubelet");
+  // The replacement follows on the next pass, once the old pod is gone.
+  Plan plan = cluster.Reconcile(T0() + seconds(10));
+  cluster.Apply(plan);
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "replace");
+  }
+  EXPECT_THAT(EventReasons(plan), Contains("MemberReplaced"));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_NE(status.phase, JobPhase::kFailed);
+  EXPECT_EQ(status.restart_count, 0);
+  EXPECT_EQ(status.FindReplicaStatus("ps")->restarts, 0);
+  // The old pod is gone; its index comes back at once (no restart back-off).
+  plan = cluster.Step(T0() + seconds(11));
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-ps-0"));
+}
+
+// A kubelet that refuses a bound pod at admission (two schedulers bound onto
+// one node at once): the placement did not take. No restart is counted. A
+// worker above the role's minimum comes back pending at its index for the
+// scheduler to place again; the others are left alone.
+TEST(ControllerPlannerTest, AMemberRefusedByTheKubeletIsReplacedWithoutARestart) {
+  for (const char* reason : {"OutOfnvidia.com/gpu", "OutOfcpu", "UnexpectedAdmissionError",
+                             "NodeAffinity", "NodeLost"}) {
+    SCOPED_TRACE(reason);
+    FakeCluster cluster(TfJob());
+    cluster.Step(T0());
+    Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+    cluster.Step(T0());
+    cluster.RefuseAdmission("mnist-worker-2", reason);
+    Plan plan = cluster.Reconcile(T0() + seconds(1));
+    cluster.Apply(plan);
+    EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-2"));
+    EXPECT_THAT(EventReasons(plan), Contains("MemberReplaced"));
+    api::HybridJobStatus status = cluster.Status();
+    EXPECT_NE(status.phase, JobPhase::kFailed);
+    EXPECT_EQ(status.restart_count, 0);
+    EXPECT_FALSE(status.last_restart_time.has_value());
+    plan = cluster.Step(T0() + seconds(2));
+    EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-2"));
+    EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+  }
+}
+
+// A refusal that leaves a role below its minimum would leave the rest of the
+// gang waiting on its nodes: the whole gang is re-placed as a unit, still
+// without a restart counted (the ps role has restartPolicy Never).
+TEST(ControllerPlannerTest, ARefusalBelowTheMinimumReplacesTheWholeGang) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  cluster.Run("mnist-worker-0");
+  cluster.RefuseAdmission("mnist-ps-0", "OutOfnvidia.com/gpu");
+  Plan plan = cluster.Reconcile(T0() + seconds(1));
+  cluster.Apply(plan);
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0",
+                                                      "mnist-worker-1", "mnist-worker-2"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "replace");
+  }
+  const std::vector<RecordEvent> events = ActionsOf<RecordEvent>(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].reason, "MemberReplaced");
+  EXPECT_THAT(events[0].message, HasSubstr("re-placing the whole gang: member mnist-ps-0"));
+  EXPECT_THAT(events[0].message, HasSubstr("ps has 0 of its minimum 1"));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kRestarting);
+  EXPECT_EQ(status.restart_count, 0);
+  // Every member comes back at once, unbound, with the committed membership.
+  plan = cluster.Step(T0() + seconds(2));
+  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("mnist-ps-0", "mnist-worker-0",
+                                                      "mnist-worker-1", "mnist-worker-2"));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+}
+
+// The same reason after a container ran is the job's own failure.
+TEST(ControllerPlannerTest, AFailureAfterAContainerRanIsNotAnAdmissionRefusal) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Exit("mnist-ps-0", 1);
+  cluster.PodRef("mnist-ps-0")["status"]["reason"] = "OutOfmemory";
+  cluster.Step(T0() + seconds(1));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+}
+
 TEST(ControllerPlannerTest, ReclaimNeverShrinksARoleBelowItsMinimum) {
   json object = TfJob();
   object["spec"]["framework"] = "pytorch";
@@ -306,7 +459,7 @@ TEST(ControllerPlannerTest, ReclaimNeverShrinksARoleBelowItsMinimum) {
   cluster.Step(T0());
   // The whole gang preempted: its members come back, the job restarts.
   for (const char* name : {"mnist-worker-0", "mnist-worker-1", "mnist-worker-2"}) {
-    cluster.MarkDisrupted(name);
+    cluster.MarkReclaimed(name);
   }
   cluster.Step(T0() + seconds(5));
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2) << "min is 2";
@@ -319,7 +472,7 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
   cluster.Step(T0());
   RunAll(cluster);
   cluster.Step(T0() + seconds(1));
-  cluster.MarkDisrupted("mnist-worker-2");
+  cluster.MarkReclaimed("mnist-worker-2");
   Plan plan = cluster.Reconcile(T0() + seconds(10));
   cluster.Apply(plan);
   // TF_CONFIG is fixed when a task starts: every member restarts with the new one.
@@ -673,10 +826,13 @@ TEST(ControllerPlannerTest, FailureWithoutExitCodeIsRetriedUnderExitCode) {
   json object = TfJob();
   object["spec"]["replicaSpecs"][1]["restartPolicy"] = "ExitCode";
   FakeCluster cluster = PlacedTfJob(object);
-  cluster.PodRef("mnist-worker-0")["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  // The pod's activeDeadlineSeconds ran out: Failed with no exit code.
+  cluster.PodRef("mnist-worker-0")["status"] = {{"phase", "Failed"},
+                                                {"reason", "DeadlineExceeded"}};
   Plan plan = cluster.Step(T0() + seconds(30));
   EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-0"));
-  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("(Evicted)"));
+  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("(DeadlineExceeded)"));
+  EXPECT_EQ(cluster.Status().restart_count, 1);
 }
 
 TEST(ControllerPlannerTest, AlwaysRestartsSucceededMembersToo) {

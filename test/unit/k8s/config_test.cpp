@@ -164,8 +164,9 @@ TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
        "  cluster: {server: 'https://x', certificate-authority-data: '!!notbase64'}\n",
        "cluster \"c\": certificate-authority-data is not valid base64"},
       {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\nclusters:\n"
-       "- name: c\n  cluster: {server: 'https://x'}\nusers:\n- name: u\n  user:\n    exec: {}\n",
-       "not supported"},
+       "- name: c\n  cluster: {server: 'https://x'}\nusers:\n- name: u\n  user:\n"
+       "    auth-provider: {name: gcp}\n",
+       "auth-provider credentials, which are not supported"},
       {"clusters: 3\ncurrent-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n",
        "must be a list"},
   };
@@ -177,6 +178,114 @@ TEST(KubeconfigTest, BrokenInputsGiveClearErrors) {
         << "input:\n"
         << c.text << "\nmessage: " << config.status().message();
   }
+}
+
+TEST(KubeconfigExecTest, ParsesEveryFieldOfV1) {
+  auto config = ParseKubeconfig(Kubeconfig(R"(    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: gke-gcloud-auth-plugin
+      args: [--flag, "two words"]
+      env:
+      - name: CLOUDSDK_CORE_PROJECT
+        value: my-project
+      - name: EMPTY
+      installHint: Install it with gcloud components install gke-gcloud-auth-plugin
+      provideClusterInfo: true
+      interactiveMode: Never)"),
+                                "/home/me/.kube");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_TRUE(config->exec.has_value());
+  const ExecConfig& exec = *config->exec;
+  EXPECT_EQ(exec.api_version, "client.authentication.k8s.io/v1");
+  EXPECT_EQ(exec.command, "gke-gcloud-auth-plugin");  // a bare name stays for the PATH lookup
+  EXPECT_EQ(exec.args, (std::vector<std::string>{"--flag", "two words"}));
+  ASSERT_EQ(exec.env.size(), 2U);
+  EXPECT_EQ(exec.env[0],
+            std::make_pair(std::string("CLOUDSDK_CORE_PROJECT"), std::string("my-project")));
+  EXPECT_EQ(exec.env[1], std::make_pair(std::string("EMPTY"), std::string()));
+  EXPECT_EQ(exec.install_hint, "Install it with gcloud components install gke-gcloud-auth-plugin");
+  EXPECT_TRUE(exec.provide_cluster_info);
+  EXPECT_EQ(exec.interactive_mode, "Never");
+  EXPECT_TRUE(config->bearer_token.empty());
+}
+
+TEST(KubeconfigExecTest, V1beta1DefaultsInteractiveModeAndClusterInfoOff) {
+  auto config =
+      ParseKubeconfig(Kubeconfig("    exec:\n"
+                                 "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                                 "      command: aws"),
+                      "/tmp");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_TRUE(config->exec.has_value());
+  EXPECT_EQ(config->exec->interactive_mode, "IfAvailable");
+  EXPECT_FALSE(config->exec->provide_cluster_info);
+  EXPECT_TRUE(config->exec->args.empty());
+  EXPECT_TRUE(config->exec->env.empty());
+}
+
+TEST(KubeconfigExecTest, CommandPathsResolveAsClientGoDoes) {
+  const auto command_for = [](const std::string& command) {
+    auto config = ParseKubeconfig(Kubeconfig("    exec:\n"
+                                             "      apiVersion: client.authentication.k8s.io/v1\n"
+                                             "      interactiveMode: IfAvailable\n"
+                                             "      command: " +
+                                             command),
+                                  "/etc/kube");
+    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    return config.ok() && config->exec ? config->exec->command : std::string();
+  };
+  EXPECT_EQ(command_for("./bin/plugin"), "/etc/kube/./bin/plugin");
+  EXPECT_EQ(command_for("bin/plugin"), "/etc/kube/bin/plugin");
+  EXPECT_EQ(command_for("/usr/local/bin/plugin"), "/usr/local/bin/plugin");
+  EXPECT_EQ(command_for("plugin"), "plugin");
+}
+
+TEST(KubeconfigExecTest, InvalidExecBlocksGiveClearErrors) {
+  const std::string v1 = "      apiVersion: client.authentication.k8s.io/v1\n";
+  struct Case {
+    std::string exec;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"      command: x\n      interactiveMode: Never", "apiVersion must be specified"},
+      {"      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x",
+       "\"client.authentication.k8s.io/v1alpha1\" is not supported"},
+      {"      apiVersion: v1\n      command: x", "\"v1\" is not supported"},
+      {v1 + "      interactiveMode: Never", "command must be specified"},
+      {v1 + "      command: x", "interactiveMode must be specified"},
+      {v1 + "      command: x\n      interactiveMode: Always", "needs a terminal"},
+      {v1 + "      command: x\n      interactiveMode: Sometimes", "\"Sometimes\" is not one of"},
+      {v1 + "      command: x\n      interactiveMode: Never\n      args: a", "args must be a list"},
+      {v1 + "      command: x\n      interactiveMode: Never\n      env: [{value: v}]",
+       "env entry needs a name"},
+      {v1 + "      command: x\n      interactiveMode: Never\n      env: {A: b}",
+       "env must be a list"},
+      {v1 + "      command: x\n      interactiveMode: Never\n      provideClusterInfo: maybe",
+       "provideClusterInfo must be true or false"},
+  };
+  for (const auto& c : cases) {
+    auto config = ParseKubeconfig(Kubeconfig("    exec:\n" + c.exec), "/tmp");
+    ASSERT_FALSE(config.ok()) << c.exec;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument) << c.exec;
+    EXPECT_NE(config.status().message().find(c.expected), std::string::npos)
+        << "exec:\n"
+        << c.exec << "\nmessage: " << config.status().message();
+    EXPECT_NE(config.status().message().find("user \"me\": exec"), std::string::npos)
+        << config.status().message();
+  }
+}
+
+TEST(KubeconfigExecTest, StaticTokenIsKeptBesideExec) {
+  // Both are parsed; the client prefers the token, as client-go does.
+  auto config = ParseKubeconfig(Kubeconfig("    token: static\n"
+                                           "    exec:\n"
+                                           "      apiVersion: client.authentication.k8s.io/v1\n"
+                                           "      interactiveMode: Never\n"
+                                           "      command: plugin"),
+                                "/tmp");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->bearer_token, "static");
+  EXPECT_TRUE(config->exec.has_value());
 }
 
 TEST(KubeconfigTest, MissingFileIsClearError) {

@@ -368,3 +368,53 @@ TEST_F(PolicyCycleTest, RunningGroupBelowItsMinimumIsToppedUpFirst) {
 
 }  // namespace
 }  // namespace hybridjob::scheduler
+
+namespace hybridjob::scheduler {
+namespace {
+
+Eviction Victim(const std::string& group, const std::string& role, int32_t index) {
+  Eviction eviction;
+  eviction.victim_group = group;
+  eviction.role = role;
+  eviction.index = index;
+  eviction.name = group + "-" + role + "-" + std::to_string(index);
+  return eviction;
+}
+
+// The first mark a job's controller sees must already say the role's final
+// size: the lowest evicted index of each role goes first, numerically.
+TEST(OrderForMarkingTest, LowestIndexOfEachRoleFirst) {
+  std::vector<Eviction> evictions = {
+      Victim("team/tf", "worker", 14), Victim("team/tf", "worker", 9),
+      Victim("team/a", "worker", 3),   Victim("team/tf", "worker", 10),
+      Victim("team/tf", "ps", 1),      Victim("team/tf", "worker", 7)};
+  OrderForMarking(evictions);
+  std::vector<std::string> names;
+  for (const Eviction& eviction : evictions) {
+    names.push_back(eviction.name);
+  }
+  EXPECT_THAT(names, ElementsAre("team/a-worker-3", "team/tf-ps-1", "team/tf-worker-7",
+                                 "team/tf-worker-9", "team/tf-worker-10", "team/tf-worker-14"));
+}
+
+class EvictionOrderTest : public testing::PolicyTest {};
+
+TEST_F(EvictionOrderTest, EvictionsCarryTheVictimsRoleAndIndex) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {testing::Queue("a"), testing::Queue("b")};
+  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  PolicyCycleResult result = Run();
+  ASSERT_EQ(result.evictions.size(), 3u);
+  std::vector<Eviction> evictions = result.evictions;
+  OrderForMarking(evictions);
+  std::vector<int32_t> indices;
+  for (const Eviction& eviction : evictions) {
+    EXPECT_EQ(eviction.role, "worker");
+    indices.push_back(eviction.index);
+  }
+  EXPECT_THAT(indices, ElementsAre(5, 6, 7));
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler

@@ -103,6 +103,53 @@ TEST(KubeletTest, BadAnnotationsFailThePodSayingWhy) {
   }
 }
 
+// A pod's requests as the kubelet's admission counts them.
+TEST(KubeletAdmissionTest, PodsAreDecodedWithTheirRequests) {
+  json pod = Pod();
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}},
+                                               {"requests", {{"cpu", "1500m"}}}};
+  auto decoded = DecodeSimPod(pod);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->requests.Scalar("nvidia.com/gpu"), 2);
+  EXPECT_EQ(decoded->requests.milli_cpu, 1500);
+  EXPECT_EQ(decoded->requests.pods, 1);
+}
+
+TEST(KubeletAdmissionTest, APodThatDoesNotFitBesideTheAdmittedOnesIsRefused) {
+  scheduler::ResourceList allocatable;
+  allocatable.milli_cpu = 8000;
+  allocatable.memory = int64_t{64} << 30;
+  allocatable.pods = 110;
+  allocatable.SetScalar("nvidia.com/gpu", 4);
+  scheduler::ResourceList admitted;
+  admitted.pods = 2;
+  admitted.milli_cpu = 2000;
+  admitted.SetScalar("nvidia.com/gpu", 3);
+  scheduler::ResourceList request;
+  request.pods = 1;
+  request.milli_cpu = 1000;
+  request.SetScalar("nvidia.com/gpu", 1);
+  EXPECT_FALSE(AdmitPod(request, admitted, allocatable).has_value()) << "the last GPU fits";
+
+  request.SetScalar("nvidia.com/gpu", 2);
+  auto refusal = AdmitPod(request, admitted, allocatable);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->reason, "OutOfnvidia.com/gpu");
+  EXPECT_EQ(refusal->message,
+            "Node didn't have enough resource: nvidia.com/gpu, requested: 2, used: 3, capacity: 4");
+  const json status = RefusalStatusPatch(*refusal)["status"];
+  EXPECT_EQ(status["phase"], "Failed");
+  EXPECT_EQ(status["reason"], "OutOfnvidia.com/gpu");
+  EXPECT_EQ(status["message"], "Pod was rejected: " + refusal->message);
+
+  request.SetScalar("nvidia.com/gpu", 0);
+  request.milli_cpu = 6001;
+  EXPECT_EQ(AdmitPod(request, admitted, allocatable)->reason, "OutOfcpu");
+  request.milli_cpu = 0;
+  admitted.pods = 110;
+  EXPECT_EQ(AdmitPod(request, admitted, allocatable)->reason, "OutOfpods");
+}
+
 TEST(NodeFactoryTest, NodesCarryCapacityLabelsAndOnlyConfiguredTaints) {
   NodePoolSpec spec;
   spec.gpus_per_node = 4;
