@@ -19,6 +19,8 @@
 
 #include <hybridjob/k8s/credential_source.h>
 
+#include "text.h"
+
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
 namespace hybridjob::k8s {
@@ -28,17 +30,6 @@ namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kStderrInMessage = 1024;
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.pop_back();
-  }
-  size_t start = 0;
-  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) {
-    ++start;
-  }
-  return s.substr(start);
-}
 
 bool IsExecutableFile(const std::string& path) {
   struct stat info {};
@@ -325,7 +316,7 @@ Result<ExecCredential> RunExecPlugin(const ExecConfig& exec, const ClientConfig&
     std::string message = "exec plugin: executable " + exec.command;
     message += run->signal != 0 ? " was killed by signal " + std::to_string(run->signal)
                                 : " failed with exit code " + std::to_string(run->exit_code);
-    std::string err = Trim(run->err);
+    std::string err = TrimSpace(run->err);
     if (err.size() > kStderrInMessage) {
       err = "..." + err.substr(err.size() - kStderrInMessage);
     }
@@ -446,7 +437,7 @@ Credentials CredentialSource::ReadTokenFileLocked() {
     std::ifstream in(token_file_);
     std::ostringstream text;
     text << in.rdbuf();
-    std::string fresh = Trim(text.str());
+    std::string fresh = TrimSpace(text.str());
     if (!fresh.empty()) {
       if (fresh != current_.token) {
         ++current_.generation;

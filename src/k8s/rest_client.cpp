@@ -14,6 +14,7 @@
 #include <hybridjob/k8s/warnings.h>
 
 #include "base64.h"
+#include "text.h"
 
 namespace hybridjob::k8s {
 namespace {
@@ -25,17 +26,6 @@ constexpr int kMaxRetryAfterAttempts = 3;
 constexpr std::chrono::seconds kMaxRetryAfterDelay{10};
 // A watch lives at most its timeoutSeconds; the transport gives up only well after.
 constexpr std::chrono::seconds kWatchTransportSlack{90};
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.pop_back();
-  }
-  size_t start = 0;
-  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) {
-    ++start;
-  }
-  return s.substr(start);
-}
 
 // The HTTP clients for one client certificate. Replaced as a whole when an
 // exec plugin rotates the certificate (cpprestsdk fixes the TLS context when
@@ -140,7 +130,7 @@ class RestWatchStream final : public WatchStream {
         }
         return Unavailable(std::string("watch stream broken: ") + e.what());
       }
-      if (Trim(line).empty()) {
+      if (TrimSpace(line).empty()) {
         continue;
       }
       auto event = DecodeWatchEvent(line);
@@ -204,6 +194,25 @@ class RestClient::Impl {
 
   // The clients for the certificate in `credentials`: the current ones, or new
   // ones when an exec plugin returned a different certificate.
+  struct Authenticated {
+    Credentials credentials;
+    std::shared_ptr<const Transport> transport;
+  };
+
+  // The credentials for the next request and the clients that carry them.
+  // Called before the rate limiter: a plugin run must not hold a token of it.
+  Result<Authenticated> Authenticate() {
+    auto credentials = credentials_->Get();
+    if (!credentials) {
+      return credentials.status();
+    }
+    auto transport = TransportFor(*credentials);
+    if (!transport) {
+      return transport.status();
+    }
+    return Authenticated{std::move(*credentials), std::move(*transport)};
+  }
+
   Result<std::shared_ptr<const Transport>> TransportFor(const Credentials& credentials) {
     std::lock_guard lock(transport_mu_);
     if (transport_->cert_generation == credentials.cert_generation) {
@@ -277,14 +286,9 @@ class RestClient::Impl {
                              std::string_view resource, const std::string& path_and_query,
                              const std::string& body, std::string_view content_type,
                              Credentials* used) {
-    // Before the rate limiter: a plugin run must not hold a token of it.
-    auto credentials = credentials_->Get();
-    if (!credentials) {
-      return credentials.status();
-    }
-    auto transport = TransportFor(*credentials);
-    if (!transport) {
-      return transport.status();
+    auto auth = Authenticate();
+    if (!auth) {
+      return auth.status();
     }
     limiter_.Wait();
     in_flight_.acquire();
@@ -292,11 +296,11 @@ class RestClient::Impl {
     HttpReply reply;
     Status failure;
     try {
-      http::http_request request = MakeRequest(method, path_and_query, *credentials);
+      http::http_request request = MakeRequest(method, path_and_query, auth->credentials);
       if (!content_type.empty()) {
         request.set_body(body, std::string(content_type));
       }
-      http::http_response response = (*transport)->client->request(request).get();
+      http::http_response response = auth->transport->client->request(request).get();
       reply.status = response.status_code();
       retry_after_ = RetryAfter(response.headers());
       NoteWarnings(response.headers());
@@ -309,7 +313,7 @@ class RestClient::Impl {
     if (!failure.ok()) {
       return failure;
     }
-    *used = std::move(*credentials);
+    *used = std::move(auth->credentials);
     return reply;
   }
 
@@ -355,25 +359,21 @@ class RestClient::Impl {
   Result<std::unique_ptr<WatchStream>> OpenWatch(const std::string& path,
                                                  std::string_view resource) {
     for (bool refreshed = false;; refreshed = true) {
-      auto credentials = credentials_->Get();
-      if (!credentials) {
-        return credentials.status();
-      }
-      auto transport = TransportFor(*credentials);
-      if (!transport) {
-        return transport.status();
+      auto auth = Authenticate();
+      if (!auth) {
+        return auth.status();
       }
       limiter_.Wait();
       const auto start = Clock::now();
       pplx::cancellation_token_source cts;
       try {
-        http::http_request request = MakeRequest(http::methods::GET, path, *credentials);
+        http::http_request request = MakeRequest(http::methods::GET, path, auth->credentials);
         http::http_response response =
-            (*transport)->watch_client->request(request, cts.get_token()).get();
+            auth->transport->watch_client->request(request, cts.get_token()).get();
         Observe("WATCH", resource, response.status_code(), Clock::now() - start);
         NoteWarnings(response.headers());
         if (response.status_code() == http::status_codes::Unauthorized && !refreshed &&
-            credentials_->RefreshAfterUnauthorized(*credentials)) {
+            credentials_->RefreshAfterUnauthorized(auth->credentials)) {
           continue;
         }
         if (response.status_code() != http::status_codes::OK) {
@@ -382,7 +382,7 @@ class RestClient::Impl {
                                         RetryAfter(response.headers()));
         }
         return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(
-            std::move(*transport), std::move(response), std::move(cts)));
+            std::move(auth->transport), std::move(response), std::move(cts)));
       } catch (const std::exception& e) {
         Observe("WATCH", resource, 0, Clock::now() - start);
         return Unavailable("WATCH " + path + ": " + e.what());

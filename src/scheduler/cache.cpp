@@ -98,8 +98,15 @@ void SchedulerCache::UpsertPodLocked(PodInfo pod) {
       BumpLocked();
       return;
     }
+    // An in-place resize changes what the node has left: a shrink may let a
+    // waiting gang in.
+    const PodInfo* before = snapshot_.FindPod(pod.namespace_name, pod.name);
+    const bool capacity_changed = before != nullptr && !(before->requests == pod.requests);
     if (Status s = snapshot_.AddPod(std::move(pod)); !s.ok()) {
       spdlog::warn("cache: pod {}: {}", key, s.ToString());
+    }
+    if (capacity_changed) {
+      BumpLocked();
     }
     return;
   }

@@ -442,8 +442,10 @@ void GangScheduler::RunOneCycle() {
       MarkPodCondition(member.namespace_name, member.name, "PodScheduled", false, reason,
                        decision.reason);
     }
-    // A running group whose extra members wait is not news worth an Event.
-    if (!decision.pending.empty() && !decision.started) {
+    // A running group whose extra members wait is not news worth an Event,
+    // nor a gang held by scheduling gates (kube-scheduler says nothing either).
+    if (!decision.pending.empty() && !decision.started &&
+        decision.cause != WaitCause::kSchedulingGated) {
       events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
                       "FailedScheduling",
                       "gang " + decision.group_name + " waits: " + decision.reason);

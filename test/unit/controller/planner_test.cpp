@@ -64,6 +64,20 @@ FakeCluster PlacedTfJob(json job = TfJob()) {
   return cluster;
 }
 
+// The TF job placed with ps-0 and workers 0-2 (worker-3 left out), running
+// unless `run` is false.
+FakeCluster TfJobWithThreeWorkers(bool run = true) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0());
+  if (run) {
+    RunAll(cluster);
+    cluster.Step(T0() + seconds(1));
+  }
+  return cluster;
+}
+
 std::string WorkerEnvValue(const json& config_map, int index, const std::string& variable) {
   testing::ShellResult result =
       testing::RunShell("HYBRIDJOB_INDEX=" + std::to_string(index) + "\n" +
@@ -333,12 +347,7 @@ TEST(ControllerPlannerTest, AMemberDrainedByTheClusterIsReplacedAtItsIndex) {
 // A TF job reads its cluster spec only at start: a drained worker comes back
 // under the same name, so the others keep running (no membership restart).
 TEST(ControllerPlannerTest, ADrainedMemberOfARigidFrameworkRestartsNobodyElse) {
-  FakeCluster cluster(TfJob());
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
-  RunAll(cluster);
-  cluster.Step(T0() + seconds(1));
+  FakeCluster cluster = TfJobWithThreeWorkers();
   cluster.MarkDisruptedBy("mnist-worker-2", "EvictionByEvictionAPI");
   cluster.RemovePod("mnist-worker-2");
   Plan plan = cluster.Step(T0() + seconds(10));
@@ -352,12 +361,7 @@ TEST(ControllerPlannerTest, ADrainedMemberOfARigidFrameworkRestartsNobodyElse) {
 // DisruptionTarget TerminationByKubelet). The ps role never restarts
 // (restartPolicy Never), yet the job does not fail: the member is replaced.
 TEST(ControllerPlannerTest, AMemberEvictedByItsKubeletIsReplacedWithoutARestart) {
-  FakeCluster cluster(TfJob());
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
-  RunAll(cluster);
-  cluster.Step(T0() + seconds(1));
+  FakeCluster cluster = TfJobWithThreeWorkers();
   cluster.Exit("mnist-ps-0", 137);
   cluster.PodRef("mnist-ps-0")["status"]["reason"] = "Evicted";
   cluster.MarkDisruptedBy("mnist-ps-0", "TerminationByKubelet");
@@ -386,10 +390,7 @@ TEST(ControllerPlannerTest, AMemberRefusedByTheKubeletIsReplacedWithoutARestart)
   for (const char* reason : {"OutOfnvidia.com/gpu", "OutOfcpu", "UnexpectedAdmissionError",
                              "NodeAffinity", "NodeLost"}) {
     SCOPED_TRACE(reason);
-    FakeCluster cluster(TfJob());
-    cluster.Step(T0());
-    Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-    cluster.Step(T0());
+    FakeCluster cluster = TfJobWithThreeWorkers(/*run=*/false);
     cluster.RefuseAdmission("mnist-worker-2", reason);
     Plan plan = cluster.Reconcile(T0() + seconds(1));
     cluster.Apply(plan);
@@ -409,10 +410,7 @@ TEST(ControllerPlannerTest, AMemberRefusedByTheKubeletIsReplacedWithoutARestart)
 // gang waiting on its nodes: the whole gang is re-placed as a unit, still
 // without a restart counted (the ps role has restartPolicy Never).
 TEST(ControllerPlannerTest, ARefusalBelowTheMinimumReplacesTheWholeGang) {
-  FakeCluster cluster(TfJob());
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
+  FakeCluster cluster = TfJobWithThreeWorkers(/*run=*/false);
   cluster.Run("mnist-worker-0");
   cluster.RefuseAdmission("mnist-ps-0", "OutOfnvidia.com/gpu");
   Plan plan = cluster.Reconcile(T0() + seconds(1));
@@ -439,11 +437,7 @@ TEST(ControllerPlannerTest, ARefusalBelowTheMinimumReplacesTheWholeGang) {
 
 // The same reason after a container ran is the job's own failure.
 TEST(ControllerPlannerTest, AFailureAfterAContainerRanIsNotAnAdmissionRefusal) {
-  FakeCluster cluster(TfJob());
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
-  RunAll(cluster);
+  FakeCluster cluster = TfJobWithThreeWorkers();
   cluster.Exit("mnist-ps-0", 1);
   cluster.PodRef("mnist-ps-0")["status"]["reason"] = "OutOfmemory";
   cluster.Step(T0() + seconds(1));
@@ -466,12 +460,7 @@ TEST(ControllerPlannerTest, ReclaimNeverShrinksARoleBelowItsMinimum) {
 }
 
 TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShrink) {
-  FakeCluster cluster(TfJob());
-  cluster.Step(T0());
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
-  cluster.Step(T0());
-  RunAll(cluster);
-  cluster.Step(T0() + seconds(1));
+  FakeCluster cluster = TfJobWithThreeWorkers();
   cluster.MarkReclaimed("mnist-worker-2");
   Plan plan = cluster.Reconcile(T0() + seconds(10));
   cluster.Apply(plan);

@@ -79,5 +79,33 @@ TEST_F(SchedulerCacheTest, ANewGroupSpecWakesTheLoop) {
   EXPECT_GT(cache_.generation(), before);
 }
 
+// A running pod shrunk in place (1.33) frees part of its node: the loop wakes.
+// A status update that changes nothing the node holds does not wake it.
+TEST_F(SchedulerCacheTest, AnInPlaceResizeOfABoundPodWakesTheLoop) {
+  json running = {
+      {"metadata", {{"name", "web-0"}, {"namespace", "team-a"}, {"uid", "w0"}}},
+      {"spec",
+       {{"nodeName", "node-1"},
+        {"containers",
+         json::array({{{"name", "app"}, {"resources", {{"requests", {{"cpu", "4"}}}}}}})}}},
+      {"status",
+       {{"phase", "Running"},
+        {"containerStatuses", json::array({{{"name", "app"},
+                                            {"allocatedResources", {{"cpu", "4"}}},
+                                            {"resources", {{"requests", {{"cpu", "4"}}}}}}})}}}};
+  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, running);
+  uint64_t before = cache_.generation();
+  running["status"]["podIP"] = "10.0.0.7";
+  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
+  EXPECT_EQ(cache_.generation(), before);
+
+  // Resized to 1 cpu and applied by the kubelet.
+  running["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1";
+  running["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = "1";
+  running["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = "1";
+  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
+  EXPECT_GT(cache_.generation(), before);
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

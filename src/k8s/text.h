@@ -1,0 +1,21 @@
+// Small text helpers, private to the k8s library.
+#pragma once
+
+#include <cctype>
+#include <string>
+#include <string_view>
+
+namespace hybridjob::k8s {
+
+// `text` without leading and trailing white space.
+inline std::string TrimSpace(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  return std::string(text);
+}
+
+}  // namespace hybridjob::k8s
