@@ -367,10 +367,10 @@ TEST_F(GangSchedulerTest, BindWhoseAnswerWasLostIsRolledBackToo) {
 }
 
 // A binding the API server refuses with 409 for a pod that stays unbound (on
-// 1.30+, a pod whose scheduling gates came back between the cycle and the
-// bind answers "pod ... has non-empty .spec.schedulingGates"): the gang is
-// rolled back, but the refused pod is read back, found unbound, and kept. A
-// delete would make its controller recreate it, over and over.
+// 1.30+ the binding of a pod that is still gated answers "pod ... has
+// non-empty .spec.schedulingGates"): the gang is rolled back, but the refused
+// pod is read back, found unbound, and kept. A delete would make its
+// controller recreate it, gated again, over and over.
 TEST_F(GangSchedulerTest, ARefusedBindOfAnUnboundPodIsNotRolledBackByDeletingIt) {
   StartNodes(2, 4);
   std::atomic<int> refused{0};
