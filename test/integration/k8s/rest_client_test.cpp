@@ -234,6 +234,31 @@ TEST_F(RestClientTest, DeprecationWarningsAreHeardOncePerText) {
       << heard[0];
 }
 
+// Discovery picks the Eviction body the server serves: v1.20 knows only
+// policy/v1beta1, and an eviction with that body is accepted.
+TEST_F(RestClientTest, EvictionVersionComesFromDiscovery) {
+  auto version = DiscoverEvictionApiVersion(*client_);
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_EQ(*version, "policy/v1beta1");
+  TestNamespace ns(*client_, "evict");
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "victim"}}},
+              {"spec",
+               {{"schedulerName", "nobody"},
+                {"containers", json::array({{{"name", "main"}, {"image", "x"}}})}}}};
+  auto created = client_->Create(resources::Pods(), ns.name(), pod);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const std::string uid = (*created)["metadata"].value("uid", "");
+  // A version the server does not serve is refused, and the pod stays.
+  const Status refused = EvictPod(*client_, ns.name(), "victim", uid, "policy/v1");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_FALSE(IsNotFound(refused)) << refused.ToString();
+  ASSERT_TRUE(client_->Get(resources::Pods(), ns.name(), "victim").ok());
+  const Status evicted = EvictPod(*client_, ns.name(), "victim", uid, *version);
+  EXPECT_TRUE(evicted.ok()) << evicted.ToString();
+}
+
 TEST_F(RestClientTest, BindingSubresourceSetsNodeName) {
   TestNamespace ns(*client_);
   const std::string node_name = "bind-node-" + ns.name();
