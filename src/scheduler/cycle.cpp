@@ -174,11 +174,9 @@ CycleResult RunCycle(Snapshot& snapshot, std::vector<PodGroup> groups, Timestamp
   for (PodGroup& group : groups) {
     GroupDecision decision;
     bool single_pod = group.pending.size() == 1 && group.pending.front()->job_name.empty();
-    if (const std::string& held =
-            !group.unsupported_reason.empty() ? group.unsupported_reason : group.gated_reason;
-        group.invalid_reason.empty() && !held.empty()) {
+    if (group.invalid_reason.empty() && !group.HeldReason().empty()) {
       decision.plan.outcome = PlanOutcome::kWait;
-      decision.plan.reason = held;
+      decision.plan.reason = group.HeldReason();
       decision.plan.next_start_slot = result.next_start_slot;
       decision.group = std::move(group);
       result.decisions.push_back(std::move(decision));

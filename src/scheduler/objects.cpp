@@ -915,6 +915,17 @@ Result<PodInfo> ParsePod(const nlohmann::json& pod) {
   return GuardedParse<PodInfo>("pod", [&]() { return ParsePodOrThrow(pod); });
 }
 
+Result<ResourceList> ParsePodRequests(const nlohmann::json& pod) {
+  return GuardedParse<ResourceList>("pod", [&]() {
+    static const json kEmpty = json::object();
+    if (!pod.is_object()) {
+      Fail("pod", "expected an object");
+    }
+    const json* spec = ObjectMember(pod, "spec", "");
+    return ComputePodRequests(spec != nullptr ? *spec : kEmpty, ObjectMember(pod, "status", ""));
+  });
+}
+
 Result<PodInfo> ParsePodJson(std::string_view text) {
   Result<json> parsed = ParseJsonText("pod", text);
   if (!parsed.ok()) {

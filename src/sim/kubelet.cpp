@@ -102,8 +102,8 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   out.phase = status.value("phase", "");
   out.start_time = ParseTimeField(status, "startTime");
-  if (Result<scheduler::PodInfo> parsed = scheduler::ParsePod(pod); parsed.ok()) {
-    out.requests = parsed->requests;
+  if (Result<scheduler::ResourceList> requests = scheduler::ParsePodRequests(pod); requests.ok()) {
+    out.requests = *requests;
   } else {
     out.requests.pods = 1;
   }

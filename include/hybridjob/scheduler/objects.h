@@ -232,6 +232,8 @@ struct NodeInfo {
 // in group_spec_error, so the scheduler can report it on the pod.
 Result<PodInfo> ParsePod(const nlohmann::json& pod);
 Result<PodInfo> ParsePodJson(std::string_view text);
+// Only the requests of ParsePod, for callers that need nothing else.
+Result<ResourceList> ParsePodRequests(const nlohmann::json& pod);
 
 // Parses a core/v1 Node. Allocatable falls back to capacity when absent; a node
 // without a Ready=True condition is not ready.

@@ -58,6 +58,10 @@ struct PodGroup {
   // Non-empty when a pending member asks for something this scheduler does not
   // allocate (spec.resourceClaims): the group is never placed blindly.
   std::string unsupported_reason;
+  // Why the group may not be placed now (either reason above), or empty.
+  const std::string& HeldReason() const {
+    return unsupported_reason.empty() ? gated_reason : unsupported_reason;
+  }
   // Queue order: highest pod priority first, then the oldest member.
   int32_t priority = 0;
   Timestamp creation_time{};
