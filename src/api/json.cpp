@@ -403,7 +403,7 @@ HybridJobSpec ReadSpec(Reader& reader, const json& object) {
   }
   spec.code = ReadCode(reader, *spec_json);
   spec.tensorboard = ReadTensorboard(reader, *spec_json);
-  spec.queue = reader.String(*spec_json, "queue", "spec").value_or(std::string(kDefaultQueue));
+  spec.queue = reader.String(*spec_json, "queue", "spec");
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
                             .value_or(std::string(kDefaultSchedulerName));
   return spec;
@@ -619,7 +619,9 @@ json ToJson(const HybridJobSpec& spec) {
     SetIf(tensorboard, "image", spec.tensorboard->image);
     out["tensorboard"] = std::move(tensorboard);
   }
-  out["queue"] = spec.queue;
+  if (spec.queue) {
+    out["queue"] = *spec.queue;
+  }
   out["schedulerName"] = spec.scheduler_name;
   return out;
 }

@@ -626,9 +626,9 @@ class Validator {
   }
 
   void CheckScheduling() {
-    if (spec_.queue.empty()) {
-      Add("spec.queue", "must not be empty");
-    } else if (spec_.queue.size() > kMaxDnsSubdomainLength) {
+    if (spec_.queue && spec_.queue->empty()) {
+      Add("spec.queue", "must not be empty when set");
+    } else if (spec_.queue && spec_.queue->size() > kMaxDnsSubdomainLength) {
       Add("spec.queue", "must be at most 253 characters");
     }
     if (spec_.scheduler_name.empty()) {

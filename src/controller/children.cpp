@@ -185,7 +185,10 @@ std::string GroupSpecAnnotation(const api::HybridJob& job) {
                      {"max", role.EffectiveMaxReplicas()},
                      {"priority", role.priority}});
   }
-  ordered_json spec = {{"roles", std::move(roles)}, {"queue", job.spec.queue}};
+  ordered_json spec = {{"roles", std::move(roles)}};
+  if (job.spec.queue) {
+    spec["queue"] = *job.spec.queue;
+  }
   if (job.spec.run_policy.schedule_timeout_seconds) {
     spec["scheduleTimeoutSeconds"] = *job.spec.run_policy.schedule_timeout_seconds;
   }

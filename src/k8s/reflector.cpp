@@ -86,10 +86,19 @@ bool Reflector::ListAndReplace() {
                       options_.page_size);
   ++stats_.lists;
   if (!list) {
+    if (options_.absent_collection_is_empty && IsNotFound(list.status())) {
+      if (!absent_reported_) {
+        sink_.Replace({}, "");
+        absent_reported_ = true;
+      }
+      backoff_ = options_.max_backoff;
+      return false;
+    }
     ++stats_.errors;
     ReportError("list", list.status());
     return false;
   }
+  absent_reported_ = false;
   {
     std::lock_guard lock(mu_);
     last_resource_version_ = list->resource_version;

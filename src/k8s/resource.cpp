@@ -61,6 +61,9 @@ Resource ServiceAccounts() {
 Resource Leases() {
   return {"coordination.k8s.io", "v1", "leases", true};
 }
+Resource PriorityClasses() {
+  return {"scheduling.k8s.io", "v1", "priorityclasses", false};
+}
 Resource Deployments() {
   return {"apps", "v1", "deployments", true};
 }

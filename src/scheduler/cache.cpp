@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/api/labels.h>
 #include <hybridjob/scheduler/cache.h>
 
 namespace hybridjob::scheduler {
@@ -41,7 +42,8 @@ void SchedulerCache::Wake() {
 
 bool SchedulerCache::HasSynced() const {
   std::lock_guard lock(mu_);
-  return nodes_synced_ && pods_synced_;
+  return nodes_synced_ && pods_synced_ && jobs_synced_ && namespaces_synced_ &&
+         priority_classes_synced_;
 }
 
 size_t SchedulerCache::PendingCount() const {
@@ -88,6 +90,8 @@ void SchedulerCache::ForgetAssumed(const std::string& namespace_name, const std:
 }
 
 void SchedulerCache::UpsertPodLocked(PodInfo pod) {
+  (void)ResolvePod(pod, directory_);
+  IndexClaimLocked(pod, /*add=*/true);
   const std::string key = pod.Key();
   if (!pod.node_name.empty()) {
     // Bound (by us or anyone): it uses capacity on its node until it ends.
@@ -120,7 +124,10 @@ void SchedulerCache::UpsertPodLocked(PodInfo pod) {
   // A new member may complete its group; a new group spec (the controller
   // counts members that succeeded meanwhile) may let it be placed.
   const bool changes_plans = it == pending_.end() || it->second->group_spec != pod.group_spec ||
-                             it->second->group_spec_error != pod.group_spec_error;
+                             it->second->group_spec_error != pod.group_spec_error ||
+                             it->second->awaiting_job != pod.awaiting_job ||
+                             it->second->untrusted_reason != pod.untrusted_reason ||
+                             it->second->queue != pod.queue || it->second->priority != pod.priority;
   pending_[key] = std::make_unique<PodInfo>(std::move(pod));
   if (changes_plans) {
     BumpLocked();
@@ -129,6 +136,11 @@ void SchedulerCache::UpsertPodLocked(PodInfo pod) {
 
 void SchedulerCache::RemovePodLocked(const std::string& namespace_name, const std::string& name) {
   const std::string key = PodKey(namespace_name, name);
+  if (auto it = pending_.find(key); it != pending_.end()) {
+    IndexClaimLocked(*it->second, /*add=*/false);
+  } else if (const PodInfo* on_node = snapshot_.FindPod(namespace_name, name)) {
+    IndexClaimLocked(*on_node, /*add=*/false);
+  }
   pending_.erase(key);
   assumed_.erase(key);
   if (snapshot_.FindPod(namespace_name, name) != nullptr) {
@@ -228,6 +240,184 @@ void SchedulerCache::NodeSink::Apply(k8s::WatchEventType type, nlohmann::json ob
   cache_.node_names_.insert(name);
   (void)cache_.snapshot_.UpsertNode(std::move(*node));
   cache_.BumpLocked();
+}
+
+void SchedulerCache::IndexClaimLocked(const PodInfo& pod, bool add) {
+  const std::string* claimed = pod.labels.Find(api::kJobNameLabel);
+  if (claimed == nullptr || claimed->empty()) {
+    return;
+  }
+  const std::string job_key = PodKey(pod.namespace_name, *claimed);
+  if (add) {
+    claimants_[job_key].insert(pod.Key());
+    return;
+  }
+  auto it = claimants_.find(job_key);
+  if (it != claimants_.end()) {
+    it->second.erase(pod.Key());
+    if (it->second.empty()) {
+      claimants_.erase(it);
+    }
+  }
+}
+
+void SchedulerCache::ReresolvePodsLocked(const std::function<bool(const PodInfo&)>& matches) {
+  bool changed = false;
+  for (auto& [key, pod] : pending_) {
+    if (matches(*pod) && ResolvePod(*pod, directory_)) {
+      changed = true;
+    }
+  }
+  // Pods on nodes are re-added, so the snapshot re-indexes their group.
+  std::vector<PodInfo> resolved;
+  for (const NodeState& slot : snapshot_.slots()) {
+    for (const PodInfo* pod : slot.pods) {
+      if (!matches(*pod)) {
+        continue;
+      }
+      PodInfo copy = *pod;
+      if (ResolvePod(copy, directory_)) {
+        resolved.push_back(std::move(copy));
+      }
+    }
+  }
+  for (PodInfo& pod : resolved) {
+    const std::string key = pod.Key();
+    if (Status s = snapshot_.AddPod(std::move(pod)); !s.ok()) {
+      spdlog::warn("cache: pod {}: {}", key, s.ToString());
+    }
+  }
+  if (changed || !resolved.empty()) {
+    BumpLocked();
+  }
+}
+
+bool SchedulerCache::TenancySink::UpsertLocked(const nlohmann::json& object) {
+  TenancyDirectory& directory = cache_.directory_;
+  switch (kind_) {
+    case TenancyKind::kJob: {
+      Result<TrustedJob> job = ParseTrustedJob(object);
+      if (!job.ok()) {
+        // Its members wait as if the job were not there yet.
+        spdlog::warn("cache: HybridJob {}/{}: {}", NameOf(object, "namespace"),
+                     NameOf(object, "name"), job.status().ToString());
+        return RemoveLocked(object);
+      }
+      keys_.insert(PodKey(job->namespace_name, job->name));
+      return directory.UpsertJob(std::move(job).value());
+    }
+    case TenancyKind::kNamespace: {
+      Result<NamespaceInfo> info = ParseNamespaceInfo(object);
+      if (!info.ok()) {
+        spdlog::warn("cache: {}", info.status().ToString());
+        return false;
+      }
+      keys_.insert(info->name);
+      return directory.UpsertNamespace(std::move(info).value());
+    }
+    case TenancyKind::kPriorityClass: {
+      Result<PriorityClassInfo> info = ParsePriorityClassInfo(object);
+      if (!info.ok()) {
+        spdlog::warn("cache: {}", info.status().ToString());
+        return RemoveLocked(object);
+      }
+      keys_.insert(info->name);
+      return directory.UpsertPriorityClass(std::move(info).value());
+    }
+  }
+  return false;
+}
+
+bool SchedulerCache::TenancySink::RemoveLocked(const nlohmann::json& object) {
+  TenancyDirectory& directory = cache_.directory_;
+  const std::string name = NameOf(object, "name");
+  switch (kind_) {
+    case TenancyKind::kJob: {
+      std::string ns = NameOf(object, "namespace");
+      keys_.erase(PodKey(ns, name));
+      return directory.RemoveJob(ns, name);
+    }
+    case TenancyKind::kNamespace:
+      keys_.erase(name);
+      return directory.RemoveNamespace(name);
+    case TenancyKind::kPriorityClass:
+      keys_.erase(name);
+      return directory.RemovePriorityClass(name);
+  }
+  return false;
+}
+
+void SchedulerCache::TenancySink::ReresolveLocked(const nlohmann::json& object) {
+  const std::string name = NameOf(object, "name");
+  switch (kind_) {
+    case TenancyKind::kJob: {
+      auto it = cache_.claimants_.find(PodKey(NameOf(object, "namespace"), name));
+      if (it == cache_.claimants_.end()) {
+        return;
+      }
+      const std::unordered_set<std::string> keys = it->second;
+      cache_.ReresolvePodsLocked([&keys](const PodInfo& pod) { return keys.contains(pod.Key()); });
+      return;
+    }
+    case TenancyKind::kNamespace:
+      cache_.ReresolvePodsLocked(
+          [&name](const PodInfo& pod) { return pod.namespace_name == name; });
+      return;
+    case TenancyKind::kPriorityClass:
+      // A globalDefault class concerns every pod that names none.
+      cache_.ReresolvePodsLocked([](const PodInfo&) { return true; });
+      return;
+  }
+}
+
+void SchedulerCache::TenancySink::Replace(std::vector<nlohmann::json> items, const std::string&) {
+  std::lock_guard lock(cache_.mu_);
+  const std::unordered_set<std::string> before = keys_;
+  std::unordered_set<std::string> seen;
+  bool changed = false;
+  for (const nlohmann::json& item : items) {
+    changed = UpsertLocked(item) || changed;
+    const std::string name = NameOf(item, "name");
+    seen.insert(kind_ == TenancyKind::kJob ? PodKey(NameOf(item, "namespace"), name) : name);
+  }
+  for (const std::string& key : before) {
+    if (seen.contains(key)) {
+      continue;
+    }
+    size_t slash = key.find('/');
+    nlohmann::json gone = {{"metadata", nlohmann::json::object()}};
+    if (kind_ == TenancyKind::kJob && slash != std::string::npos) {
+      gone["metadata"]["namespace"] = key.substr(0, slash);
+      gone["metadata"]["name"] = key.substr(slash + 1);
+    } else {
+      gone["metadata"]["name"] = key;
+    }
+    changed = RemoveLocked(gone) || changed;
+  }
+  switch (kind_) {
+    case TenancyKind::kJob:
+      cache_.jobs_synced_ = true;
+      break;
+    case TenancyKind::kNamespace:
+      cache_.namespaces_synced_ = true;
+      break;
+    case TenancyKind::kPriorityClass:
+      cache_.priority_classes_synced_ = true;
+      break;
+  }
+  if (changed) {
+    cache_.ReresolvePodsLocked([](const PodInfo&) { return true; });
+  }
+  cache_.BumpLocked();
+}
+
+void SchedulerCache::TenancySink::Apply(k8s::WatchEventType type, nlohmann::json object) {
+  std::lock_guard lock(cache_.mu_);
+  const bool changed =
+      type == k8s::WatchEventType::kDeleted ? RemoveLocked(object) : UpsertLocked(object);
+  if (changed) {
+    ReresolveLocked(object);
+  }
 }
 
 }  // namespace hybridjob::scheduler

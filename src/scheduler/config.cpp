@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <hybridjob/common/duration.h>
@@ -174,13 +175,47 @@ Status ParseResourceMap(const YAML::Node& node, const std::string& path,
   return Status::Ok();
 }
 
+// A YAML subtree as JSON with every scalar a string: for the parsers of
+// Kubernetes shapes (label selectors), whose values are strings.
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& entry : node) {
+      out[entry.first.as<std::string>()] = YamlToJson(entry.second);
+    }
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) {
+      out.push_back(YamlToJson(item));
+    }
+    return out;
+  }
+  if (node.IsScalar()) {
+    return node.Scalar();
+  }
+  return nullptr;
+}
+
 Status ParseQueue(const YAML::Node& node, const std::string& path, QueueSpec* out) {
   if (!node.IsMap()) {
     return InvalidArgument(path + ": expected a map");
   }
   FieldReader reader(node, path);
   HJ_RETURN_IF_ERROR(reader.Read("name", &out->name));
+  HJ_RETURN_IF_ERROR(reader.Read("parent", &out->parent));
   HJ_RETURN_IF_ERROR(reader.Read("weight", &out->weight));
+  HJ_RETURN_IF_ERROR(reader.ReadStringList("namespaces", &out->namespaces));
+  const YAML::Node selector = reader.Child("namespaceSelector");
+  if (selector && !selector.IsNull()) {
+    Result<LabelSelector> parsed =
+        ParseLabelSelectorJson(YamlToJson(selector), path + ".namespaceSelector");
+    if (!parsed.ok()) {
+      return parsed.status();
+    }
+    out->namespace_selector = std::move(parsed).value();
+  }
   std::vector<ScalarResource> amounts;
   const YAML::Node guaranteed = reader.Child("guaranteed");
   HJ_RETURN_IF_ERROR(ParseResourceMap(guaranteed, path + ".guaranteed", &amounts));

@@ -73,7 +73,10 @@ std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
   std::vector<PodGroup> groups;
   std::unordered_map<std::string, size_t> group_by_key;
   for (const PodInfo* pod : pending_pods) {
-    if (!pod->node_name.empty() || pod->IsTerminal()) {
+    // A member whose job is not observed yet waits for it, unreported: the
+    // informers deliver the job a moment later (or the garbage collector
+    // deletes a pod whose owner never existed).
+    if (!pod->node_name.empty() || pod->IsTerminal() || pod->awaiting_job) {
       continue;
     }
     bool in_group = !pod->job_name.empty();
@@ -87,10 +90,12 @@ std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
       group.name = in_group ? pod->job_name : pod->name;
       group.priority = pod->priority;
       group.creation_time = pod->creation_time;
+      group.namespace_labels = pod->namespace_labels;
       groups.push_back(std::move(group));
     }
     PodGroup& group = groups[it->second];
     group.pending.push_back(pod);
+    group.preempts = group.preempts && pod->preempts;
     group.priority = std::max(group.priority, pod->priority);
     group.creation_time = std::min(group.creation_time, pod->creation_time);
   }
@@ -103,6 +108,9 @@ std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
       // A pod outside any group: a gang of one that never waits for others.
       group.spec.roles = {RoleSpec{first.role, 1, 1, 0}};
       group.spec.schedule_timeout_seconds = 0;
+      // A pod that claims a job it does not belong to is never placed: it
+      // would take capacity in that job's name.
+      group.invalid_reason = first.untrusted_reason;
       continue;
     }
     const PodInfo* with_spec = nullptr;

@@ -36,7 +36,16 @@ FairShare::FairShare(const QueueTable& table, ResourceList capacity,
       continue;
     }
     index_.emplace(spec.name, accounts_.size());
-    accounts_.push_back(QueueAccount{spec, true, {}, 0});
+    accounts_.push_back(QueueAccount{spec, true, {}, 0, table.IsLeaf(spec.name)});
+  }
+  parent_.assign(accounts_.size(), kTop);
+  children_.resize(accounts_.size());
+  for (size_t i = 0; i < accounts_.size(); ++i) {
+    auto it = index_.find(accounts_[i].spec.parent);
+    if (!accounts_[i].spec.parent.empty() && it != index_.end()) {
+      parent_[i] = it->second;
+      children_[it->second].push_back(i);
+    }
   }
 }
 
@@ -78,6 +87,8 @@ QueueAccount& FairShare::Account(std::string_view queue) {
   account.configured = false;
   index_.emplace(std::string(queue), accounts_.size());
   accounts_.push_back(std::move(account));
+  parent_.push_back(kTop);
+  children_.emplace_back();
   return accounts_.back();
 }
 
@@ -87,15 +98,114 @@ const QueueAccount* FairShare::Find(std::string_view queue) const {
 }
 
 void FairShare::Add(std::string_view queue, const ResourceList& amount, int64_t pods) {
-  QueueAccount& account = Account(queue);
-  account.used += amount;
-  account.pods += pods;
+  Account(queue);
+  for (size_t at = index_.find(queue)->second; at != kTop; at = parent_[at]) {
+    accounts_[at].used += amount;
+    accounts_[at].pods += pods;
+  }
 }
 
 void FairShare::Remove(std::string_view queue, const ResourceList& amount, int64_t pods) {
-  QueueAccount& account = Account(queue);
-  account.used -= amount;
-  account.pods -= pods;
+  Account(queue);
+  for (size_t at = index_.find(queue)->second; at != kTop; at = parent_[at]) {
+    accounts_[at].used -= amount;
+    accounts_[at].pods -= pods;
+  }
+}
+
+const QueueAccount* FairShare::Parent(const QueueAccount& account) const {
+  auto it = index_.find(account.spec.name);
+  if (it == index_.end() || parent_[it->second] == kTop) {
+    return nullptr;
+  }
+  return &accounts_[parent_[it->second]];
+}
+
+std::vector<const QueueAccount*> FairShare::Path(std::string_view queue) const {
+  std::vector<const QueueAccount*> path;
+  auto it = index_.find(queue);
+  if (it == index_.end()) {
+    return path;
+  }
+  for (size_t at = it->second; at != kTop; at = parent_[at]) {
+    path.push_back(&accounts_[at]);
+  }
+  return path;
+}
+
+const QueueAccount* FairShare::FirstOverMax(std::string_view queue,
+                                            const ResourceList& extra) const {
+  for (const QueueAccount* account : Path(queue)) {
+    if (!account->spec.max.FirstExceeded(account->used + extra).empty()) {
+      return account;
+    }
+  }
+  return nullptr;
+}
+
+std::pair<const QueueAccount*, const QueueAccount*> FairShare::Parting(std::string_view a,
+                                                                       std::string_view b) const {
+  std::vector<const QueueAccount*> path_a = Path(a);
+  std::vector<const QueueAccount*> path_b = Path(b);
+  // Walk down from the top while the paths agree.
+  auto it_a = path_a.rbegin();
+  auto it_b = path_b.rbegin();
+  while (it_a != path_a.rend() && it_b != path_b.rend() && *it_a == *it_b) {
+    ++it_a;
+    ++it_b;
+  }
+  if (it_a == path_a.rend() || it_b == path_b.rend()) {
+    return {nullptr, nullptr};
+  }
+  return {*it_a, *it_b};
+}
+
+int32_t FairShare::Distance(std::string_view from, std::string_view to) const {
+  std::vector<const QueueAccount*> path_from = Path(from);
+  std::vector<const QueueAccount*> path_to = Path(to);
+  for (size_t i = 0; i < path_from.size(); ++i) {
+    if (std::find(path_to.begin(), path_to.end(), path_from[i]) != path_to.end()) {
+      return static_cast<int32_t>(i);
+    }
+  }
+  return static_cast<int32_t>(path_from.size());
+}
+
+std::string_view FairShare::NextQueue(const std::vector<std::string_view>& queues) const {
+  // Mark the candidates and everything above them, then descend from the top.
+  std::vector<uint8_t> active(accounts_.size(), 0);
+  std::vector<uint8_t> candidate(accounts_.size(), 0);
+  for (std::string_view queue : queues) {
+    auto it = index_.find(queue);
+    if (it == index_.end()) {
+      continue;
+    }
+    candidate[it->second] = 1;
+    for (size_t at = it->second; at != kTop && active[at] == 0; at = parent_[at]) {
+      active[at] = 1;
+    }
+  }
+  size_t chosen = kTop;
+  for (size_t i = 0; i < accounts_.size(); ++i) {
+    if (active[i] != 0 && parent_[i] == kTop &&
+        (chosen == kTop || GoesFirst(accounts_[i], accounts_[chosen]))) {
+      chosen = i;
+    }
+  }
+  while (chosen != kTop) {
+    size_t below = kTop;
+    for (size_t child : children_[chosen]) {
+      if (active[child] != 0 && (below == kTop || GoesFirst(accounts_[child], accounts_[below]))) {
+        below = child;
+      }
+    }
+    if (below == kTop) {
+      break;
+    }
+    chosen = below;
+  }
+  return chosen == kTop || candidate[chosen] == 0 ? std::string_view{}
+                                                  : std::string_view(accounts_[chosen].spec.name);
 }
 
 double FairShare::WeightedShareOf(const QueueAccount& account, const ResourceList& used) const {

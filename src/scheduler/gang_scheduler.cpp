@@ -49,7 +49,8 @@ struct DecisionCopy {
   PlanOutcome outcome = PlanOutcome::kWait;
   WaitCause cause = WaitCause::kNone;
   std::string reason;
-  bool started = false;  // members were bound before this cycle: it grows or heals
+  bool started = false;    // members were bound before this cycle: it grows or heals
+  bool untrusted = false;  // a pod claiming a job it does not belong to (tenancy.h)
   std::vector<Member> assignments;
   std::vector<Member> surplus;
   std::vector<Member> pending;
@@ -83,6 +84,9 @@ bool MayBeOnANode(k8s::ApiClient& client, const Member& member) {
   return !node.empty();
 }
 
+// A pod that claims a job's membership without belonging to the job.
+constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
+
 // The PodScheduled=False reason written on a waiting group's pods: the
 // Kubernetes one for lack of capacity, the policy's cause otherwise.
 std::string WaitingReason(const DecisionCopy& decision) {
@@ -90,7 +94,7 @@ std::string WaitingReason(const DecisionCopy& decision) {
     case WaitCause::kNoCapacity:
       return std::string(api::kWaitingReason);
     case WaitCause::kInvalid:
-      return "InvalidGroup";
+      return decision.untrusted ? std::string(kUntrustedMemberReason) : "InvalidGroup";
     default:
       return std::string(WaitCauseName(decision.cause));
   }
@@ -236,6 +240,21 @@ void GangScheduler::Start() {
   pod_reflector_ = std::make_unique<k8s::Reflector>(client_, pods, cache_.pod_sink());
   node_thread_ = std::thread([this] { node_reflector_->Run(); });
   pod_thread_ = std::thread([this] { pod_reflector_->Run(); });
+  // What pods' claims are checked against (tenancy.h).
+  k8s::ReflectorOptions jobs;
+  jobs.resource = k8s::resources::HybridJobs();
+  jobs.absent_collection_is_empty = true;  // the CRD may be installed later
+  k8s::ReflectorOptions namespaces;
+  namespaces.resource = k8s::resources::Namespaces();
+  k8s::ReflectorOptions priority_classes;
+  priority_classes.resource = k8s::resources::PriorityClasses();
+  for (auto [options, sink] :
+       {std::pair{jobs, &cache_.job_sink()}, std::pair{namespaces, &cache_.namespace_sink()},
+        std::pair{priority_classes, &cache_.priority_class_sink()}}) {
+    tenancy_reflectors_.push_back(std::make_unique<k8s::Reflector>(client_, options, *sink));
+    k8s::Reflector* reflector = tenancy_reflectors_.back().get();
+    tenancy_threads_.emplace_back([reflector] { reflector->Run(); });
+  }
   for (int64_t i = 0; i < config_.bind_concurrency; ++i) {
     binders_.emplace_back([this] { BinderWorker(); });
   }
@@ -279,6 +298,13 @@ void GangScheduler::Stop() {
   if (pod_thread_.joinable()) {
     pod_thread_.join();
   }
+  for (auto& reflector : tenancy_reflectors_) {
+    reflector->Stop();
+  }
+  for (auto& thread : tenancy_threads_) {
+    thread.join();
+  }
+  tenancy_threads_.clear();
   if (events_) {
     events_->Flush(std::chrono::seconds(2));
     events_->Stop();
@@ -363,6 +389,8 @@ void GangScheduler::RunOneCycle() {
       copy.cause = decision.cause;
       copy.reason = decision.plan.reason;
       copy.started = !decision.group.bound.empty();
+      copy.untrusted = !decision.group.pending.empty() &&
+                       !decision.group.pending.front()->untrusted_reason.empty();
       copy.summary = Summary(decision.plan);
       copy.creation_time = decision.group.creation_time;
       for (const auto& assignment : decision.plan.assignments) {
@@ -446,9 +474,14 @@ void GangScheduler::RunOneCycle() {
     // nor a gang held by scheduling gates (kube-scheduler says nothing either).
     if (!decision.pending.empty() && !decision.started &&
         decision.cause != WaitCause::kSchedulingGated) {
-      events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
-                      "FailedScheduling",
-                      "gang " + decision.group_name + " waits: " + decision.reason);
+      if (decision.untrusted) {
+        events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
+                        std::string(kUntrustedMemberReason), decision.reason);
+      } else {
+        events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
+                        "FailedScheduling",
+                        "gang " + decision.group_name + " waits: " + decision.reason);
+      }
     }
   }
   CarryOut(evictions, policy, now);

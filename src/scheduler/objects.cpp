@@ -558,6 +558,27 @@ void ParseAffinity(const json& spec, PodInfo* pod) {
   }
 }
 
+std::optional<ControllerRef> ParseControllerRef(const json& metadata) {
+  const json* owners = ArrayMember(metadata, "ownerReferences", "metadata");
+  if (owners == nullptr) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < owners->size(); ++i) {
+    const json& owner = (*owners)[i];
+    const std::string path = Indexed("metadata.ownerReferences", i);
+    if (!owner.is_object()) {
+      Fail(path, "expected an object");
+    }
+    const json* controller = Member(owner, "controller");
+    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) {
+      continue;
+    }
+    return ControllerRef{StringMember(owner, "apiVersion", path), StringMember(owner, "kind", path),
+                         StringMember(owner, "name", path), StringMember(owner, "uid", path)};
+  }
+  return std::nullopt;
+}
+
 PodInfo ParsePodOrThrow(const json& object) {
   if (!object.is_object()) {
     Fail("pod", "expected an object");
@@ -593,6 +614,9 @@ PodInfo ParsePodOrThrow(const json& object) {
   }
   pod.node_name = StringMember(spec, "nodeName", "spec");
   pod.priority = Int32Member(spec, "priority", "spec", 0);
+  pod.priority_class_name = StringMember(spec, "priorityClassName", "spec");
+  pod.preemption_never = StringMember(spec, "preemptionPolicy", "spec") == "Never";
+  pod.controller = ParseControllerRef(metadata);
   const json* status = ObjectMember(object, "status", "");
   pod.requests = ComputePodRequests(spec, status);
   pod.scheduling_gates = NamesOf(spec, "schedulingGates");
@@ -623,6 +647,7 @@ PodInfo ParsePodOrThrow(const json& object) {
   if (const std::string* group_spec = annotations.Find(api::kGroupSpecAnnotation)) {
     Result<GroupSpec> parsed = ParseGroupSpec(*group_spec);
     if (parsed.ok()) {
+      pod.annotated_group_spec = *parsed;
       pod.group_spec = std::move(parsed).value();
     } else {
       pod.group_spec_error = parsed.status().message();
@@ -913,6 +938,34 @@ std::string PodInfo::Key() const {
 
 Result<PodInfo> ParsePod(const nlohmann::json& pod) {
   return GuardedParse<PodInfo>("pod", [&]() { return ParsePodOrThrow(pod); });
+}
+
+Result<LabelSelector> ParseLabelSelectorJson(const nlohmann::json& selector,
+                                             const std::string& path) {
+  try {
+    if (!selector.is_object()) {
+      Fail(path, "expected a label selector (matchLabels, matchExpressions)");
+    }
+    for (const auto& [key, value] : selector.items()) {
+      if (key != "matchLabels" && key != "matchExpressions") {
+        Fail(Join(path, key), "unknown field");
+      }
+    }
+    LabelSelector parsed = ParseLabelSelector(selector, path);
+    for (size_t i = 0; i < parsed.requirements.size(); ++i) {
+      const SelectorRequirement& requirement = parsed.requirements[i];
+      bool takes_values =
+          requirement.op == SelectorOperator::kIn || requirement.op == SelectorOperator::kNotIn;
+      if (takes_values == requirement.values.empty()) {
+        Fail(path, "requirement on \"" + requirement.key + "\": " +
+                       (takes_values ? "In and NotIn need values"
+                                     : "Exists and DoesNotExist take no values"));
+      }
+    }
+    return parsed;
+  } catch (const FieldError& error) {
+    return InvalidArgument(error.what());
+  }
 }
 
 Result<ResourceList> ParsePodRequests(const nlohmann::json& pod) {

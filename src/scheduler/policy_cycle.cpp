@@ -33,7 +33,10 @@ struct Entry {
   bool placed = false;  // placed at its minimum in this cycle
   std::vector<Assignment> assignments;  // everything committed in this cycle
   int32_t grown = 0;
-  ResourceList need;               // MinimumRequest
+  ResourceList need;  // MinimumRequest
+  // The ancestor of its queue whose max holds it back (kOverQueueMax): reclaim
+  // within that ancestor's subtree may still make room for it.
+  std::string ceiling_queue;
   std::vector<std::string> notes;  // appended to the reason
 };
 
@@ -49,6 +52,18 @@ std::string DescribeOverMax(const ResourceCeiling& max, const ResourceList& usag
   ResourceList limit;
   limit.Set(name, *max.Limit(name));
   return used.ToString() + " over its max " + limit.ToString();
+}
+
+// "a, b" of up to four names, then ", ...".
+std::string ListNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) {
+    out += (i == 0 ? "" : ", ") + names[i];
+  }
+  if (names.size() > 4) {
+    out += ", ...";
+  }
+  return out;
 }
 
 class PolicyCycle {
@@ -91,6 +106,10 @@ class PolicyCycle {
   RunningGroups& Running();
   PolicyDecision Decide(Entry& entry) const;
   void FillQueues(PolicyCycleResult& result) const;
+  std::string DescribeQueue(const QueueAccount& account, std::string_view leaf) const;
+  std::string NamespaceRefusal(const Entry& entry) const;
+  std::vector<std::pair<std::string, ResourceList>> OverCeilings(const FairShare& projected,
+                                                                 const Entry& entry) const;
 
   Snapshot& snapshot_;
   const PolicyConfig& policy_;
@@ -208,6 +227,13 @@ void PolicyCycle::Classify(std::vector<PodGroup> groups) {
       entry.cause = WaitCause::kUnknownQueue;
       entry.plan.reason =
           "queue \"" + entry.queue + "\" is not configured; configured queues: " + table_.Names();
+    } else if (!table_.IsLeaf(entry.queue)) {
+      entry.cause = WaitCause::kNotLeafQueue;
+      entry.plan.reason = "queue \"" + entry.queue + "\" has child queues (" +
+                          ListNames(table_.Children(entry.queue)) + "); jobs run in a leaf queue";
+    } else if (std::string refusal = NamespaceRefusal(entry); !refusal.empty()) {
+      entry.cause = WaitCause::kNotAllowedInQueue;
+      entry.plan.reason = std::move(refusal);
     } else {
       entry.running = ReachedMinimum(entry.group);
       if (!entry.running) {
@@ -228,6 +254,58 @@ void PolicyCycle::Classify(std::vector<PodGroup> groups) {
     entry_by_key_.emplace(entry.key, entries_.size());
     entries_.push_back(std::move(entry));
   }
+}
+
+std::string PolicyCycle::NamespaceRefusal(const Entry& entry) const {
+  const PodGroup& group = entry.group;
+  const QueueSpec* refusing =
+      table_.RefusesNamespace(entry.queue, group.namespace_name, group.namespace_labels);
+  if (refusing == nullptr) {
+    return {};
+  }
+  std::string through;
+  if (refusing->name != entry.queue) {
+    const QueueSpec* parent = table_.Parent(entry.queue);
+    through = std::string(" (through its ") +
+              (parent != nullptr && parent->name == refusing->name ? "parent" : "ancestor") +
+              " \"" + refusing->name + "\")";
+  }
+  return "queue \"" + entry.queue + "\"" + through + " does not admit jobs of namespace \"" +
+         group.namespace_name + "\"";
+}
+
+// "queue a", or "queue org (parent of a)" when a ceiling above the leaf is hit.
+std::string PolicyCycle::DescribeQueue(const QueueAccount& account, std::string_view leaf) const {
+  std::string out = "queue " + account.spec.name;
+  if (account.spec.name != leaf) {
+    const QueueSpec* parent = table_.Parent(leaf);
+    bool direct = parent != nullptr && parent->name == account.spec.name;
+    out += std::string(direct ? " (parent of " : " (ancestor of ") + std::string(leaf) + ")";
+  }
+  return out;
+}
+
+// What the group would put over the max of each ancestor of its queue, on
+// the projected usage (evictions in flight gone).
+std::vector<std::pair<std::string, ResourceList>> PolicyCycle::OverCeilings(
+    const FairShare& projected, const Entry& entry) const {
+  std::vector<std::pair<std::string, ResourceList>> out;
+  for (const QueueAccount* account : projected.Path(entry.queue)) {
+    if (account->spec.name == entry.queue) {
+      continue;
+    }
+    ResourceList excess;
+    ResourceList after = account->used + entry.need;
+    for (const ScalarResource& limit : account->spec.max.limits()) {
+      if (after.Get(limit.name) > limit.amount) {
+        excess.Set(limit.name, after.Get(limit.name) - limit.amount);
+      }
+    }
+    if (!(excess == ResourceList{})) {
+      out.emplace_back(account->spec.name, std::move(excess));
+    }
+  }
+  return out;
 }
 
 GroupPlan PolicyCycle::PlanWithReservations(const PodGroup& group, const std::string& key) {
@@ -251,13 +329,17 @@ bool PolicyCycle::Commit(Entry& entry, GroupPlan& plan) {
 
 void PolicyCycle::PlaceAtMinimum(Entry& entry) {
   entry.sequence = next_sequence_++;
-  QueueAccount& account = share_.Account(entry.queue);
   entry.need = MinimumRequest(entry.group);
-  if (!account.spec.max.FirstExceeded(account.used + entry.need).empty()) {
+  // Every ceiling on the way up bounds the leaf: a parent's max is shared by
+  // its subtree.
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, entry.need)) {
     entry.cause = WaitCause::kOverQueueMax;
-    entry.plan.reason = "queue " + entry.queue + " would use " +
-                        DescribeOverMax(account.spec.max, account.used + entry.need) +
+    entry.plan.reason = DescribeQueue(*over, entry.queue) + " would use " +
+                        DescribeOverMax(over->spec.max, over->used + entry.need) +
                         " with this group's minimum";
+    if (over->spec.name != entry.queue) {
+      entry.ceiling_queue = over->spec.name;
+    }
     return;
   }
   GroupPlan plan = PlanWithReservations(AtMinimum(entry.group), entry.key);
@@ -272,11 +354,14 @@ void PolicyCycle::PlaceAtMinimum(Entry& entry) {
     return;
   }
   ResourceList request = PlanRequest(plan);
-  if (!account.spec.max.FirstExceeded(account.used + request).empty()) {
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, request)) {
     entry.cause = WaitCause::kOverQueueMax;
-    entry.plan.reason = "queue " + entry.queue + " would use " +
-                        DescribeOverMax(account.spec.max, account.used + request) +
+    entry.plan.reason = DescribeQueue(*over, entry.queue) + " would use " +
+                        DescribeOverMax(over->spec.max, over->used + request) +
                         " with this group's minimum";
+    if (over->spec.name != entry.queue) {
+      entry.ceiling_queue = over->spec.name;
+    }
     return;
   }
   if (!Commit(entry, plan)) {
@@ -304,21 +389,21 @@ void PolicyCycle::PlaceMinimums() {
       return GroupGoesFirst(entries_[a].group, entries_[b].group);
     });
   }
-  std::map<std::string, size_t> next;
+  std::map<std::string, size_t, std::less<>> next;
+  std::vector<std::string_view> candidates;
   while (true) {
-    const std::string* best = nullptr;
+    candidates.clear();
     for (const auto& [queue, list] : by_queue) {
-      if (next[queue] >= list.size()) {
-        continue;
-      }
-      if (best == nullptr || share_.GoesFirst(*share_.Find(queue), *share_.Find(*best))) {
-        best = &queue;
+      if (next[queue] < list.size()) {
+        candidates.push_back(queue);
       }
     }
-    if (best == nullptr) {
+    std::string_view best = share_.NextQueue(candidates);
+    if (best.empty()) {
       return;
     }
-    size_t index = by_queue[*best][next[*best]++];
+    auto it = by_queue.find(std::string(best));
+    size_t index = it->second[next[it->first]++];
     PlaceAtMinimum(entries_[index]);
   }
 }
@@ -413,9 +498,13 @@ void PolicyCycle::EvictFor(Entry& entry, const EvictionChoice& choice) {
 void PolicyCycle::ChooseEvictions() {
   bool reclaim = policy_.reclaim.enabled;
   bool preempt = policy_.preemption.enabled;
+  // Groups short of capacity, and groups an ancestor's max holds back: what
+  // a sibling borrowed under that ancestor can be taken back for them.
   std::vector<size_t> waiting;
   for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].cause == WaitCause::kNoCapacity) {
+    const Entry& entry = entries_[i];
+    if (entry.cause == WaitCause::kNoCapacity ||
+        (entry.cause == WaitCause::kOverQueueMax && !entry.ceiling_queue.empty())) {
       waiting.push_back(i);
     }
   }
@@ -453,10 +542,16 @@ void PolicyCycle::ChooseEvictions() {
     request.priority = entry.group.priority;
     request.need = entry.need;
     request.reclaim = reclaim;
-    request.known_not_to_fit = !has_in_flight;
-    if (preempt) {
+    request.known_not_to_fit = !has_in_flight && entry.cause == WaitCause::kNoCapacity;
+    if (!entry.ceiling_queue.empty()) {
+      request.within_queue = entry.ceiling_queue;
+      request.over_ceiling = OverCeilings(*projected, entry);
+    }
+    // A group whose PriorityClass (or spec.preemptionPolicy) says Never
+    // waits rather than preempt.
+    if (preempt && entry.group.preempts) {
       request.preemption_candidates =
-          PreemptionCandidates(running, *projected, entry.key, entry.group.priority);
+          PreemptionCandidates(running, *projected, entry.key, entry.group.priority, entry.queue);
     }
     if (!has_in_flight && !request.reclaim && request.preemption_candidates.empty()) {
       continue;
@@ -683,11 +778,10 @@ void PolicyCycle::GrowFully(Entry& entry) {
     }
     return;
   }
-  // Within queue max: give back the members that grew last (lowest role
-  // priority, highest index) until the queue fits under its ceiling.
-  const QueueAccount& account = share_.Account(entry.queue);
-  ResourceList total = account.used + PlanRequest(plan);
-  if (!account.spec.max.FirstExceeded(total).empty()) {
+  // Within the max of the queue and its ancestors: give back the members that
+  // grew last (lowest role priority, highest index) until every ceiling holds.
+  ResourceList request = PlanRequest(plan);
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, request)) {
     std::vector<size_t> order(plan.assignments.size());
     for (size_t i = 0; i < order.size(); ++i) {
       order[i] = i;
@@ -706,10 +800,10 @@ void PolicyCycle::GrowFully(Entry& entry) {
     });
     std::vector<uint8_t> dropped(plan.assignments.size(), 0);
     for (size_t i : order) {
-      if (account.spec.max.FirstExceeded(total).empty()) {
+      if (share_.FirstOverMax(entry.queue, request) == nullptr) {
         break;
       }
-      total -= plan.assignments[i].pod->requests;
+      request -= plan.assignments[i].pod->requests;
       dropped[i] = 1;
     }
     std::vector<Assignment> kept;
@@ -719,7 +813,7 @@ void PolicyCycle::GrowFully(Entry& entry) {
       }
     }
     plan.assignments = std::move(kept);
-    entry.notes.push_back("queue " + entry.queue + " reached its max");
+    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
   }
   if (plan.assignments.empty()) {
     return;
@@ -765,10 +859,9 @@ bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_role
     return false;
   }
   size_t role = *choice;
-  const QueueAccount& account = share_.Account(entry.queue);
-  if (!account.spec.max.FirstExceeded(account.used + next_member->requests).empty()) {
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, next_member->requests)) {
     blocked_roles[role] = 1;
-    entry.notes.push_back("queue " + entry.queue + " reached its max");
+    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
     return true;
   }
   PodGroup one_more = current;
@@ -841,23 +934,23 @@ void PolicyCycle::Grow() {
       blocked[index].assign(roles, 0);
       grown[index].assign(roles, 0);
     }
-    std::map<std::string, size_t> cursor;
+    std::map<std::string, size_t, std::less<>> cursor;
+    std::vector<std::string_view> candidates;
     while (true) {
-      const std::string* best = nullptr;
+      candidates.clear();
       for (const auto& [queue, list] : by_queue) {
-        if (cursor[queue] >= list.size()) {
-          continue;
-        }
-        if (best == nullptr || share_.GoesFirst(share_.Account(queue), share_.Account(*best))) {
-          best = &queue;
+        if (cursor[queue] < list.size()) {
+          candidates.push_back(queue);
         }
       }
-      if (best == nullptr) {
+      std::string_view best = share_.NextQueue(candidates);
+      if (best.empty()) {
         break;
       }
-      size_t index = by_queue[*best][cursor[*best]];
+      auto it = by_queue.find(std::string(best));
+      size_t index = it->second[cursor[it->first]];
       if (!GrowOneMember(entries_[index], blocked[index], grown[index])) {
-        ++cursor[*best];  // this group cannot grow further: the next one in the queue
+        ++cursor[it->first];  // this group cannot grow further: the next one in the queue
       }
     }
   }
@@ -956,9 +1049,12 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
 }
 
 void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
+  std::unordered_map<std::string_view, size_t> row_of;
   for (const QueueAccount& account : share_.accounts()) {
     QueueStatus status;
     status.name = account.spec.name;
+    status.parent = account.spec.parent;
+    status.leaf = account.leaf;
     status.configured = account.configured;
     status.weight = account.spec.weight;
     status.used = account.used;
@@ -966,17 +1062,20 @@ void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
     status.max = account.spec.max;
     status.dominant_share = DominantShare(account.used, share_.capacity(), share_.resources());
     status.weighted_share = share_.WeightedShare(account);
-    for (const Entry& entry : entries_) {
-      if (entry.queue != account.spec.name) {
-        continue;
-      }
-      if (entry.placed) {
-        ++status.placed_groups;
-      } else if (!entry.running && entry.cause != WaitCause::kNone) {
-        ++status.waiting_groups;
-      }
-    }
+    row_of.emplace(account.spec.name, result.queues.size());
     result.queues.push_back(std::move(status));
+  }
+  // A group counts in its queue's row and in every ancestor's.
+  for (const Entry& entry : entries_) {
+    bool placed = entry.placed;
+    bool waiting = !placed && !entry.running && entry.cause != WaitCause::kNone;
+    if (!placed && !waiting) {
+      continue;
+    }
+    for (const QueueAccount* account : share_.Path(entry.queue)) {
+      QueueStatus& status = result.queues[row_of.at(account->spec.name)];
+      ++(placed ? status.placed_groups : status.waiting_groups);
+    }
   }
   std::sort(result.queues.begin(), result.queues.end(),
             [](const QueueStatus& a, const QueueStatus& b) { return a.name < b.name; });
@@ -1035,6 +1134,10 @@ std::string_view WaitCauseName(WaitCause cause) {
       return "Invalid";
     case WaitCause::kUnknownQueue:
       return "UnknownQueue";
+    case WaitCause::kNotLeafQueue:
+      return "ParentQueue";
+    case WaitCause::kNotAllowedInQueue:
+      return "NotAllowedInQueue";
     case WaitCause::kSchedulingGated:
       return "SchedulingGated";
     case WaitCause::kUnsupported:

@@ -1,11 +1,14 @@
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
 #include <hybridjob/scheduler/preemption.h>
 
 namespace hybridjob::scheduler {
 
 std::vector<VictimUnit> PreemptionCandidates(const RunningGroups& running, const FairShare& share,
-                                             std::string_view waiting_key, int32_t priority) {
+                                             std::string_view waiting_key, int32_t priority,
+                                             std::string_view waiting_queue) {
   const std::vector<RunningGroup>& groups = running.groups();
   std::vector<size_t> lower;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -13,6 +16,35 @@ std::vector<VictimUnit> PreemptionCandidates(const RunningGroups& running, const
     if (group.priority < priority && !group.placed_this_cycle && !group.shielded &&
         !group.members.empty() && group.Key() != waiting_key) {
       lower.push_back(g);
+    }
+  }
+
+  // Per victim queue: its distance from the waiting queue and the weighted
+  // shares down its path, so the sort compares without lookups.
+  struct QueueRank {
+    int32_t distance = 1;
+    std::vector<const QueueAccount*> path;  // top-level queue first
+    std::vector<double> shares;             // along `path`; never empty
+  };
+  std::unordered_map<std::string, QueueRank> ranks;
+  for (size_t g : lower) {
+    auto [it, inserted] = ranks.try_emplace(groups[g].queue);
+    if (!inserted) {
+      continue;
+    }
+    QueueRank& rank = it->second;
+    if (!waiting_queue.empty()) {
+      // Its own queue counts with its siblings.
+      rank.distance = std::max(1, share.Distance(waiting_queue, groups[g].queue));
+    }
+    rank.path = share.Path(groups[g].queue);
+    std::reverse(rank.path.begin(), rank.path.end());
+    for (const QueueAccount* account : rank.path) {
+      rank.shares.push_back(share.WeightedShare(*account));
+    }
+    if (rank.shares.empty()) {
+      rank.path.push_back(nullptr);
+      rank.shares.push_back(share.WeightedShare(groups[g].queue));
     }
   }
 
@@ -27,10 +59,23 @@ std::vector<VictimUnit> PreemptionCandidates(const RunningGroups& running, const
     if (ga.priority != gb.priority) {
       return ga.priority < gb.priority;
     }
-    double share_a = share.WeightedShare(ga.queue);
-    double share_b = share.WeightedShare(gb.queue);
-    if (share_a != share_b) {
-      return share_a > share_b;
+    if (ga.queue != gb.queue) {
+      const QueueRank& rank_a = ranks.at(ga.queue);
+      const QueueRank& rank_b = ranks.at(gb.queue);
+      if (rank_a.distance != rank_b.distance) {
+        return rank_a.distance < rank_b.distance;
+      }
+      // Furthest over its share first, compared where the two paths part.
+      size_t level = 0;
+      while (level + 1 < rank_a.shares.size() && level + 1 < rank_b.shares.size() &&
+             rank_a.path[level] == rank_b.path[level]) {
+        ++level;
+      }
+      double share_a = rank_a.shares[std::min(level, rank_a.shares.size() - 1)];
+      double share_b = rank_b.shares[std::min(level, rank_b.shares.size() - 1)];
+      if (share_a != share_b) {
+        return share_a > share_b;
+      }
     }
     int32_t role_a = ga.roles[static_cast<size_t>(a.role)].priority;
     int32_t role_b = gb.roles[static_cast<size_t>(b.role)].priority;

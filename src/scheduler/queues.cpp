@@ -22,7 +22,110 @@ std::string FormatAmount(std::string_view name, int64_t amount) {
   return std::to_string(amount);
 }
 
+// The position of the queue named `name`, or queues.size() when none is.
+size_t IndexOf(const std::vector<QueueSpec>& queues, std::string_view name) {
+  for (size_t i = 0; i < queues.size(); ++i) {
+    if (queues[i].name == name) {
+      return i;
+    }
+  }
+  return queues.size();
+}
+
+// The tree checks of ValidateQueues, on a list whose names are unique.
+Status ValidateTree(const std::vector<QueueSpec>& queues) {
+  const size_t count = queues.size();
+  std::vector<size_t> parent(count, count);  // count: top level
+  for (size_t i = 0; i < count; ++i) {
+    const QueueSpec& queue = queues[i];
+    if (queue.parent.empty()) {
+      continue;
+    }
+    const std::string path = QueuePath(i) + ".parent";
+    // Groups without a queue and pods outside any group run in `default`: it
+    // must stay a leaf, and a top-level one so nothing above can refuse them.
+    if (queue.parent == kDefaultQueueName) {
+      return InvalidArgument(path +
+                             ": queue \"default\" cannot have child queues: groups "
+                             "without a queue and pods outside any group run in it");
+    }
+    if (queue.name == kDefaultQueueName) {
+      return InvalidArgument(path + ": queue \"default\" stays at the top level");
+    }
+    parent[i] = IndexOf(queues, queue.parent);
+    if (parent[i] == count) {
+      return InvalidArgument(path + ": no queue named \"" + queue.parent + "\"");
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    size_t at = parent[i];
+    for (size_t steps = 0; at != count && steps < count; ++steps) {
+      if (at == i) {
+        return InvalidArgument(QueuePath(i) + ".parent: \"" + queues[i].name +
+                               "\" is its own ancestor");
+      }
+      at = parent[at];
+    }
+  }
+  // A parent's guarantee is what its children share: it must hold theirs.
+  for (size_t p = 0; p < count; ++p) {
+    Status short_of_children = Status::Ok();
+    ForEachResource(queues[p].guaranteed, [&](std::string_view name, int64_t amount) {
+      if (!short_of_children.ok() || amount <= 0) {
+        return;
+      }
+      int64_t children = 0;
+      std::string listed;
+      for (size_t c = 0; c < count; ++c) {
+        int64_t child = queues[c].guaranteed.Get(name);
+        if (parent[c] == p && child > 0) {
+          children += child;
+          listed += (listed.empty() ? "" : ", ") + queues[c].name + " " + FormatAmount(name, child);
+        }
+      }
+      if (children > amount) {
+        short_of_children = InvalidArgument(
+            QueuePath(p) + ": guaranteed " + std::string(name) + " " + FormatAmount(name, amount) +
+            " of queue \"" + queues[p].name + "\" is less than its children are guaranteed, " +
+            FormatAmount(name, children) + " (" + listed + ")");
+      }
+    });
+    if (!short_of_children.ok()) {
+      return short_of_children;
+    }
+  }
+  // A guarantee above an ancestor's ceiling could never be used.
+  for (size_t i = 0; i < count; ++i) {
+    bool direct = true;
+    for (size_t a = parent[i]; a != count; a = parent[a], direct = false) {
+      for (const ScalarResource& limit : queues[a].max.limits()) {
+        int64_t guaranteed = queues[i].guaranteed.Get(limit.name);
+        if (guaranteed > limit.amount) {
+          return InvalidArgument(QueuePath(i) + ": guaranteed " + limit.name + " " +
+                                 FormatAmount(limit.name, guaranteed) + " exceeds max " +
+                                 FormatAmount(limit.name, limit.amount) + " of its " +
+                                 (direct ? "parent" : "ancestor") + " \"" + queues[a].name + "\"");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsNamespaceName(std::string_view name) {
+  if (name.empty() || name.size() > 63) {
+    return false;
+  }
+  auto alphanumeric = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (char c : name) {
+    if (!alphanumeric(c) && c != '-') {
+      return false;
+    }
+  }
+  return alphanumeric(name.front()) && alphanumeric(name.back());
+}
 
 void ResourceCeiling::Set(std::string_view name, int64_t amount) {
   auto it = std::lower_bound(
@@ -67,6 +170,17 @@ std::string ResourceCeiling::ToString() const {
   return out;
 }
 
+bool QueueSpec::AdmitsNamespace(std::string_view namespace_name,
+                                const LabelMap& namespace_labels) const {
+  if (namespaces.empty() && !namespace_selector.has_value()) {
+    return true;
+  }
+  if (std::find(namespaces.begin(), namespaces.end(), namespace_name) != namespaces.end()) {
+    return true;
+  }
+  return namespace_selector.has_value() && namespace_selector->Matches(namespace_labels);
+}
+
 Status ValidateQueues(const std::vector<QueueSpec>& queues) {
   std::set<std::string, std::less<>> names;
   for (size_t i = 0; i < queues.size(); ++i) {
@@ -102,8 +216,16 @@ Status ValidateQueues(const std::vector<QueueSpec>& queues) {
                                FormatAmount(limit.name, limit.amount));
       }
     }
+    for (size_t k = 0; k < queue.namespaces.size(); ++k) {
+      if (!IsNamespaceName(queue.namespaces[k])) {
+        return InvalidArgument(path + ".namespaces[" + std::to_string(k) + "]: \"" +
+                               queue.namespaces[k] +
+                               "\" is not a valid namespace name (lowercase letters, digits and "
+                               "'-', starting and ending with a letter or digit, at most 63)");
+      }
+    }
   }
-  return Status::Ok();
+  return ValidateTree(queues);
 }
 
 Status ValidatePolicyConfig(const PolicyConfig& config) {
@@ -147,11 +269,111 @@ QueueTable::QueueTable(const std::vector<QueueSpec>& queues) : queues_(queues) {
   for (size_t i = 0; i < queues_.size(); ++i) {
     index_.emplace(queues_[i].name, i);  // the first of duplicate names wins
   }
+  // Keep the table a forest whatever it was given: a parent naming no queue
+  // (or itself) is dropped, then the link of the first queue found on a cycle.
+  for (QueueSpec& queue : queues_) {
+    if (!queue.parent.empty() && (queue.parent == queue.name || !index_.contains(queue.parent))) {
+      queue.parent.clear();
+    }
+  }
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    std::string_view at = queues_[i].parent;
+    for (size_t steps = 0; !at.empty() && steps < queues_.size(); ++steps) {
+      const QueueSpec& above = queues_[index_.find(at)->second];
+      if (&above == &queues_[i]) {
+        queues_[i].parent.clear();
+        break;
+      }
+      at = above.parent;
+    }
+  }
+  children_.resize(queues_.size());
+  for (const QueueSpec& queue : queues_) {
+    if (!queue.parent.empty()) {
+      has_tree_ = true;
+      children_[index_.find(queue.parent)->second].push_back(queue.name);
+    }
+  }
+  for (std::vector<std::string>& children : children_) {
+    std::sort(children.begin(), children.end());
+  }
+  // A child's guarantee counts inside its parent's: a parent is guaranteed at
+  // least what its children are together, also on resources it does not name
+  // (ValidateQueues refuses a parent naming less). Deepest queues first, so a
+  // queue's own sum is complete before it is added to its parent's.
+  std::vector<size_t> order(queues_.size());
+  std::vector<int32_t> depth(queues_.size());
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    order[i] = i;
+    depth[i] = Depth(queues_[i].name);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&depth](size_t a, size_t b) { return depth[a] > depth[b]; });
+  std::vector<ResourceList> children_sum(queues_.size());
+  for (size_t i : order) {
+    QueueSpec& queue = queues_[i];
+    ForEachResource(children_sum[i], [&queue](std::string_view name, int64_t amount) {
+      if (queue.guaranteed.Get(name) < amount) {
+        queue.guaranteed.Set(name, amount);
+      }
+    });
+    if (!queue.parent.empty()) {
+      children_sum[index_.find(queue.parent)->second] += queue.guaranteed;
+    }
+  }
 }
 
 const QueueSpec* QueueTable::Find(std::string_view name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &queues_[it->second];
+}
+
+const QueueSpec* QueueTable::Parent(std::string_view queue) const {
+  const QueueSpec* spec = Find(queue);
+  return spec == nullptr || spec->parent.empty() ? nullptr : Find(spec->parent);
+}
+
+const std::vector<std::string>& QueueTable::Children(std::string_view queue) const {
+  static const std::vector<std::string> kNone;
+  auto it = index_.find(queue);
+  return it == index_.end() ? kNone : children_[it->second];
+}
+
+bool QueueTable::IsLeaf(std::string_view queue) const {
+  return Children(queue).empty();
+}
+
+std::vector<std::string> QueueTable::Ancestors(std::string_view queue) const {
+  std::vector<std::string> out;
+  for (const QueueSpec* above = Parent(queue); above != nullptr; above = Parent(above->name)) {
+    out.push_back(above->name);
+  }
+  return out;
+}
+
+int32_t QueueTable::Depth(std::string_view queue) const {
+  int32_t depth = 0;
+  for (const QueueSpec* above = Parent(queue); above != nullptr; above = Parent(above->name)) {
+    ++depth;
+  }
+  return depth;
+}
+
+const QueueSpec* QueueTable::RefusesNamespace(std::string_view queue,
+                                              std::string_view namespace_name,
+                                              const LabelMap& namespace_labels) const {
+  for (const QueueSpec* at = Find(queue); at != nullptr; at = Parent(at->name)) {
+    if (!at->AdmitsNamespace(namespace_name, namespace_labels)) {
+      return at;
+    }
+  }
+  return nullptr;
+}
+
+bool QueueTable::AdmitsNamespace(std::string_view queue, std::string_view namespace_name,
+                                 const LabelMap& namespace_labels) const {
+  return Find(queue) != nullptr &&
+         RefusesNamespace(queue, namespace_name, namespace_labels) == nullptr;
 }
 
 std::string QueueTable::Names() const {
@@ -171,6 +393,9 @@ std::string QueueTable::Names() const {
 }
 
 std::string_view QueueOfPod(const PodInfo& pod) {
+  if (!pod.queue.empty()) {
+    return pod.queue;  // resolved (tenancy.h)
+  }
   if (pod.group_spec.has_value() && !pod.group_spec->queue.empty()) {
     return pod.group_spec->queue;
   }

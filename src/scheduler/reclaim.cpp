@@ -48,17 +48,9 @@ class Search {
         request_(request),
         fits_(fits),
         base_(what_if.Mark()) {
-    const QueueAccount* waiting = share_.Find(request_.queue);
-    if (waiting != nullptr) {
-      waiting_account_ = *waiting;
-    } else {
-      waiting_account_.spec.name = request_.queue;
-      waiting_account_.configured = false;
-    }
-    ResourceList waiting_used = waiting_account_.used + request_.need;
-    waiting_share_ = share_.WeightedShareOf(waiting_account_, waiting_used);
-    waiting_within_guarantee_ =
-        WithinGuarantee(waiting_used, request_.need, waiting_account_.spec.guaranteed);
+    waiting_account_.spec.name = request_.queue;
+    waiting_account_.configured = false;
+    waiting_path_ = share_.Path(request_.queue);
     CountFreeCapacity();
   }
 
@@ -71,14 +63,39 @@ class Search {
     bool dropped = false;
   };
 
+  // Where a victim queue stands from the waiting queue in the queue tree.
+  struct Relation {
+    bool same = false;  // the waiting queue itself
+    // Levels from the waiting queue up to the lowest common ancestor: 1 for
+    // siblings (and top-level queues without a tree), 2 for cousins; the
+    // waiting queue itself counts as 1, with its siblings.
+    int32_t distance = 1;
+    // The victim queue's path below the lowest common ancestor, the victim
+    // queue first: what loses capacity, so whose guarantees are kept.
+    std::vector<const QueueAccount*> below;
+    // The children of the lowest common ancestor on the two paths: where the
+    // share comparison is made.
+    const QueueAccount* victim_side = nullptr;
+    const QueueAccount* waiting_side = nullptr;
+  };
+
   void CountFreeCapacity();
   bool Usable(const PodInfo& pod) const;
   bool Covers(const ResourceList& freed) const;
   bool Check();
   bool CanCheck() const { return checks_ < request_.max_fit_checks; }
-  ResourceList QueueUsedAfter(const std::string& queue) const;
-  double QueueShareNow(const std::string& queue) const;
-  bool KeepsQueueGuarantee(const std::string& queue, const ResourceList& requests) const;
+  const Relation& RelationOf(const std::string& queue);
+  ResourceList Removed(const QueueAccount& account) const;
+  bool OnWaitingPath(const QueueAccount& account) const;
+  ResourceList UsedAfter(const QueueAccount& account) const;
+  double ShareNow(const QueueAccount* account) const;
+  ResourceList WaitingSideUsed(const QueueAccount& account) const;
+  bool Entitled(const Relation& relation) const;
+  bool GivesFirst(const std::string& a, const std::string& b);
+  bool KeepsGuarantees(const Relation& relation, const ResourceList& requests) const;
+  bool Allowed(const std::string& queue) const;
+  bool CeilingMet(const std::vector<uint8_t>& left_out) const;
+  bool Done(const ResourceList& freed, const std::vector<uint8_t>& left_out) const;
   void Take(VictimUnit unit);
   bool TryReclaim();
   bool TryPreemption();
@@ -92,12 +109,13 @@ class Search {
   const FitCheck& fits_;
   size_t base_;
 
-  QueueAccount waiting_account_;
-  double waiting_share_ = 0;
-  bool waiting_within_guarantee_ = false;
-  ResourceList free_;                            // free capacity on usable nodes before the search
-  ResourceList freed_;                           // released by chosen victims on usable nodes
-  std::map<std::string, ResourceList> removed_;  // by queue
+  QueueAccount waiting_account_;  // stands in when the waiting queue has no account
+  std::vector<const QueueAccount*> waiting_path_;  // the waiting queue, then its ancestors
+  std::map<std::string, Relation> relations_;      // by victim queue
+  ResourceList free_;   // free capacity on usable nodes before the search
+  ResourceList freed_;  // released by chosen victims on usable nodes
+  // Taken from each queue by chosen victims; a parent's includes its subtree's.
+  std::map<std::string, ResourceList, std::less<>> removed_;
   std::vector<Chosen> chosen_;
   std::unordered_set<const PodInfo*> chosen_pods_;
   std::set<std::pair<size_t, int32_t>> exhausted_;  // (group, role) that may give no more
@@ -146,32 +164,166 @@ bool Search::Check() {
   return fits_();
 }
 
-ResourceList Search::QueueUsedAfter(const std::string& queue) const {
-  const QueueAccount* account = share_.Find(queue);
-  ResourceList used = account != nullptr ? account->used : ResourceList{};
-  if (auto it = removed_.find(queue); it != removed_.end()) {
-    used -= it->second;
+const Search::Relation& Search::RelationOf(const std::string& queue) {
+  auto [it, inserted] = relations_.try_emplace(queue);
+  Relation& relation = it->second;
+  if (!inserted) {
+    return relation;
   }
-  if (queue == request_.queue) {
-    used += request_.need;  // the waiting group lands in this queue
+  const QueueAccount* waiting = waiting_path_.empty() ? &waiting_account_ : waiting_path_.front();
+  auto [victim_side, waiting_side] = share_.Parting(queue, request_.queue);
+  if (queue == request_.queue || victim_side == nullptr) {
+    // The waiting queue itself (or, in a configuration changed under running
+    // pods, one on its path): its own lower-priority groups give back as
+    // today, and its guarantee counts the waiting group in.
+    relation.same = true;
+    relation.distance = 1;
+    const QueueAccount* account = share_.Find(queue);
+    relation.victim_side = account;
+    relation.waiting_side = waiting;
+    if (account != nullptr) {
+      relation.below.push_back(account);
+    }
+    return relation;
+  }
+  relation.distance = std::max(1, share_.Distance(request_.queue, queue));
+  relation.victim_side = victim_side;
+  relation.waiting_side = waiting_side;
+  for (const QueueAccount* account : share_.Path(queue)) {
+    relation.below.push_back(account);
+    if (account == victim_side) {
+      break;
+    }
+  }
+  return relation;
+}
+
+ResourceList Search::Removed(const QueueAccount& account) const {
+  auto it = removed_.find(account.spec.name);
+  return it == removed_.end() ? ResourceList{} : it->second;
+}
+
+bool Search::OnWaitingPath(const QueueAccount& account) const {
+  return std::find(waiting_path_.begin(), waiting_path_.end(), &account) != waiting_path_.end();
+}
+
+ResourceList Search::UsedAfter(const QueueAccount& account) const {
+  ResourceList used = account.used - Removed(account);
+  if (OnWaitingPath(account)) {
+    used += request_.need;  // the waiting group lands in this subtree
   }
   return used;
 }
 
-double Search::QueueShareNow(const std::string& queue) const {
-  const QueueAccount* account = share_.Find(queue);
-  if (account == nullptr) {
-    return 0;
-  }
-  return share_.WeightedShareOf(*account, QueueUsedAfter(queue));
+double Search::ShareNow(const QueueAccount* account) const {
+  return account == nullptr ? 0 : share_.WeightedShareOf(*account, UsedAfter(*account));
 }
 
-bool Search::KeepsQueueGuarantee(const std::string& queue, const ResourceList& requests) const {
-  const QueueAccount* account = share_.Find(queue);
-  if (account == nullptr) {
+// The waiting side's usage with the waiting group in, less what its other
+// queues already gave back (capacity that moved inside the subtree). The
+// waiting queue's own victims are not subtracted: a queue is compared as it
+// will stand with the group placed, not as it shrinks for it.
+ResourceList Search::WaitingSideUsed(const QueueAccount& account) const {
+  ResourceList used = account.used + request_.need - Removed(account);
+  if (!waiting_path_.empty()) {
+    used += Removed(*waiting_path_.front());
+  }
+  return used;
+}
+
+// The victim side gives back only while its subtree is over the waiting
+// side's share (the waiting group counted in), or while the waiting side
+// stays within its guarantee: the flat rule, applied to the two children of
+// the lowest common ancestor.
+bool Search::Entitled(const Relation& relation) const {
+  if (relation.same) {
     return true;
   }
-  return KeepsGuarantee(QueueUsedAfter(queue) - requests, requests, account->spec.guaranteed);
+  const QueueAccount& waiting = *relation.waiting_side;
+  ResourceList waiting_used = WaitingSideUsed(waiting);
+  if (WithinGuarantee(waiting_used, request_.need, waiting.spec.guaranteed)) {
+    return true;
+  }
+  return ShareNow(relation.victim_side) > share_.WeightedShareOf(waiting, waiting_used);
+}
+
+// Closest to the waiting queue first (siblings, then cousins, ...); at the
+// same distance the queue furthest over its share, compared top-down where
+// the two paths part, then by name.
+bool Search::GivesFirst(const std::string& a, const std::string& b) {
+  int32_t distance_a = RelationOf(a).distance;
+  int32_t distance_b = RelationOf(b).distance;
+  if (distance_a != distance_b) {
+    return distance_a < distance_b;
+  }
+  auto [side_a, side_b] = share_.Parting(a, b);
+  if (side_a == nullptr) {
+    side_a = share_.Find(a);
+    side_b = share_.Find(b);
+  }
+  double share_a = ShareNow(side_a);
+  double share_b = ShareNow(side_b);
+  if (share_a != share_b) {
+    return share_a > share_b;
+  }
+  return a < b;
+}
+
+bool Search::KeepsGuarantees(const Relation& relation, const ResourceList& requests) const {
+  return std::all_of(
+      relation.below.begin(), relation.below.end(), [&](const QueueAccount* account) {
+        return KeepsGuarantee(UsedAfter(*account) - requests, requests, account->spec.guaranteed);
+      });
+}
+
+// Whether victims may come from `queue`: anywhere, unless an ancestor's max
+// holds the group back; then only from within that ancestor's subtree.
+bool Search::Allowed(const std::string& queue) const {
+  if (request_.within_queue.empty()) {
+    return true;
+  }
+  for (const QueueAccount* account : share_.Path(queue)) {
+    if (account->spec.name == request_.within_queue) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the chosen victims (but those flagged in `left_out`) take enough
+// from every queue whose max holds the group back.
+bool Search::CeilingMet(const std::vector<uint8_t>& left_out) const {
+  for (const auto& [queue, excess] : request_.over_ceiling) {
+    ResourceList taken;
+    for (size_t i = 0; i < chosen_.size(); ++i) {
+      if (chosen_[i].dropped || (i < left_out.size() && left_out[i] != 0)) {
+        continue;
+      }
+      for (const QueueAccount* account :
+           share_.Path(running_.groups()[chosen_[i].unit.group].queue)) {
+        if (account->spec.name == queue) {
+          taken += chosen_[i].unit.requests;
+          break;
+        }
+      }
+    }
+    bool enough = true;
+    ForEachResource(excess, [&](std::string_view name, int64_t amount) {
+      if (amount > 0 && taken.Get(name) < amount) {
+        enough = false;
+      }
+    });
+    if (!enough) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether the search may stop to check the fit: the capacity is there and
+// no ceiling is left in the way.
+bool Search::Done(const ResourceList& freed, const std::vector<uint8_t>& left_out) const {
+  return Covers(freed) && CeilingMet(left_out);
 }
 
 void Search::Take(VictimUnit unit) {
@@ -184,7 +336,14 @@ void Search::Take(VictimUnit unit) {
     }
   }
   freed_ += chosen.useful;
-  removed_[running_.groups()[unit.group].queue] += unit.requests;
+  const std::string& queue = running_.groups()[unit.group].queue;
+  std::vector<const QueueAccount*> path = share_.Path(queue);
+  if (path.empty()) {
+    removed_[queue] += unit.requests;
+  }
+  for (const QueueAccount* account : path) {
+    removed_[account->spec.name] += unit.requests;
+  }
   chosen.unit = std::move(unit);
   chosen_.push_back(std::move(chosen));
 }
@@ -200,6 +359,9 @@ bool Search::TryReclaim() {
     }
     if (group.queue == request_.queue && group.priority > request_.priority) {
       continue;  // within a queue, only groups of no higher priority give back
+    }
+    if (!Allowed(group.queue)) {
+      continue;
     }
     std::vector<VictimUnit> units = ElasticUnits(running_, g, EvictionCause::kReclaim);
     std::vector<VictimUnit>& list = lists[group.queue];
@@ -225,22 +387,15 @@ bool Search::TryReclaim() {
   }
   std::map<std::string, size_t> next;
   while (true) {
-    // The entitled queue furthest over its share gives the next victim.
+    // The entitled queue closest to the waiting one, then furthest over its
+    // share, gives the next victim.
     const std::string* best = nullptr;
-    double best_share = 0;
     for (auto& [queue, list] : lists) {
-      if (next[queue] >= list.size()) {
+      if (next[queue] >= list.size() || !Entitled(RelationOf(queue))) {
         continue;
       }
-      double queue_share = QueueShareNow(queue);
-      bool entitled =
-          queue == request_.queue || waiting_within_guarantee_ || queue_share > waiting_share_;
-      if (!entitled) {
-        continue;
-      }
-      if (best == nullptr || queue_share > best_share) {
+      if (best == nullptr || GivesFirst(queue, *best)) {
         best = &queue;
-        best_share = queue_share;
       }
     }
     if (best == nullptr) {
@@ -252,12 +407,12 @@ bool Search::TryReclaim() {
     if (exhausted_.contains(role_key)) {
       continue;
     }
-    if (!KeepsQueueGuarantee(*best, unit.requests)) {
+    if (!KeepsGuarantees(RelationOf(*best), unit.requests)) {
       exhausted_.insert(role_key);  // lower indices would leave a gap
       continue;
     }
     Take(std::move(unit));
-    if (Covers(freed_)) {
+    if (Done(freed_, {})) {
       if (!CanCheck()) {
         return false;
       }
@@ -289,14 +444,17 @@ bool Search::TryPreemption() {
       }
     }
     const std::string& queue = running_.groups()[unit.group].queue;
-    if (!KeepsQueueGuarantee(queue, unit.requests)) {
+    if (!Allowed(queue)) {
+      continue;
+    }
+    if (!KeepsGuarantees(RelationOf(queue), unit.requests)) {
       if (!unit.whole()) {
         exhausted_.insert({unit.group, unit.role});
       }
       continue;
     }
     Take(std::move(unit));
-    if (Covers(freed_)) {
+    if (Done(freed_, {})) {
       if (!CanCheck()) {
         return false;
       }
@@ -333,7 +491,9 @@ void Search::Minimize() {
         continue;
       }
     }
-    if (!Covers(freed_ - chosen_[i].useful)) {
+    std::vector<uint8_t> without(chosen_.size(), 0);
+    without[i] = 1;
+    if (!Done(freed_ - chosen_[i].useful, without)) {
       continue;
     }
     what_if_.RollbackTo(base_);
@@ -353,7 +513,7 @@ void Search::Minimize() {
 
 EvictionChoice Search::Run() {
   EvictionChoice choice;
-  bool fits = !request_.known_not_to_fit && Covers(freed_) && CanCheck() && Check();
+  bool fits = !request_.known_not_to_fit && Done(freed_, {}) && CanCheck() && Check();
   if (!fits && request_.reclaim) {
     fits = TryReclaim();
   }

@@ -157,7 +157,8 @@ struct HybridJobSpec {
   std::vector<VolumeSpec> volumes;
   std::optional<CodeSpec> code;
   std::optional<TensorboardSpec> tensorboard;
-  std::string queue = "default";
+  // Unset: the namespace's default queue (chosen by the scheduler).
+  std::optional<std::string> queue;
   std::string scheduler_name = "gang-scheduler";
 
   const ReplicaSpec* FindRole(std::string_view name) const;

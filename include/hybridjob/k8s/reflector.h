@@ -30,6 +30,10 @@ struct ReflectorOptions {
   std::chrono::seconds min_watch_timeout{300};
   Duration initial_backoff = std::chrono::milliseconds(200);
   Duration max_backoff = std::chrono::seconds(10);
+  // A collection that may not be served yet (a CRD not installed): a list
+  // answered 404 hands the sink an empty snapshot, so its consumer can sync,
+  // and is retried after max_backoff until the collection appears.
+  bool absent_collection_is_empty = false;
 };
 
 struct ReflectorStats {
@@ -85,6 +89,7 @@ class Reflector {
   WatchStream* active_watch_ = nullptr;  // owned by WatchOnce; guarded by mu_
   Duration backoff_;
   std::string last_error_;
+  bool absent_reported_ = false;  // the sink holds the empty snapshot of an absent collection
   std::chrono::steady_clock::time_point last_error_logged_{};
 };
 

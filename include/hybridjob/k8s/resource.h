@@ -34,6 +34,7 @@ Resource Events();
 Resource Namespaces();
 Resource ServiceAccounts();
 Resource Leases();
+Resource PriorityClasses();
 Resource Deployments();
 Resource HybridJobs();
 Resource CustomResourceDefinitions();

@@ -2,13 +2,17 @@
 // a queue's dominant share is the largest fraction of the cluster's cpu,
 // memory or GPUs it uses; divided by its weight, it orders the queues (lowest
 // first). Usage is computed from the snapshot: every bound or assumed pod this
-// scheduler owns counts toward its group's queue.
+// scheduler owns counts toward its group's queue, and toward every ancestor of
+// that queue, so a parent's usage is its subtree's. Queue trees are ordered
+// top-down, as Mesos's hierarchical sorter: siblings compare their subtrees'
+// shares, each with its own weight.
 #pragma once
 
 #include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <hybridjob/scheduler/queues.h>
@@ -26,12 +30,14 @@ double DominantShare(const ResourceList& usage, const ResourceList& capacity,
                      const std::vector<std::string>& resources);
 
 struct QueueAccount {
-  QueueSpec spec;
+  QueueSpec spec;  // spec.parent as the QueueTable has it
   // False for a queue that pods name but the configuration does not have (it
   // was removed by a reload): weight 1, nothing guaranteed, no ceiling.
   bool configured = true;
-  ResourceList used;  // requests of its bound and assumed pods
+  // Requests of its bound and assumed pods; for a parent, of its subtree's.
+  ResourceList used;
   int64_t pods = 0;
+  bool leaf = true;  // has no child queue
 };
 
 class FairShare {
@@ -49,11 +55,37 @@ class FairShare {
   // Stable addresses: accounts are only ever appended.
   const std::deque<QueueAccount>& accounts() const { return accounts_; }
 
-  // The account of `queue`; one is made (unconfigured) for a name not seen yet.
+  // The account of `queue`; one is made (unconfigured, top-level) for a name
+  // not seen yet.
   QueueAccount& Account(std::string_view queue);
   const QueueAccount* Find(std::string_view queue) const;
+  // To (from) the queue and every ancestor.
   void Add(std::string_view queue, const ResourceList& amount, int64_t pods = 0);
   void Remove(std::string_view queue, const ResourceList& amount, int64_t pods = 0);
+
+  // The parent's account, or nullptr for a top-level queue.
+  const QueueAccount* Parent(const QueueAccount& account) const;
+  // The queue's account, then its ancestors' up to the top level; empty for
+  // a queue without an account.
+  std::vector<const QueueAccount*> Path(std::string_view queue) const;
+  // The first of the queue and its ancestors (in that order) whose max the
+  // queue's usage plus `extra` would exceed, or nullptr.
+  const QueueAccount* FirstOverMax(std::string_view queue, const ResourceList& extra) const;
+  // Where the paths of two queues part: the children of their lowest common
+  // ancestor (or the two top-level queues) on the way to `a` and to `b`. Both
+  // nullptr when one is the other or its ancestor, or has no account.
+  std::pair<const QueueAccount*, const QueueAccount*> Parting(std::string_view a,
+                                                              std::string_view b) const;
+  // Levels from `from` up to the lowest common ancestor of `from` and `to`,
+  // the level above the top-level queues counting as their common ancestor:
+  // 0 for the queue itself, 1 for siblings, for two top-level queues and for
+  // the parent, 2 for cousins.
+  int32_t Distance(std::string_view from, std::string_view to) const;
+  // Whose turn it is among `queues` (those with work waiting): top-down, at
+  // each level the queue that GoesFirst among those with a candidate in their
+  // subtree, down to a candidate. Empty when `queues` is. With no tree this is
+  // the candidate that GoesFirst.
+  std::string_view NextQueue(const std::vector<std::string_view>& queues) const;
 
   // Dominant share divided by weight.
   double WeightedShare(const QueueAccount& account) const;
@@ -71,6 +103,10 @@ class FairShare {
   std::vector<std::string> resources_;
   std::deque<QueueAccount> accounts_;
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
+  // By account index: the parent's index (kTop for none), the children's.
+  static constexpr size_t kTop = static_cast<size_t>(-1);
+  std::vector<size_t> parent_;
+  std::vector<std::vector<size_t>> children_;
 };
 
 }  // namespace hybridjob::scheduler

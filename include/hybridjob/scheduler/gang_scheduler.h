@@ -120,6 +120,8 @@ class GangScheduler {
   SchedulerStats stats_;
   std::unique_ptr<k8s::Reflector> node_reflector_;
   std::unique_ptr<k8s::Reflector> pod_reflector_;
+  std::vector<std::unique_ptr<k8s::Reflector>> tenancy_reflectors_;  // jobs, namespaces, classes
+  std::vector<std::thread> tenancy_threads_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::thread node_thread_;
   std::thread pod_thread_;

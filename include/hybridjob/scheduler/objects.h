@@ -170,6 +170,16 @@ using Timestamp = std::chrono::sys_seconds;
 // fractional seconds and a numeric offset.
 Result<Timestamp> ParseTimestamp(std::string_view text);
 
+// metadata.ownerReferences entry with controller: true.
+struct ControllerRef {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::string uid;
+
+  friend bool operator==(const ControllerRef&, const ControllerRef&) = default;
+};
+
 struct PodInfo {
   std::string namespace_name;
   std::string name;
@@ -203,13 +213,37 @@ struct PodInfo {
   // placed.
   std::vector<std::string> resource_claims;
 
+  // What the pod says about itself (anyone who may create pods can write
+  // these): its controller ownerReference, spec.priorityClassName and
+  // spec.preemptionPolicy.
+  std::optional<ControllerRef> controller;
+  std::string priority_class_name;
+  bool preemption_never = false;  // spec.preemptionPolicy: Never
+
   // Group membership from the batch.hybridjob.io labels; empty job_name means
   // the pod is not part of a group. index is -1 when the label is missing.
+  // ParsePod takes them from the labels and the group-spec annotation as
+  // written; the live scheduler then replaces them, and priority, with what
+  // ResolvePod (tenancy.h) verifies against the HybridJob, namespace and
+  // PriorityClass objects.
   std::string job_name;
   std::string role;
   int32_t index = -1;
   std::optional<GroupSpec> group_spec;
   std::string group_spec_error;  // why the annotation was refused, if it was
+  // The annotation as written, kept for ResolvePod (group_spec is replaced).
+  std::optional<GroupSpec> annotated_group_spec;
+
+  // Set by ResolvePod. The queue the pod is accounted to (empty: the group
+  // spec's, else `default`); whether it may preempt others; the labels of its
+  // namespace (for queues' namespaceSelector); why a pod that claims a job's
+  // membership is not given it; and whether its job is not known yet (the pod
+  // is not planned until it is).
+  std::string queue;
+  bool preempts = true;
+  LabelMap namespace_labels;
+  std::string untrusted_reason;
+  bool awaiting_job = false;
 
   bool IsTerminal() const { return phase == "Succeeded" || phase == "Failed"; }
   // "namespace/name"
@@ -234,6 +268,10 @@ Result<PodInfo> ParsePod(const nlohmann::json& pod);
 Result<PodInfo> ParsePodJson(std::string_view text);
 // Only the requests of ParsePod, for callers that need nothing else.
 Result<ResourceList> ParsePodRequests(const nlohmann::json& pod);
+
+// A metav1.LabelSelector (matchLabels, matchExpressions); errors name `path`.
+Result<LabelSelector> ParseLabelSelectorJson(const nlohmann::json& selector,
+                                             const std::string& path);
 
 // Parses a core/v1 Node. Allocatable falls back to capacity when absent; a node
 // without a Ready=True condition is not ready.

@@ -62,6 +62,12 @@ struct PodGroup {
   const std::string& HeldReason() const {
     return unsupported_reason.empty() ? gated_reason : unsupported_reason;
   }
+  // Labels of the group's namespace, for the queues' namespaceSelector (set
+  // from the members' PodInfo::namespace_labels).
+  LabelMap namespace_labels;
+  // False when a member may not preempt others (its PriorityClass or
+  // spec.preemptionPolicy says Never); it may still be preempted.
+  bool preempts = true;
   // Queue order: highest pod priority first, then the oldest member.
   int32_t priority = 0;
   Timestamp creation_time{};

@@ -8,20 +8,25 @@
 // A cycle:
 //  1. Starting groups (and running groups below a role's minimum) are placed
 //     at their minimum, across queues in weighted-DRF order (a queue below its
-//     guarantee first, then the lowest weighted dominant share), within a
-//     queue by priority then age. A group whose minimum would take its queue
-//     over max waits; a group naming an unknown queue waits. No group but the
-//     holder is placed on a reserved node.
+//     guarantee first, then the lowest weighted dominant share; in a queue
+//     tree, top-down among siblings, each subtree's usage against its own
+//     weight), within a queue by priority then age. A group whose minimum
+//     would take its queue or an ancestor over max waits; a group naming an
+//     unknown queue, a parent queue, or a queue that does not admit its
+//     namespace waits. No group but the holder is placed on a reserved node.
 //  2. For groups that still cannot reach their minimum, elastic reclaim (and,
 //     when enabled, priority preemption) chooses victims: the fewest, in
-//     policy order, after which the group fits (reclaim.h, preemption.h).
+//     policy order, after which the group fits (reclaim.h, preemption.h). A
+//     group held back by an ancestor's max takes them from inside that
+//     ancestor only.
 //     The group is not placed in this cycle: the capacity frees when the
 //     victims are gone, and their nodes are reserved for it meanwhile.
 //  3. Groups waiting for capacity longer than starvation.maxWaitSeconds get
 //     the nodes they need reserved (starvation.h).
 //  4. If no group waits for capacity it could ever get, running groups (and
 //     those started in step 1) grow toward their maximum, one member at a
-//     time to the queue with the lowest weighted share, within queue max.
+//     time to the queue whose turn it is (as in step 1), within the max of
+//     the queue and of each ancestor.
 #pragma once
 
 #include <cstdint>
@@ -98,17 +103,19 @@ struct PolicyState {
 };
 
 enum class WaitCause : uint8_t {
-  kNone,             // placed, or grown
-  kAssembling,       // member pods are still being created
-  kInvalid,          // the group itself is wrong; retrying will not help
-  kUnknownQueue,     // the group names a queue the configuration does not have
-  kSchedulingGated,  // a member still has scheduling gates (spec.schedulingGates)
-  kUnsupported,      // a member asks for what this scheduler does not allocate (DRA)
-  kOverQueueMax,     // its minimum would take its queue over max
-  kNoCapacity,       // it cannot reach its minimum now
-  kEvicting,         // victims are being evicted to make room for it
-  kGrowthDeferred,   // a running group's extra members wait: others wait for capacity
-  kNoRoomToGrow,     // a running group's extra members fit nowhere, or queue max is reached
+  kNone,               // placed, or grown
+  kAssembling,         // member pods are still being created
+  kInvalid,            // the group itself is wrong; retrying will not help
+  kUnknownQueue,       // the group names a queue the configuration does not have
+  kNotLeafQueue,       // the group names a queue that has child queues
+  kNotAllowedInQueue,  // the queue (or an ancestor) does not admit the group's namespace
+  kSchedulingGated,    // a member still has scheduling gates (spec.schedulingGates)
+  kUnsupported,        // a member asks for what this scheduler does not allocate (DRA)
+  kOverQueueMax,       // its minimum would take its queue over max
+  kNoCapacity,         // it cannot reach its minimum now
+  kEvicting,           // victims are being evicted to make room for it
+  kGrowthDeferred,     // a running group's extra members wait: others wait for capacity
+  kNoRoomToGrow,       // a running group's extra members fit nowhere, or queue max is reached
 };
 
 // The order in which a cycle's victims are marked before any is evicted: by
@@ -134,8 +141,12 @@ struct PolicyDecision {
   int32_t grown = 0;
 };
 
+// One row per queue, parents included: a parent's usage, shares and group
+// counts are its whole subtree's.
 struct QueueStatus {
   std::string name;
+  std::string parent;  // empty for a top-level queue
+  bool leaf = true;    // has no child queue: jobs run in it
   bool configured = true;
   double weight = 1.0;
   ResourceList used;  // after this cycle's placements
@@ -149,7 +160,7 @@ struct QueueStatus {
 
 struct PolicyCycleResult {
   // One per input group: planned groups in the order they were planned, then
-  // the others (assembling, invalid, unknown queue).
+  // the others (assembling, invalid, unknown or parent queue, ...).
   std::vector<PolicyDecision> decisions;
   std::vector<Eviction> evictions;        // decided in this cycle: carry them out
   std::vector<Reservation> reservations;  // held after this cycle

@@ -46,6 +46,10 @@ class ResourceCeiling {
 
 struct QueueSpec {
   std::string name;
+  // The queue this one is nested in; empty for a top-level queue. Jobs run in
+  // leaf queues only; a parent's guarantee, ceiling and weight bound and share
+  // out what its children use together.
+  std::string parent;
   // Relative weight in weighted dominant-resource fairness: a queue of weight 2
   // is entitled to twice the dominant share of a queue of weight 1.
   double weight = 1.0;
@@ -54,6 +58,14 @@ struct QueueSpec {
   ResourceList guaranteed;
   // Ceiling on the queue's usage, borrowed capacity included.
   ResourceCeiling max;
+  // Which namespaces' jobs may use the queue: those named here, and those
+  // whose labels the selector matches (`{}` matches every namespace). Neither
+  // set: every namespace. A parent's restriction applies to its children too.
+  std::vector<std::string> namespaces;
+  std::optional<LabelSelector> namespace_selector;
+
+  // Whether the queue's own restriction lets jobs of the namespace in.
+  bool AdmitsNamespace(std::string_view namespace_name, const LabelMap& namespace_labels) const;
 
   friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
 };
@@ -111,27 +123,67 @@ struct PolicyConfig {
 };
 
 // Names unique and non-empty, weights positive and finite, guaranteed within
-// max, settings in range. Messages name the field: "queues[1].weight: must be
-// positive", "starvation.maxWaitSeconds: must not be negative".
+// max, settings in range, namespaces valid names. The tree: a parent names
+// another queue, no queue is its own ancestor, `default` is a top-level leaf,
+// a parent's guarantee holds its children's (per resource the parent names),
+// and no guarantee exceeds an ancestor's max. Messages name the field:
+// "queues[1].weight: must be positive", "queues[2].parent: no queue named
+// \"org\"", "starvation.maxWaitSeconds: must not be negative".
 Status ValidateQueues(const std::vector<QueueSpec>& queues);
 Status ValidatePolicyConfig(const PolicyConfig& config);
 
-// The configured queues, with `default` added when the configuration lacks it.
+// Whether `name` is a valid namespace name (an RFC 1123 label: at most 63
+// lowercase alphanumerics or '-', starting and ending with an alphanumeric).
+bool IsNamespaceName(std::string_view name);
+
+// The configured queues as a tree, with `default` added (a top-level leaf)
+// when the configuration lacks it. A parent that names no queue, or that
+// would close a cycle, is dropped (ValidateQueues refuses both), so the table
+// of any configuration is a forest.
 class QueueTable {
  public:
   explicit QueueTable(const std::vector<QueueSpec>& queues);
 
   const QueueSpec* Find(std::string_view name) const;
+  // In configuration order, `default` last when added; `parent` as the tree
+  // has it (dropped when it named no queue or closed a cycle), and a parent's
+  // `guaranteed` raised, per resource, to what its children are guaranteed
+  // together: a child's guarantee counts inside its parent's.
   const std::vector<QueueSpec>& queues() const { return queues_; }
   // "a, b, default": for messages.
   std::string Names() const;
 
+  // Whether any queue has a parent: without one, every queue is a top-level
+  // leaf and the policies behave as they did before queue trees.
+  bool HasTree() const { return has_tree_; }
+  // The parent of `queue`, or nullptr for a top-level or unknown queue.
+  const QueueSpec* Parent(std::string_view queue) const;
+  // The children of `queue`, by name; empty for a leaf or an unknown queue.
+  const std::vector<std::string>& Children(std::string_view queue) const;
+  // Whether jobs may run in `queue`: it has no child queue.
+  bool IsLeaf(std::string_view queue) const;
+  // The ancestors of `queue`: its parent first, the top-level queue last.
+  std::vector<std::string> Ancestors(std::string_view queue) const;
+  // Levels above `queue`: 0 for a top-level (or unknown) queue.
+  int32_t Depth(std::string_view queue) const;
+  // Whether the queue and every ancestor admit jobs of the namespace (false
+  // for an unknown queue).
+  bool AdmitsNamespace(std::string_view queue, std::string_view namespace_name,
+                       const LabelMap& namespace_labels) const;
+  // The first of the queue and its ancestors (in that order) that does not
+  // admit jobs of the namespace, or nullptr when all of them do.
+  const QueueSpec* RefusesNamespace(std::string_view queue, std::string_view namespace_name,
+                                    const LabelMap& namespace_labels) const;
+
  private:
   std::vector<QueueSpec> queues_;
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
+  std::vector<std::vector<std::string>> children_;  // by index, sorted by name
+  bool has_tree_ = false;
 };
 
-// The queue a pod is accounted to: its group spec's queue, else `default`.
+// The queue a pod is accounted to: its resolved queue (ResolvePod), else its
+// group spec's, else `default`.
 std::string_view QueueOfPod(const PodInfo& pod);
 // Whether the policies account and may evict the pod (see scheduler_name).
 bool IsManagedPod(const PodInfo& pod, const PolicyConfig& policy);

@@ -9,6 +9,21 @@
 // never below its own guarantee. Within one queue, a waiting group takes only
 // from groups of no higher priority.
 //
+// In a queue tree, capacity moving from a victim queue V to the waiting queue
+// W is judged at their lowest common ancestor L (the level above the
+// top-level queues when they share none), between L's children on the way to
+// V and to W: V's side gives back only while its subtree's share is over W's
+// side's (W's group counted in, capacity W's side already took back from
+// inside it counted out), or while W's side stays within its guarantee. Every
+// queue from V up to, not including, L keeps its guarantee; L and above lose
+// nothing, as the capacity stays inside them. Borrowed capacity goes back to
+// whoever is owed it first: victims come from the queues closest to W (its
+// siblings and its own queue, then cousins, then further), and at the same
+// distance from the queue furthest over its share, compared top-down where
+// their paths part. A group held back by an ancestor's max (not by the
+// cluster) takes victims only from inside that ancestor, until they free
+// what it would put over the max. Without a tree this is the flat rule above.
+//
 // The search is exact about capacity: every candidate is released on the
 // snapshot through what-if edits and the real planner checks whether the
 // waiting group then reaches its minimum; nothing is evicted unless it does,
@@ -23,6 +38,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <hybridjob/scheduler/fair_share.h>
@@ -125,6 +141,12 @@ struct EvictionRequest {
   bool known_not_to_fit = false;
   // Plan calls allowed in one search; bounds its cost on huge clusters.
   int32_t max_fit_checks = 48;
+  // Set when the max of an ancestor of the group's queue holds it back, not
+  // the cluster: victims come only from `within_queue`'s subtree, and the
+  // search succeeds only once they take at least the amount named for each
+  // queue here (what the group would put over that queue's max).
+  std::string within_queue;
+  std::vector<std::pair<std::string, ResourceList>> over_ceiling;
 };
 
 struct EvictionChoice {

@@ -2,6 +2,7 @@
 // lives in hybridjob_scheduler.
 #include <csignal>
 #include <iostream>
+#include <map>
 #include <random>
 #include <unistd.h>
 
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
     gang_latency.Observe(latency.count());
   });
   std::atomic<bool> leading{false};
+  // The labels each queue's info series was last given, so that a reload
+  // moving a queue in the tree zeroes the series it leaves behind.
+  std::map<std::string, obs::Labels> queue_info_labels;
   registry.AddCollector([&](obs::Registry& r) {
     const auto& stats = scheduler.stats();
     auto counter = [&r](const char* name, const char* help, double value) {
@@ -168,6 +172,18 @@ int main(int argc, char** argv) {
     for (const auto& report : scheduler.QueueReports()) {
       const auto& queue = report.status;
       const obs::Labels labels = {{"queue", queue.name}};
+      // The queue tree, to join on `queue`: a parent's other series are its
+      // whole subtree's.
+      const obs::Labels info = {
+          {"queue", queue.name}, {"parent", queue.parent}, {"leaf", queue.leaf ? "true" : "false"}};
+      const char* info_help =
+          "1 per queue: its parent (empty at the top level) and whether jobs run in it";
+      auto [last_info, first_seen] = queue_info_labels.try_emplace(queue.name, info);
+      if (!first_seen && last_info->second != info) {
+        r.GetGauge("hybridjob_queue_info", info_help, last_info->second).Set(0);
+        last_info->second = info;
+      }
+      r.GetGauge("hybridjob_queue_info", info_help, info).Set(1);
       r.GetGauge("hybridjob_queue_pending_groups", "Groups of the queue waiting to start", labels)
           .Set(queue.waiting_groups);
       r.GetGauge("hybridjob_queue_oldest_waiting_seconds",

@@ -30,6 +30,95 @@ sched::Timestamp ToTimestamp(double seconds) {
   return sched::Timestamp{std::chrono::seconds{kEpochSeconds + static_cast<int64_t>(seconds)}};
 }
 
+// The queues of a replay: the configured ones without namespace restrictions
+// (a trace has no namespaces), else one top-level queue per trace queue.
+std::vector<sched::QueueSpec> ReplayQueues(const std::vector<TraceJob>& trace,
+                                           const ReplayOptions& options) {
+  std::vector<sched::QueueSpec> queues;
+  if (!options.queues.empty()) {
+    queues = options.queues;
+    for (sched::QueueSpec& queue : queues) {
+      queue.namespaces.clear();
+      queue.namespace_selector.reset();
+    }
+    return queues;
+  }
+  std::set<std::string> names;
+  for (const TraceJob& job : trace) {
+    names.insert(job.queue);
+  }
+  for (const std::string& name : names) {
+    sched::QueueSpec queue;
+    queue.name = name;
+    queues.push_back(queue);
+  }
+  return queues;
+}
+
+// Per-queue totals along the tree of `queues`: a job counts in its queue and
+// in every ancestor.
+std::vector<QueueRecord> QueueRecords(const std::vector<sched::QueueSpec>& queues,
+                                      const std::vector<JobRecord>& jobs) {
+  sched::QueueTable table(queues);
+  std::unordered_map<std::string, QueueRecord> by_name;
+  for (const sched::QueueSpec& queue : table.queues()) {
+    QueueRecord& record = by_name[queue.name];
+    record.name = queue.name;
+    record.parent = queue.parent;
+    record.leaf = table.IsLeaf(queue.name);
+    record.depth = table.Depth(queue.name);
+  }
+  bool default_named = false;
+  for (const JobRecord& job : jobs) {
+    default_named |= job.queue == sched::kDefaultQueueName;
+    std::vector<std::string> path = table.Ancestors(job.queue);
+    path.insert(path.begin(), job.queue);
+    for (const std::string& name : path) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        continue;
+      }
+      QueueRecord& record = it->second;
+      ++record.jobs;
+      if (job.start >= 0) {
+        ++record.started;
+        record.wait_seconds += job.start - job.submit;
+      }
+      if (job.finished()) {
+        ++record.finished;
+        record.jct_seconds += job.finish - job.submit;
+      }
+      record.gpu_seconds_held += job.gpu_seconds_held;
+      record.partial_gpu_seconds += job.partial_gpu_seconds;
+      record.evicted_members += job.evicted_members;
+    }
+  }
+  bool default_configured = std::any_of(queues.begin(), queues.end(), [](const auto& queue) {
+    return queue.name == sched::kDefaultQueueName;
+  });
+  if (!default_configured && !default_named) {
+    by_name.erase(std::string(sched::kDefaultQueueName));
+  }
+  // Depth first: each parent, then its children by name.
+  std::vector<QueueRecord> out;
+  std::vector<std::string> top;
+  for (const auto& [name, record] : by_name) {
+    if (record.parent.empty()) {
+      top.push_back(name);
+    }
+  }
+  std::sort(top.begin(), top.end());
+  std::vector<std::string> stack(top.rbegin(), top.rend());
+  while (!stack.empty()) {
+    std::string name = std::move(stack.back());
+    stack.pop_back();
+    out.push_back(by_name.at(name));
+    const std::vector<std::string>& children = table.Children(name);
+    stack.insert(stack.end(), children.rbegin(), children.rend());
+  }
+  return out;
+}
+
 struct Member {
   std::unique_ptr<sched::PodInfo> pod;  // the pending form; the snapshot holds the bound copy
   size_t role = 0;
@@ -204,15 +293,7 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
       config.reclaim.enabled = true;
       config.reclaim.growth = true;
       config.starvation.max_wait_seconds = options_.starvation_seconds;
-      std::set<std::string> names;
-      for (const TraceJob& job : trace_) {
-        names.insert(job.queue);
-      }
-      for (const std::string& name : names) {
-        sched::QueueSpec queue;
-        queue.name = name;
-        config.queues.push_back(queue);
-      }
+      config.queues = ReplayQueues(trace_, options_);
       break;
     }
   }
@@ -568,6 +649,7 @@ Result<ReplayResult> Replayer::Run() {
       }
     }
   }
+  result_.queues = QueueRecords(ReplayQueues(trace_, options_), result_.jobs);
   return std::move(result_);
 }
 
@@ -661,19 +743,32 @@ Status ValidateReplayOptions(const ReplayOptions& options) {
   if (options.fifo_window <= 0) {
     return InvalidArgument("fifo window: must be positive");
   }
-  return Status::Ok();
+  return sched::ValidateQueues(options.queues);
 }
 
 Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptions& options) {
   if (Status status = ValidateReplayOptions(options); !status.ok()) {
     return status;
   }
+  const sched::QueueTable table(options.queues);
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (Status status = ValidateJob(jobs[i]); !status.ok()) {
       return InvalidArgument("job " + jobs[i].id + ": " + status.message());
     }
     if (i > 0 && jobs[i].submit_seconds < jobs[i - 1].submit_seconds) {
       return InvalidArgument("jobs must be sorted by submit time");
+    }
+    // With configured queues a job in a queue it cannot run in would wait for
+    // good: refuse it.
+    if (!options.queues.empty()) {
+      if (table.Find(jobs[i].queue) == nullptr) {
+        return InvalidArgument("job " + jobs[i].id + ": queue \"" + jobs[i].queue +
+                               "\" is not configured; configured queues: " + table.Names());
+      }
+      if (!table.IsLeaf(jobs[i].queue)) {
+        return InvalidArgument("job " + jobs[i].id + ": queue \"" + jobs[i].queue +
+                               "\" has child queues; jobs run in a leaf queue");
+      }
     }
     // A job that can never start would stall strict FIFO for good: refuse it.
     for (const TraceRole& role : jobs[i].roles) {

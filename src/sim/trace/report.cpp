@@ -227,6 +227,31 @@ std::string JobsCsv(const std::vector<ReplayResult>& results) {
   return out;
 }
 
+std::string QueuesCsv(const std::vector<ReplayResult>& results) {
+  std::string out =
+      "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
+      "partial_gpu_hours,evicted_members\n";
+  for (const ReplayResult& result : results) {
+    std::string policy(PolicyName(result.policy));
+    for (const QueueRecord& queue : result.queues) {
+      out += policy + "," + queue.name + "," + queue.parent + "," +
+             (queue.leaf ? "true" : "false") + "," + std::to_string(queue.jobs) + "," +
+             std::to_string(queue.started) + "," + std::to_string(queue.finished) + ",";
+      out += queue.started > 0
+                 ? Format("%.3f", queue.wait_seconds / static_cast<double>(queue.started))
+                 : "";
+      out += ",";
+      out += queue.finished > 0
+                 ? Format("%.3f", queue.jct_seconds / static_cast<double>(queue.finished))
+                 : "";
+      out += "," + Format("%.3f", queue.gpu_seconds_held / 3600) + "," +
+             Format("%.3f", queue.partial_gpu_seconds / 3600) + "," +
+             std::to_string(queue.evicted_members) + "\n";
+    }
+  }
+  return out;
+}
+
 std::string TimelineSvg(const std::vector<ReplayResult>& results) {
   double x_max = 1;
   double y_queue = 1;

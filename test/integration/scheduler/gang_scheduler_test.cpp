@@ -13,6 +13,7 @@
 #include <hybridjob/scheduler/gang_scheduler.h>
 #include <hybridjob/sim/simulator.h>
 
+#include "crd.h"
 #include "test_cluster.h"
 
 namespace hybridjob::scheduler {
@@ -34,6 +35,11 @@ struct Role {
 
 class GangSchedulerTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    auto client = AdminClient();
+    ASSERT_TRUE(hybridjob::testing::EnsureHybridJobCrd(*client, 60s).ok());
+  }
+
   void SetUp() override {
     client_ = AdminClient();
     ns_ = std::make_unique<TestNamespace>(*client_, "gang");
@@ -91,11 +97,46 @@ class GangSchedulerTest : public ::testing::Test {
     return spec.dump();
   }
 
-  // Creates the member pods of a job the way hybridjob-controller does.
+  // The HybridJob whose members CreateGroup makes (no controller runs here):
+  // the scheduler trusts a member's group only through it. Its uid.
+  std::string EnsureJob(const std::string& job, const std::vector<Role>& roles,
+                        const std::string& queue) {
+    if (auto existing = client_->Get(k8s::resources::HybridJobs(), ns_->name(), job)) {
+      return (*existing)["metadata"].value("uid", "");
+    }
+    json replica_specs = json::array();
+    for (const auto& role : roles) {
+      replica_specs.push_back(
+          {{"name", role.name},
+           {"minReplicas", role.min},
+           {"maxReplicas", role.max},
+           {"priority", role.priority},
+           {"template",
+            {{"spec",
+              {{"containers", json::array({{{"name", "main"}, {"image", "trainer"}}})}}}}}});
+    }
+    json object = {{"apiVersion", api::kApiVersion},
+                   {"kind", api::kKind},
+                   {"metadata", {{"name", job}}},
+                   {"spec",
+                    {{"replicaSpecs", std::move(replica_specs)},
+                     {"schedulerName", scheduler_name_},
+                     {"runPolicy", {{"scheduleTimeoutSeconds", 60}}}}}};
+    if (!queue.empty()) {
+      object["spec"]["queue"] = queue;
+    }
+    auto created = client_->Create(k8s::resources::HybridJobs(), ns_->name(), object);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? (*created)["metadata"].value("uid", "") : "";
+  }
+
+  // Creates the member pods of a job the way hybridjob-controller does, and
+  // the job that controls them. An empty queue: the namespace's default.
   void CreateGroup(const std::string& job, const std::vector<Role>& roles,
                    const std::string& duration = "", const std::string& queue = "default",
-                   int first_index = 0) {
+                   int first_index = 0, const std::string& priority_class = "") {
     const std::string spec = GroupSpecJson(roles, queue);
+    const std::string uid = EnsureJob(job, roles, queue);
     for (const auto& role : roles) {
       for (int i = first_index; i < role.max; ++i) {
         json annotations = {{std::string(api::kGroupSpecAnnotation), spec}};
@@ -114,11 +155,19 @@ class GangSchedulerTest : public ::testing::Test {
                        {{std::string(api::kJobNameLabel), job},
                         {std::string(api::kRoleLabel), role.name},
                         {std::string(api::kIndexLabel), std::to_string(i)}}},
-                      {"annotations", annotations}}},
+                      {"annotations", annotations},
+                      {"ownerReferences", json::array({{{"apiVersion", api::kApiVersion},
+                                                        {"kind", api::kKind},
+                                                        {"name", job},
+                                                        {"uid", uid},
+                                                        {"controller", true}}})}}},
                     {"spec",
                      {{"schedulerName", scheduler_name_},
                       {"nodeSelector", {{"test-pool", ns_->name()}}},
                       {"containers", json::array({container})}}}};
+        if (!priority_class.empty()) {
+          pod["spec"]["priorityClassName"] = priority_class;
+        }
         auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
       }
@@ -504,6 +553,158 @@ TEST_F(GangSchedulerTest, UnknownQueueWaitsUntilAReloadAddsIt) {
 
   reloaded.bind_concurrency = 2;
   EXPECT_EQ(scheduler_->Reconfigure(reloaded), std::vector<std::string>{"bindConcurrency"});
+}
+
+// Tenancy: a queue reserved for other namespaces never takes this
+// namespace's job, and says why; a reload that admits the namespace lets it run.
+TEST_F(GangSchedulerTest, AQueueReservedForAnotherNamespaceNeverBindsAndSaysWhy) {
+  StartNodes(1, 4);
+  SchedulerConfig config = BaseConfig();
+  QueueSpec vip;
+  vip.name = "vip";
+  vip.namespaces = {"team-vip"};
+  config.queues.push_back(vip);
+  StartScheduler(config);
+  CreateGroup("sneak", {{"worker", 2, 2, 1}}, "", "vip");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("sneak-worker-0").first == "NotAllowedInQueue"; }, 30s))
+      << ScheduledCondition("sneak-worker-0").first;
+  const std::string message = ScheduledCondition("sneak-worker-0").second;
+  EXPECT_NE(message.find("\"vip\""), std::string::npos) << message;
+  EXPECT_NE(message.find("\"" + ns_->name() + "\""), std::string::npos) << message;
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(CountBound("sneak-worker-", 2), 0);
+
+  vip.namespaces.push_back(ns_->name());
+  config.queues = {vip};
+  EXPECT_TRUE(scheduler_->Reconfigure(config).empty());
+  ASSERT_TRUE(WaitFor([&] { return CountBound("sneak-worker-", 2) == 2; }, 30s));
+}
+
+// A namespace labelled with a default queue: its jobs that name no queue are
+// accounted there (the queue's ceiling holds the second one back).
+TEST_F(GangSchedulerTest, ANamespacesDefaultQueueTakesItsJobs) {
+  StartNodes(1, 8);
+  SchedulerConfig config = BaseConfig();
+  QueueSpec research;
+  research.name = "research";
+  research.max.Set("nvidia.com/gpu", 2);
+  config.queues.push_back(research);
+  json labels = {{"metadata", {{"labels", {{"batch.hybridjob.io/default-queue", "research"}}}}}};
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::resources::Namespaces(), "", ns_->name(), k8s::PatchType::kMerge,
+                          labels.dump())
+                  .ok());
+  StartScheduler(config);
+  CreateGroup("first", {{"worker", 2, 2, 1}}, "", "");
+  ASSERT_TRUE(WaitFor([&] { return CountBound("first-worker-", 2) == 2; }, 30s));
+  CreateGroup("second", {{"worker", 1, 1, 1}}, "", "");
+  ASSERT_TRUE(
+      WaitFor([&] { return ScheduledCondition("second-worker-0").first == "OverQueueMax"; }, 30s))
+      << ScheduledCondition("second-worker-0").first << ": "
+      << ScheduledCondition("second-worker-0").second;
+  EXPECT_NE(ScheduledCondition("second-worker-0").second.find("research"), std::string::npos);
+  EXPECT_EQ(CountBound("second-worker-", 1), 0);
+}
+
+// Pods made by hand with a real member's labels and group-spec annotation are
+// never part of that job's gang: the job's own members bind, the copies stay
+// Pending with a reason and an Event, whether they name the job as controller
+// (under another member's name) or not at all.
+TEST_F(GangSchedulerTest, AForgedPodWithAMembersLabelsNeverJoinsItsGang) {
+  StartNodes(1, 4);
+  StartScheduler();
+  CreateGroup("real", {{"worker", 2, 2, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("real-worker-", 2) == 2; }, 30s));
+
+  json member = Pod("real-worker-0");
+  ASSERT_FALSE(member.is_null());
+  auto forge = [&](const std::string& name, bool keep_owner) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name},
+                  {"labels", member["metadata"]["labels"]},
+                  {"annotations", member["metadata"]["annotations"]}}},
+                {"spec",
+                 {{"schedulerName", scheduler_name_},
+                  {"nodeSelector", {{"test-pool", ns_->name()}}},
+                  {"containers",
+                   json::array({{{"name", "main"},
+                                 {"image", "trainer"},
+                                 {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+    if (keep_owner) {
+      pod["metadata"]["ownerReferences"] = member["metadata"]["ownerReferences"];
+    }
+    auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  };
+  forge("forged", false);
+  forge("real-worker-7", true);
+  for (const char* name : {"forged", "real-worker-7"}) {
+    ASSERT_TRUE(WaitFor([&] { return ScheduledCondition(name).first == "UntrustedMember"; }, 30s))
+        << name << ": " << ScheduledCondition(name).first;
+  }
+  EXPECT_NE(ScheduledCondition("forged").second.find("not controlled by HybridJob"),
+            std::string::npos)
+      << ScheduledCondition("forged").second;
+  EXPECT_NE(ScheduledCondition("real-worker-7").second.find("is not named as member"),
+            std::string::npos)
+      << ScheduledCondition("real-worker-7").second;
+  EXPECT_TRUE(WaitFor([&] { return CountEvents("UntrustedMember") >= 2; }, 10s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_TRUE(NodeOf("forged").empty());
+  EXPECT_TRUE(NodeOf("real-worker-7").empty());
+  EXPECT_EQ(CountBound("real-worker-", 2), 2);
+  EXPECT_EQ(scheduler_->stats().evictions.load(), 0u);
+}
+
+// Preemption compares PriorityClasses: a high class takes the node from a low
+// one; a class with preemptionPolicy Never waits instead, whatever its value.
+TEST_F(GangSchedulerTest, APriorityClassDecidesPreemption) {
+  const std::string low = "low-" + ns_->name();
+  const std::string never = "never-" + ns_->name();
+  const std::string high = "high-" + ns_->name();
+  k8s::Resource classes = k8s::resources::PriorityClasses();
+  for (const auto& [name, value, policy] :
+       {std::tuple{low, 10, "PreemptLowerPriority"}, std::tuple{never, 5000, "Never"},
+        std::tuple{high, 1000, "PreemptLowerPriority"}}) {
+    json object = {{"apiVersion", "scheduling.k8s.io/v1"},
+                   {"kind", "PriorityClass"},
+                   {"metadata", {{"name", name}, {"labels", {{"hybridjob.io/test", "true"}}}}},
+                   {"value", value},
+                   {"preemptionPolicy", policy}};
+    auto created = client_->Create(classes, "", object);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+  struct DeleteClasses {
+    k8s::ApiClient& client;
+    std::vector<std::string> names;
+    ~DeleteClasses() {
+      for (const auto& name : names) {
+        (void)client.Delete(k8s::resources::PriorityClasses(), "", name);
+      }
+    }
+  } cleanup{*client_, {low, never, high}};
+
+  StartNodes(1, 4);
+  SchedulerConfig config = BaseConfig();
+  config.preemption.enabled = true;
+  StartScheduler(config);
+  CreateGroup("low", {{"worker", 2, 2, 2}}, "", "default", 0, low);
+  ASSERT_TRUE(WaitFor([&] { return CountBound("low-worker-", 2) == 2; }, 30s));
+
+  CreateGroup("never", {{"worker", 2, 2, 2}}, "", "default", 0, never);
+  ASSERT_TRUE(WaitFor([&] { return !ScheduledCondition("never-worker-0").first.empty(); }, 30s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(scheduler_->stats().evictions.load(), 0u) << "a Never class preempted";
+  EXPECT_EQ(CountBound("low-worker-", 2), 2);
+
+  CreateGroup("high", {{"worker", 2, 2, 2}}, "", "default", 0, high);
+  ASSERT_TRUE(WaitFor([&] { return CountBound("high-worker-", 2) == 2; }, 60s))
+      << "the higher PriorityClass did not preempt: " << ScheduledCondition("high-worker-0").second;
+  EXPECT_EQ(CountBound("never-worker-", 2), 0);
+  EXPECT_GE(scheduler_->stats().evictions.load(), 2u);
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST(ApiJsonTest, OmittedFieldsTakeTheirDefaults) {
   Result<HybridJob> parsed = ParseHybridJob(object);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->spec.framework, Framework::kGeneric);
-  EXPECT_EQ(parsed->spec.queue, "default");
+  EXPECT_FALSE(parsed->spec.queue.has_value());  // the namespace's default queue
   EXPECT_EQ(parsed->spec.scheduler_name, "gang-scheduler");
   EXPECT_EQ(parsed->spec.run_policy.backoff_limit, 3);
   EXPECT_EQ(parsed->spec.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);

@@ -130,7 +130,9 @@ TEST_F(ApiCrdTest, EnumsMatchTheParser) {
 TEST_F(ApiCrdTest, SchemaDefaultsMatchTheParser) {
   const json& properties = spec_["properties"];
   EXPECT_EQ(properties["framework"]["default"], ToString(Framework::kGeneric));
-  EXPECT_EQ(properties["queue"]["default"], kDefaultQueue);
+  // No default: an unset queue means the namespace's default queue.
+  EXPECT_FALSE(properties["queue"].contains("default"));
+  EXPECT_EQ(properties["queue"]["minLength"], 1);
   EXPECT_EQ(properties["schedulerName"]["default"], kDefaultSchedulerName);
   EXPECT_EQ(properties["runPolicy"]["default"], json::object());
   EXPECT_EQ(properties["runPolicy"]["properties"]["backoffLimit"]["default"], kDefaultBackoffLimit);

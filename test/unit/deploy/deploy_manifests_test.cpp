@@ -287,7 +287,11 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
   EXPECT_EQ(Verbs(scheduler, "pods/eviction"), (Set{"create"}));
   EXPECT_EQ(Verbs(scheduler, "nodes"), (Set{"get", "list", "watch"}));
   EXPECT_EQ(Verbs(scheduler, "events"), (Set{"create", "patch"}));
-  EXPECT_THAT(Verbs(scheduler, "hybridjobs"), IsEmpty());
+  // Read-only: members are checked against their job, namespaces and classes.
+  EXPECT_EQ(Verbs(scheduler, "hybridjobs"), (Set{"get", "list", "watch"}));
+  EXPECT_EQ(Verbs(scheduler, "namespaces"), (Set{"get", "list", "watch"}));
+  EXPECT_EQ(Verbs(scheduler, "priorityclasses"), (Set{"get", "list", "watch"}));
+  EXPECT_THAT(Verbs(scheduler, "hybridjobs/status"), IsEmpty());
 
   for (const std::string binary : {"hybridjob-controller", "gang-scheduler"}) {
     for (const json& role : {controller, scheduler}) {

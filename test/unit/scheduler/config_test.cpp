@@ -251,6 +251,78 @@ TEST(SchedulerConfigTest, QueueErrorsNameTheQueueAndField) {
             "queues[0]: guaranteed nvidia.com/gpu 16 exceeds max 8");
 }
 
+TEST(SchedulerConfigTest, ReadsAQueueTree) {
+  Result<SchedulerConfig> config = ParseSchedulerConfig(R"(
+queues:
+  - name: org
+    guaranteed: {nvidia.com/gpu: 12}
+    max: {nvidia.com/gpu: 16}
+    namespaceSelector:
+      matchLabels: {org: research}
+  - name: team-a
+    parent: org
+    weight: 2
+    guaranteed: {nvidia.com/gpu: 8}
+    namespaces: [team-a, team-a-dev]
+  - name: team-b
+    parent: org
+    guaranteed: {nvidia.com/gpu: 4}
+  - name: other
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->queues.size(), 4u);
+  EXPECT_EQ(config->queues[0].parent, "");
+  ASSERT_TRUE(config->queues[0].namespace_selector.has_value());
+  EXPECT_TRUE(config->queues[0].namespace_selector->Matches(LabelMap{{"org", "research"}}));
+  EXPECT_FALSE(config->queues[0].namespace_selector->Matches(LabelMap{{"org", "ops"}}));
+  EXPECT_EQ(config->queues[1].parent, "org");
+  EXPECT_THAT(config->queues[1].namespaces, ElementsAre("team-a", "team-a-dev"));
+  EXPECT_FALSE(config->queues[1].namespace_selector.has_value());
+  EXPECT_EQ(config->queues[2].parent, "org");
+  EXPECT_EQ(config->queues[3].parent, "");
+
+  QueueTable table(PolicyConfigFrom(*config).queues);
+  EXPECT_THAT(table.Children("org"), ElementsAre("team-a", "team-b"));
+  EXPECT_TRUE(table.AdmitsNamespace("team-a", "team-a", LabelMap{{"org", "research"}}));
+  EXPECT_FALSE(table.AdmitsNamespace("team-a", "team-a", LabelMap{{"org", "ops"}}));
+  EXPECT_FALSE(table.AdmitsNamespace("team-a", "team-c", LabelMap{{"org", "research"}}));
+  EXPECT_TRUE(table.AdmitsNamespace("team-b", "team-c", LabelMap{{"org", "research"}}));
+}
+
+TEST(SchedulerConfigTest, QueueTreeErrorsNameTheQueueAndField) {
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n  - name: b\n  - name: team-a\n    parent: org\n"),
+            "queues[2].parent: no queue named \"org\"");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    parent: b\n  - name: b\n    parent: a\n"),
+            "queues[0].parent: \"a\" is its own ancestor");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    parent: default\n"),
+            "queues[0].parent: queue \"default\" cannot have child queues: groups without a "
+            "queue and pods outside any group run in it");
+  EXPECT_EQ(Refusal(R"(
+queues:
+  - name: org
+    guaranteed: {nvidia.com/gpu: 8}
+  - name: team-a
+    parent: org
+    guaranteed: {nvidia.com/gpu: 6}
+  - name: team-b
+    parent: org
+    guaranteed: {nvidia.com/gpu: 4}
+)"),
+            "queues[0]: guaranteed nvidia.com/gpu 8 of queue \"org\" is less than its children "
+            "are guaranteed, 10 (team-a 6, team-b 4)");
+  EXPECT_EQ(Refusal(R"(
+queues:
+  - name: org
+    max: {nvidia.com/gpu: 16}
+  - name: team-a
+    parent: org
+    guaranteed: {nvidia.com/gpu: 20}
+)"),
+            "queues[1]: guaranteed nvidia.com/gpu 20 exceeds max 16 of its parent \"org\"");
+  EXPECT_THAT(Refusal("queues:\n  - name: a\n    namespaces: [Team_A]\n"),
+              StartsWith("queues[0].namespaces[0]: \"Team_A\" is not a valid namespace name"));
+}
+
 TEST(SchedulerConfigTest, PolicySwitchErrors) {
   EXPECT_EQ(Refusal("reclaim: on\n"), "reclaim: expected a map");
   EXPECT_EQ(Refusal("reclaim:\n  enabled: sometimes\n"),

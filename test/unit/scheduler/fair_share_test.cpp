@@ -1,4 +1,5 @@
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -95,6 +96,115 @@ TEST_F(FairShareTest, UnknownQueuesGetAnUnconfiguredAccount) {
   EXPECT_EQ(ghost->pods, 1);
   EXPECT_DOUBLE_EQ(share.WeightedShare("ghost"), 0.1);
   EXPECT_EQ(share.accounts().size(), 4u);  // a, b, default, ghost
+}
+
+// org (weight 2) holds team-a (weight 2, max 6) and team-b; other is outside.
+class FairShareTreeTest : public ::testing::Test {
+ protected:
+  static QueueSpec Under(QueueSpec queue, const std::string& parent) {
+    queue.parent = parent;
+    return queue;
+  }
+
+  FairShareTreeTest()
+      : table_({Queue("org", 2.0, 0, /*max=*/8), Under(Queue("team-a", 2.0, 0, 6), "org"),
+                Under(Queue("team-b"), "org"), Queue("other")}) {}
+
+  FairShare Share() {
+    return FairShare(table_, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
+  }
+
+  QueueTable table_;
+};
+
+TEST_F(FairShareTreeTest, AParentUsesWhatItsSubtreeUses) {
+  FairShare share = Share();
+  share.Add("team-a", Resources(0, 0, 4), 4);
+  share.Add("team-b", Resources(0, 0, 2), 1);
+  EXPECT_EQ(share.Find("org")->used.Scalar("nvidia.com/gpu"), 6);
+  EXPECT_EQ(share.Find("org")->pods, 5);
+  EXPECT_EQ(share.Find("team-a")->used.Scalar("nvidia.com/gpu"), 4);
+  EXPECT_FALSE(share.Find("org")->leaf);
+  EXPECT_TRUE(share.Find("team-a")->leaf);
+  // Its own weight divides the subtree's dominant share.
+  EXPECT_DOUBLE_EQ(share.WeightedShare("org"), 6.0 / 24 / 2);
+  share.Remove("team-b", Resources(0, 0, 2), 1);
+  EXPECT_EQ(share.Find("org")->used.Scalar("nvidia.com/gpu"), 4);
+  EXPECT_EQ(share.Find("org")->pods, 4);
+
+  std::vector<std::string> path;
+  for (const QueueAccount* account : share.Path("team-a")) {
+    path.push_back(account->spec.name);
+  }
+  EXPECT_THAT(path, ElementsAre("team-a", "org"));
+  EXPECT_EQ(share.Parent(*share.Find("team-a")), share.Find("org"));
+  EXPECT_EQ(share.Parent(*share.Find("other")), nullptr);
+}
+
+TEST_F(FairShareTreeTest, EveryCeilingOnTheWayUpBoundsALeaf) {
+  FairShare share = Share();
+  share.Add("team-b", Resources(0, 0, 4));
+  share.Add("team-a", Resources(0, 0, 2));
+  // team-a's own max (6) would allow 4 more; org's (8) allows 2.
+  EXPECT_EQ(share.FirstOverMax("team-a", Resources(0, 0, 2)), nullptr);
+  EXPECT_EQ(share.FirstOverMax("team-a", Resources(0, 0, 3)), share.Find("org"));
+  share.Remove("team-b", Resources(0, 0, 4));
+  EXPECT_EQ(share.FirstOverMax("team-a", Resources(0, 0, 5)), share.Find("team-a"));
+  EXPECT_EQ(share.FirstOverMax("other", Resources(0, 0, 24)), nullptr);
+}
+
+TEST_F(FairShareTreeTest, RelationsInTheTree) {
+  FairShare share = Share();
+  EXPECT_EQ(share.Distance("team-a", "team-b"), 1);
+  EXPECT_EQ(share.Distance("team-a", "other"), 2);
+  EXPECT_EQ(share.Distance("other", "team-a"), 1);
+  EXPECT_EQ(share.Distance("team-a", "team-a"), 0);
+  EXPECT_EQ(share.Distance("team-a", "org"), 1);
+  auto [a, b] = share.Parting("team-a", "team-b");
+  EXPECT_EQ(a, share.Find("team-a"));
+  EXPECT_EQ(b, share.Find("team-b"));
+  std::tie(a, b) = share.Parting("team-a", "other");
+  EXPECT_EQ(a, share.Find("org"));
+  EXPECT_EQ(b, share.Find("other"));
+  std::tie(a, b) = share.Parting("team-a", "org");
+  EXPECT_EQ(a, nullptr);
+  EXPECT_EQ(b, nullptr);
+}
+
+TEST_F(FairShareTreeTest, TurnsGoTopDownBySubtreeShares) {
+  FairShare share = Share();
+  share.Add("team-a", Resources(0, 0, 10));
+  share.Add("team-b", Resources(0, 0, 2));
+  share.Add("other", Resources(0, 0, 5));
+  // team-b has the lowest share of the leaves, but org's subtree (12 GPUs,
+  // weight 2: 6) is above other (5): other's turn.
+  EXPECT_EQ(share.NextQueue({"team-a", "team-b", "other"}), "other");
+  share.Add("other", Resources(0, 0, 2));
+  // Now org goes first, and in it team-b (2) before team-a (10 / weight 2).
+  EXPECT_EQ(share.NextQueue({"team-a", "team-b", "other"}), "team-b");
+  EXPECT_EQ(share.NextQueue({"team-a", "other"}), "team-a");
+  EXPECT_EQ(share.NextQueue({}), "");
+  // Without a tree it is the queue that GoesFirst.
+  QueueTable flat({Queue("a", 2.0), Queue("b")});
+  FairShare flat_share(flat, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
+  flat_share.Add("a", Resources(0, 0, 4));
+  flat_share.Add("b", Resources(0, 0, 3));
+  EXPECT_EQ(flat_share.NextQueue({"a", "b"}), "a");
+  EXPECT_EQ(flat_share.NextQueue({"b", "default"}), "default");
+}
+
+TEST_F(FairShareTreeTest, ASubtreeBelowItsGuaranteeGoesFirst) {
+  // team-b is guaranteed 4, so org is too: org goes first while its subtree
+  // uses less, however high its share.
+  QueueTable table({Queue("org"), Under(Queue("team-a"), "org"),
+                    Under(Queue("team-b", 1.0, 4), "org"), Queue("other")});
+  FairShare share(table, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
+  share.Add("team-a", Resources(0, 0, 3));
+  EXPECT_TRUE(FairShare::BelowGuarantee(*share.Find("org")));
+  EXPECT_EQ(share.NextQueue({"team-a", "other"}), "team-a");
+  share.Add("team-a", Resources(0, 0, 1));
+  EXPECT_FALSE(FairShare::BelowGuarantee(*share.Find("org")));
+  EXPECT_EQ(share.NextQueue({"team-a", "other"}), "other");
 }
 
 TEST(FairShareFromSnapshotTest, CountsManagedPodsByQueueAndOthersAsLostCapacity) {

@@ -1,4 +1,6 @@
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -364,6 +366,217 @@ TEST_F(PolicyCycleTest, RunningGroupBelowItsMinimumIsToppedUpFirst) {
   EXPECT_THAT(AssignedNames(*hurt), ElementsAre("hurt-worker-2", "hurt-worker-3"));
   EXPECT_EQ(hurt->grown, 1);
   EXPECT_THAT(hurt->plan.surplus, IsEmpty());
+}
+
+// Queue trees: org holds team-a and team-b; other is a top-level queue.
+class QueueTreeTest : public testing::PolicyTest {
+ protected:
+  static QueueSpec Under(QueueSpec queue, const std::string& parent) {
+    queue.parent = parent;
+    return queue;
+  }
+
+  // `count` one-GPU single-member jobs <prefix>00.. in `queue`.
+  void AddSmallJobs(const std::string& prefix, const std::string& queue, int count) {
+    for (int i = 0; i < count; ++i) {
+      std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
+      AddPending(prefix + suffix, QueueSpecFor(queue, {RoleSpec{"worker", 1, 1, 0}}), "worker", 0,
+                 1, 1);
+    }
+  }
+
+  static const QueueStatus* Row(const PolicyCycleResult& result, const std::string& name) {
+    for (const QueueStatus& status : result.queues) {
+      if (status.name == name) {
+        return &status;
+      }
+    }
+    return nullptr;
+  }
+};
+
+TEST_F(QueueTreeTest, AParentCeilingStopsAChildBeforeItsOwnMax) {
+  AddNodes("n", 3, 8);
+  policy_.queues = {Queue("org", 1.0, 0, /*max=*/8), Under(Queue("team-a", 1.0, 0, 12), "org"),
+                    Under(Queue("team-b"), "org"), Queue("other")};
+  AddSmallJobs("a", "team-a", 10);
+  AddSmallJobs("o", "other", 4);
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(QueueGpus("team-a"), 8);
+  EXPECT_EQ(QueueGpus("other"), 4);
+  int over_max = 0;
+  for (const PolicyDecision& decision : result.decisions) {
+    if (decision.cause == WaitCause::kOverQueueMax) {
+      ++over_max;
+      EXPECT_EQ(decision.queue, "team-a");
+      EXPECT_EQ(decision.plan.reason,
+                "queue org (parent of team-a) would use nvidia.com/gpu=9 over its max "
+                "nvidia.com/gpu=8 with this group's minimum");
+    }
+  }
+  EXPECT_EQ(over_max, 2);
+}
+
+TEST_F(QueueTreeTest, SiblingsShareByWeightUnderTheParentAndOutsidersGetTheirShare) {
+  AddNodes("n", 3, 8);
+  // At the top org (weight 2) and other (1) share 24 GPUs 16:8; in org,
+  // team-a (2) and team-b (1) share org's 16 about 2:1.
+  policy_.queues = {Queue("org", 2.0), Under(Queue("team-a", 2.0), "org"),
+                    Under(Queue("team-b", 1.0), "org"), Queue("other", 1.0)};
+  AddSmallJobs("a", "team-a", 30);
+  AddSmallJobs("b", "team-b", 30);
+  AddSmallJobs("o", "other", 30);
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(QueueGpus("team-a"), 11);
+  EXPECT_EQ(QueueGpus("team-b"), 5);
+  EXPECT_EQ(QueueGpus("other"), 8);
+
+  const QueueStatus* org = Row(result, "org");
+  ASSERT_NE(org, nullptr);
+  EXPECT_FALSE(org->leaf);
+  EXPECT_EQ(org->parent, "");
+  EXPECT_EQ(org->used.Scalar("nvidia.com/gpu"), 16);
+  EXPECT_DOUBLE_EQ(org->weighted_share, 16.0 / 24 / 2);
+  EXPECT_EQ(org->placed_groups, 16);
+  EXPECT_EQ(org->waiting_groups, 44);
+  const QueueStatus* team_a = Row(result, "team-a");
+  ASSERT_NE(team_a, nullptr);
+  EXPECT_TRUE(team_a->leaf);
+  EXPECT_EQ(team_a->parent, "org");
+  EXPECT_EQ(team_a->placed_groups, 11);
+  EXPECT_EQ(team_a->waiting_groups, 19);
+}
+
+// The example of docs/scheduler-policies.md ("Queue tree").
+class DocumentedTreeTest : public QueueTreeTest {
+ protected:
+  DocumentedTreeTest() {
+    AddNodes("n", 2, 8);
+    policy_.queues = {Queue("org", 2.0, /*guaranteed=*/8, /*max=*/12),
+                      Under(Queue("team-a", 2.0, 4), "org"), Under(Queue("team-b", 1.0, 4), "org"),
+                      Queue("team-c")};
+    EXPECT_TRUE(ValidateQueues(policy_.queues).ok());
+  }
+};
+
+TEST_F(DocumentedTreeTest, ThreeTeamsShareSixteenGpus) {
+  AddSmallJobs("a", "team-a", 16);
+  AddSmallJobs("b", "team-b", 16);
+  AddSmallJobs("c", "team-c", 16);
+  Run();
+  EXPECT_EQ(QueueGpus("team-a"), 7);
+  EXPECT_EQ(QueueGpus("team-b"), 4);
+  EXPECT_EQ(QueueGpus("team-c"), 5);
+}
+
+TEST_F(DocumentedTreeTest, TheParentsMaxBoundsItsChildrenTogether) {
+  AddSmallJobs("a", "team-a", 16);
+  AddSmallJobs("b", "team-b", 16);
+  Run();
+  EXPECT_EQ(QueueGpus("team-a"), 8);
+  EXPECT_EQ(QueueGpus("team-b"), 4);
+}
+
+TEST_F(QueueTreeTest, GrowthStopsAtAParentsMaxAndGoesOnOutsideIt) {
+  AddNodes("n", 2, 12);
+  policy_.queues = {Queue("org", 1.0, 0, /*max=*/10), Under(Queue("team-a"), "org"),
+                    Under(Queue("team-b"), "org"), Queue("other")};
+  for (const auto& [job, queue, node] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ga", "team-a", "n0"}, {"gb", "team-b", "n0"}, {"go", "other", "n1"}}) {
+    GroupSpec spec = QueueSpecFor(queue, {RoleSpec{"worker", 1, 24, 0}});
+    AddRunning(job, spec, "worker", 0, 1, 1, node);
+    AddPending(job, spec, "worker", 1, 23, 1);
+  }
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(QueueGpus("team-a"), 5);
+  EXPECT_EQ(QueueGpus("team-b"), 5);
+  EXPECT_EQ(QueueGpus("other"), 14);
+  EXPECT_THAT(Find(result, "ga")->plan.reason,
+              HasSubstr("queue org (parent of team-a) reached its max"));
+}
+
+TEST_F(QueueTreeTest, JobsRunOnlyInLeafQueues) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("org"), Under(Queue("team-b"), "org"), Under(Queue("team-a"), "org"),
+                    Queue("other")};
+  policy_.starvation.max_wait_seconds = 60;
+  AddRunning("el", QueueSpecFor("other", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("lost", QueueSpecFor("org", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+
+  PolicyCycleResult result = Run(At(1000));
+  const PolicyDecision* lost = Find(result, "lost");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ(lost->cause, WaitCause::kNotLeafQueue);
+  EXPECT_EQ(WaitCauseName(lost->cause), "ParentQueue");
+  EXPECT_EQ(lost->plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(lost->plan.reason,
+            "queue \"org\" has child queues (team-a, team-b); jobs run in a leaf queue");
+  // It never makes anyone give back, nor holds nodes.
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(result.reservations, IsEmpty());
+  EXPECT_EQ(Row(result, "org")->waiting_groups, 1);
+}
+
+TEST_F(QueueTreeTest, AQueueAdmitsOnlyTheNamespacesItAndItsAncestorsAdmit) {
+  AddNodes("n", 1, 8);
+  QueueSpec vip = Queue("vip");
+  vip.namespaces = {"ml"};
+  QueueSpec org = Queue("org");
+  LabelSelector gold;
+  gold.requirements.push_back(SelectorRequirement{"tier", SelectorOperator::kIn, {"gold"}});
+  org.namespace_selector = gold;
+  QueueSpec fallback = Queue("default");
+  fallback.namespaces = {"ml"};
+  policy_.queues = {vip, org, Under(Queue("open"), "org"), fallback};
+  AddPending("v", QueueSpecFor("vip", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("silver", QueueSpecFor("open", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("gold", QueueSpecFor("open", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  pods_.push_back(std::make_unique<PodInfo>(PodBuilder("solo").Gpus(1).Build()));
+  for (auto& pod : pods_) {
+    if (pod->job_name == "gold") {
+      pod->namespace_labels = LabelMap{{"tier", "gold"}};
+    } else {
+      pod->namespace_labels = LabelMap{{"tier", "silver"}};
+    }
+  }
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* v = Find(result, "v");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->cause, WaitCause::kNotAllowedInQueue);
+  EXPECT_EQ(WaitCauseName(v->cause), "NotAllowedInQueue");
+  EXPECT_EQ(v->plan.reason, "queue \"vip\" does not admit jobs of namespace \"team\"");
+  const PolicyDecision* silver = Find(result, "silver");
+  ASSERT_NE(silver, nullptr);
+  EXPECT_EQ(silver->cause, WaitCause::kNotAllowedInQueue);
+  EXPECT_EQ(silver->plan.reason,
+            "queue \"open\" (through its parent \"org\") does not admit jobs of namespace "
+            "\"team\"");
+  EXPECT_TRUE(Find(result, "gold")->plan.placed());
+  // Pods outside any group go through the same check.
+  const PolicyDecision* solo = Find(result, "solo");
+  ASSERT_NE(solo, nullptr);
+  EXPECT_EQ(solo->cause, WaitCause::kNotAllowedInQueue);
+  EXPECT_EQ(solo->plan.reason, "queue \"default\" does not admit jobs of namespace \"team\"");
+  EXPECT_EQ(QueueGpus("open"), 1);
+  EXPECT_THAT(result.evictions, IsEmpty());
+}
+
+TEST_F(QueueTreeTest, AFlatConfigurationReportsTopLevelLeaves) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("a"), Queue("b")};
+  AddSmallJobs("a", "a", 2);
+  PolicyCycleResult result = Run();
+  ASSERT_EQ(result.queues.size(), 3u);
+  for (const QueueStatus& status : result.queues) {
+    EXPECT_TRUE(status.leaf);
+    EXPECT_EQ(status.parent, "");
+  }
+  EXPECT_EQ(Row(result, "a")->placed_groups, 2);
 }
 
 }  // namespace

@@ -27,6 +27,12 @@ ResourceList Gpus(int64_t count) {
   return list;
 }
 
+// `queue` nested in `parent`.
+QueueSpec Under(QueueSpec queue, const std::string& parent) {
+  queue.parent = parent;
+  return queue;
+}
+
 TEST(ResourceCeilingTest, BoundsOnlyNamedResources) {
   ResourceCeiling max;
   EXPECT_TRUE(max.empty());
@@ -75,6 +81,78 @@ TEST(ValidateQueuesTest, NamesTheFieldInError) {
   EXPECT_EQ(message({cpu}), "queues[0]: guaranteed cpu 8 exceeds max 4");
 }
 
+TEST(ValidateQueuesTest, AcceptsATree) {
+  // org guarantees what team-a and team-b are guaranteed together; lab names
+  // no guarantee of its own, so its children's need no room in it.
+  EXPECT_TRUE(ValidateQueues({Queue("org", 1.0, 12, 16), Under(Queue("team-a", 2.0, 8), "org"),
+                              Under(Queue("team-b", 1.0, 4), "org"), Queue("lab"),
+                              Under(Queue("lab-x", 1.0, 6), "lab"), Queue("other")})
+                  .ok());
+}
+
+TEST(ValidateQueuesTest, TheTreeNamesAnotherQueueWithoutCycles) {
+  auto message = [](std::vector<QueueSpec> queues) { return ValidateQueues(queues).message(); };
+  EXPECT_EQ(message({Queue("a"), Queue("b"), Under(Queue("team-a"), "org")}),
+            "queues[2].parent: no queue named \"org\"");
+  EXPECT_EQ(message({Under(Queue("a"), "a")}), "queues[0].parent: \"a\" is its own ancestor");
+  EXPECT_EQ(
+      message({Queue("x"), Under(Queue("a"), "c"), Under(Queue("b"), "a"), Under(Queue("c"), "b")}),
+      "queues[1].parent: \"a\" is its own ancestor");
+  // Groups without a queue and lone pods run in default: it stays a top-level leaf.
+  EXPECT_EQ(message({Queue("a"), Under(Queue("b"), "default")}),
+            "queues[1].parent: queue \"default\" cannot have child queues: groups without a "
+            "queue and pods outside any group run in it");
+  EXPECT_EQ(message({Queue("default"), Under(Queue("b"), "default")}),
+            "queues[1].parent: queue \"default\" cannot have child queues: groups without a "
+            "queue and pods outside any group run in it");
+  EXPECT_EQ(message({Queue("org"), Under(Queue("default"), "org")}),
+            "queues[1].parent: queue \"default\" stays at the top level");
+}
+
+TEST(ValidateQueuesTest, AParentsGuaranteeHoldsItsChildrensWithinEveryCeiling) {
+  auto message = [](std::vector<QueueSpec> queues) { return ValidateQueues(queues).message(); };
+  EXPECT_EQ(message({Queue("org", 1.0, 8), Under(Queue("team-a", 1.0, 6), "org"),
+                     Under(Queue("team-b", 1.0, 4), "org")}),
+            "queues[0]: guaranteed nvidia.com/gpu 8 of queue \"org\" is less than its children "
+            "are guaranteed, 10 (team-a 6, team-b 4)");
+  QueueSpec org = Queue("org");
+  org.guaranteed.milli_cpu = 4000;
+  QueueSpec cpu_child = Under(Queue("team-a"), "org");
+  cpu_child.guaranteed.milli_cpu = 4500;
+  EXPECT_EQ(message({org, cpu_child}),
+            "queues[0]: guaranteed cpu 4 of queue \"org\" is less than its children are "
+            "guaranteed, 4500m (team-a 4500m)");
+  EXPECT_EQ(message({Queue("org", 1.0, 0, 16), Under(Queue("team-a", 1.0, 20), "org")}),
+            "queues[1]: guaranteed nvidia.com/gpu 20 exceeds max 16 of its parent \"org\"");
+  EXPECT_EQ(message({Queue("org", 1.0, 0, 16), Under(Queue("dept"), "org"),
+                     Under(Queue("team-a", 1.0, 20), "dept")}),
+            "queues[2]: guaranteed nvidia.com/gpu 20 exceeds max 16 of its ancestor \"org\"");
+}
+
+TEST(ValidateQueuesTest, NamespacesAreNamespaceNames) {
+  QueueSpec queue = Queue("a");
+  queue.namespaces = {"team-a", "Team_B"};
+  EXPECT_EQ(ValidateQueues({Queue("x"), queue}).message(),
+            "queues[1].namespaces[1]: \"Team_B\" is not a valid namespace name (lowercase "
+            "letters, digits and '-', starting and ending with a letter or digit, at most 63)");
+  queue.namespaces = {"team-a", "ml-1"};
+  EXPECT_TRUE(ValidateQueues({queue}).ok());
+}
+
+TEST(IsNamespaceNameTest, FollowsRfc1123Labels) {
+  EXPECT_TRUE(IsNamespaceName("team-a"));
+  EXPECT_TRUE(IsNamespaceName("a"));
+  EXPECT_TRUE(IsNamespaceName("0ml"));
+  EXPECT_TRUE(IsNamespaceName(std::string(63, 'a')));
+  EXPECT_FALSE(IsNamespaceName(std::string(64, 'a')));
+  EXPECT_FALSE(IsNamespaceName(""));
+  EXPECT_FALSE(IsNamespaceName("-team"));
+  EXPECT_FALSE(IsNamespaceName("team-"));
+  EXPECT_FALSE(IsNamespaceName("Team"));
+  EXPECT_FALSE(IsNamespaceName("team.a"));
+  EXPECT_FALSE(IsNamespaceName("team_a"));
+}
+
 TEST(ValidatePolicyConfigTest, ChecksTheSettings) {
   PolicyConfig config;
   EXPECT_TRUE(ValidatePolicyConfig(config).ok());
@@ -117,6 +195,73 @@ TEST(QueueTableTest, AddsDefaultUnlessConfigured) {
   EXPECT_EQ(explicit_default.queues().size(), 1u);
   EXPECT_EQ(explicit_default.Find("default")->weight, 3.0);
   EXPECT_EQ(explicit_default.Find("default")->max.Limit("nvidia.com/gpu"), 0);
+}
+
+TEST(QueueTableTest, KnowsTheTree) {
+  QueueTable table({Under(Queue("team-b"), "org"), Queue("org"), Under(Queue("team-a"), "org"),
+                    Under(Queue("ml"), "team-a"), Queue("other")});
+  EXPECT_TRUE(table.HasTree());
+  EXPECT_EQ(table.Parent("team-a")->name, "org");
+  EXPECT_EQ(table.Parent("org"), nullptr);
+  EXPECT_EQ(table.Parent("nowhere"), nullptr);
+  EXPECT_THAT(table.Children("org"), ElementsAre("team-a", "team-b"));
+  EXPECT_THAT(table.Children("ml"), ::testing::IsEmpty());
+  EXPECT_FALSE(table.IsLeaf("org"));
+  EXPECT_FALSE(table.IsLeaf("team-a"));
+  EXPECT_TRUE(table.IsLeaf("ml"));
+  EXPECT_TRUE(table.IsLeaf("default"));
+  EXPECT_THAT(table.Ancestors("ml"), ElementsAre("team-a", "org"));
+  EXPECT_THAT(table.Ancestors("other"), ::testing::IsEmpty());
+  EXPECT_EQ(table.Depth("ml"), 2);
+  EXPECT_EQ(table.Depth("org"), 0);
+
+  EXPECT_FALSE(QueueTable({Queue("a"), Queue("b")}).HasTree());
+}
+
+TEST(QueueTableTest, DropsParentsThatNameNoQueueOrCloseACycle) {
+  QueueTable table({Under(Queue("a"), "b"), Under(Queue("b"), "a"), Under(Queue("c"), "gone"),
+                    Under(Queue("d"), "d")});
+  // a's link closed the cycle and went; b stays under a.
+  EXPECT_EQ(table.Parent("a"), nullptr);
+  EXPECT_EQ(table.Parent("b")->name, "a");
+  EXPECT_EQ(table.Parent("c"), nullptr);
+  EXPECT_EQ(table.Parent("d"), nullptr);
+  EXPECT_TRUE(table.IsLeaf("d"));
+}
+
+TEST(QueueTableTest, AParentIsGuaranteedWhatItsChildrenAre) {
+  // org names no GPUs: it is guaranteed its children's 6. lab names more
+  // than its child: it keeps its own.
+  QueueTable table({Queue("org"), Under(Queue("team-a", 1.0, 4), "org"),
+                    Under(Queue("team-b", 1.0, 2), "org"), Queue("lab", 1.0, 8),
+                    Under(Queue("lab-x", 1.0, 3), "lab")});
+  EXPECT_EQ(table.Find("org")->guaranteed.Scalar("nvidia.com/gpu"), 6);
+  EXPECT_EQ(table.Find("lab")->guaranteed.Scalar("nvidia.com/gpu"), 8);
+  EXPECT_EQ(table.Find("team-a")->guaranteed.Scalar("nvidia.com/gpu"), 4);
+}
+
+TEST(QueueTableTest, AdmitsANamespaceOnlyWhenEveryAncestorDoes) {
+  QueueSpec org = Queue("org");
+  org.namespaces = {"team-a", "team-b"};
+  QueueSpec vip = Under(Queue("vip"), "org");
+  LabelSelector gold;
+  gold.requirements.push_back(SelectorRequirement{"tier", SelectorOperator::kIn, {"gold"}});
+  vip.namespace_selector = gold;
+  QueueSpec open = Under(Queue("open"), "org");
+  QueueTable table({org, vip, open, Queue("free")});
+  const LabelMap gold_labels{{"tier", "gold"}};
+
+  EXPECT_TRUE(table.AdmitsNamespace("vip", "team-a", gold_labels));
+  EXPECT_FALSE(table.AdmitsNamespace("vip", "team-a", {}));
+  EXPECT_EQ(table.RefusesNamespace("vip", "team-a", {})->name, "vip");
+  // vip's selector matches, but its parent refuses the namespace.
+  EXPECT_FALSE(table.AdmitsNamespace("vip", "team-c", gold_labels));
+  EXPECT_EQ(table.RefusesNamespace("vip", "team-c", gold_labels)->name, "org");
+  EXPECT_TRUE(table.AdmitsNamespace("open", "team-b", {}));
+  EXPECT_FALSE(table.AdmitsNamespace("open", "team-c", {}));
+  EXPECT_TRUE(table.AdmitsNamespace("free", "anyone", {}));
+  EXPECT_TRUE(table.AdmitsNamespace("default", "anyone", {}));
+  EXPECT_FALSE(table.AdmitsNamespace("nowhere", "anyone", {}));
 }
 
 TEST(QueueOfPodTest, GroupQueueElseDefault) {

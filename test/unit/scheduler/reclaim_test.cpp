@@ -360,5 +360,185 @@ TEST_F(ReclaimTest, InFlightEvictionsAreForgottenAfterTheTimeout) {
   EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7"));
 }
 
+// Queue trees: org holds team-a and team-b; other is a top-level queue.
+class TreeReclaimTest : public testing::PolicyTest {
+ protected:
+  static QueueSpec Under(QueueSpec queue, const std::string& parent) {
+    queue.parent = parent;
+    return queue;
+  }
+
+  // An elastic group (worker min 1, max 8) of `members` one-GPU members on `node`.
+  void Elastic(const std::string& job, const std::string& queue, int members,
+               const std::string& node) {
+    AddRunning(job, QueueSpecFor(queue, {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, members, 1,
+               node);
+  }
+  // A rigid group of `members` one-GPU members on `node`.
+  void Rigid(const std::string& job, const std::string& queue, int members,
+             const std::string& node) {
+    AddRunning(job, QueueSpecFor(queue, {RoleSpec{"worker", members, members, 0}}), "worker", 0,
+               members, 1, node);
+  }
+  void Waits(const std::string& job, const std::string& queue, int gpus) {
+    AddPending(job, QueueSpecFor(queue, {RoleSpec{"worker", gpus, gpus, 0}}), "worker", 0, gpus, 1);
+  }
+};
+
+TEST_F(TreeReclaimTest, TheSiblingGivesBeforeTheCousin) {
+  AddNodes("n", 3, 8);
+  policy_.queues = {Queue("org"), Under(Queue("team-a"), "org"), Under(Queue("team-b"), "org"),
+                    Queue("other")};
+  Elastic("eb", "team-b", 8, "n0");
+  Elastic("eo", "other", 8, "n1");
+  Elastic("ep", "other", 8, "n2");
+  Waits("wa", "team-a", 2);
+
+  PolicyCycleResult result = Run();
+  // other is further over its share (16 of 24), but team-b is team-a's sibling.
+  EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-7", "eb-worker-6"));
+  EXPECT_EQ(result.evictions[0].victim_queue, "team-b");
+  EXPECT_EQ(result.evictions[0].for_queue, "team-a");
+
+  // Flat, the same cluster takes from the queue furthest over its share.
+  state_ = {};
+  policy_.queues = {Queue("team-a"), Queue("team-b"), Queue("other")};
+  result = Run();
+  EXPECT_EQ(result.evictions.size(), 2u);
+  for (const Eviction& eviction : result.evictions) {
+    EXPECT_EQ(eviction.victim_queue, "other");
+  }
+}
+
+TEST_F(TreeReclaimTest, AnOutsiderGivesOnlyWhileItsSubtreeIsOverTheWaitingSubtree) {
+  AddNodes("n", 2, 8);
+  policy_.queues = {Queue("org"), Under(Queue("team-a"), "org"), Under(Queue("team-b"), "org"),
+                    Queue("other")};
+  Rigid("rb", "team-b", 8, "n0");
+  Elastic("eo", "other", 8, "n1");
+  Waits("wa", "team-a", 2);
+
+  PolicyCycleResult result = Run();
+  // team-a alone is far below other, but org with team-a's two GPUs (10 of
+  // 16) would be over other (8): other keeps what it has.
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "wa")->cause, WaitCause::kNoCapacity);
+}
+
+TEST_F(TreeReclaimTest, AnOutsiderOverTheWaitingSubtreeGives) {
+  AddNodes("n", 2, 8);
+  policy_.queues = {Queue("org"), Under(Queue("team-a"), "org"), Under(Queue("team-b"), "org"),
+                    Queue("other")};
+  Rigid("rb", "team-b", 4, "n0");
+  Elastic("eo", "other", 4, "n0");
+  Elastic("ep", "other", 8, "n1");
+  Waits("wa", "team-a", 2);
+
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("ep-worker-7", "ep-worker-6"));
+}
+
+TEST_F(TreeReclaimTest, AParentsGuaranteeIsKeptFromOutsideButItsChildrenShareIt) {
+  AddNodes("n", 2, 8);
+  // org is guaranteed 8; its children name no guarantee of their own.
+  policy_.queues = {Queue("org", 1.0, /*guaranteed=*/8), Under(Queue("team-a"), "org"),
+                    Under(Queue("team-b"), "org"), Queue("other", 1.0, /*guaranteed=*/12)};
+  Elastic("eb", "team-b", 8, "n0");
+  Rigid("ro", "other", 8, "n1");
+  Waits("wo", "other", 2);
+
+  PolicyCycleResult result = Run();
+  // other is within its guarantee, but taking from team-b would take org
+  // below its own.
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "wo")->cause, WaitCause::kNoCapacity);
+
+  // Inside org the capacity moves: team-a takes from its sibling.
+  Forget("wo-worker-0");
+  Forget("wo-worker-1");
+  Waits("wa", "team-a", 2);
+  result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-7", "eb-worker-6"));
+  EXPECT_EQ(result.evictions[0].for_queue, "team-a");
+
+  // Without org's guarantee, other takes from team-b.
+  state_ = {};
+  Forget("wa-worker-0");
+  Forget("wa-worker-1");
+  Waits("wo2", "other", 2);
+  policy_.queues[0] = Queue("org");
+  result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-7", "eb-worker-6"));
+  EXPECT_EQ(result.evictions[0].for_queue, "other");
+}
+
+TEST_F(TreeReclaimTest, AChildsGuaranteeIsKeptFromItsSiblings) {
+  AddNodes("n", 1, 8);
+  policy_.queues = {Queue("org"), Under(Queue("team-a"), "org"),
+                    Under(Queue("team-b", 1.0, /*guaranteed=*/6), "org")};
+  Elastic("eb", "team-b", 8, "n0");
+  Waits("wa", "team-a", 3);
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());  // two may go, three are needed
+
+  Forget("wa-worker-0");
+  Forget("wa-worker-1");
+  Forget("wa-worker-2");
+  Waits("wa2", "team-a", 2);
+  result = Run();
+  EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-7", "eb-worker-6"));
+}
+
+TEST_F(TreeReclaimTest, ASiblingHeldBackByTheParentsMaxTakesBackWhatTheOtherBorrowed) {
+  AddNodes("n", 2, 8);
+  policy_.queues = {Queue("org", 1.0, 0, /*max=*/8), Under(Queue("team-a"), "org"),
+                    Under(Queue("team-b"), "org"), Queue("other")};
+  Elastic("ea", "team-a", 8, "n0");
+  Elastic("eo", "other", 8, "n1");
+  Waits("wb", "team-b", 3);
+
+  PolicyCycleResult result = Run(At(1000));
+  // org's max, not the cluster, holds wb back: only what team-a borrowed
+  // under org can make room, however far over its share other is.
+  EXPECT_THAT(Evicted(result), ElementsAre("ea-worker-7", "ea-worker-6", "ea-worker-5"));
+  EXPECT_EQ(Find(result, "wb")->cause, WaitCause::kEvicting);
+  ASSERT_EQ(result.reservations.size(), 1u);
+  EXPECT_THAT(result.reservations[0].nodes, ElementsAre("n0"));
+
+  // While they end, wb waits for them; once they are gone it starts.
+  result = Run(At(1010));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "wb")->cause, WaitCause::kEvicting);
+  for (const InFlightEviction& eviction : result.state.evictions) {
+    ASSERT_TRUE(snapshot_.RemovePod(eviction.namespace_name, eviction.name).ok());
+  }
+  result = Run(At(1020));
+  EXPECT_TRUE(Find(result, "wb")->plan.placed());
+  EXPECT_EQ(QueueGpus("team-b"), 3);
+  EXPECT_EQ(QueueGpus("team-a"), 5);
+}
+
+TEST_F(TreeReclaimTest, TheCousinGivesAfterTheSibling) {
+  AddNodes("n", 3, 8);
+  // org holds dept (team-a, team-b) and lab; team-a waits. team-b is its
+  // sibling, lab a cousin.
+  policy_.queues = {Queue("org"),
+                    Under(Queue("dept"), "org"),
+                    Under(Queue("team-a"), "dept"),
+                    Under(Queue("team-b"), "dept"),
+                    Under(Queue("lab"), "org"),
+                    Queue("other")};
+  AddRunning("eb", QueueSpecFor("team-b", {RoleSpec{"worker", 4, 8, 0}}), "worker", 0, 5, 1, "n0");
+  Elastic("el2", "lab", 3, "n0");
+  Elastic("el", "lab", 8, "n1");
+  Elastic("eo", "other", 8, "n2");
+  Waits("wa", "team-a", 3);
+
+  PolicyCycleResult result = Run();
+  // team-b gives the one member it can spare, then lab (11 GPUs, over dept's
+  // 7 with team-a's group) gives two. org is far over other: other keeps all.
+  EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-4", "el-worker-7", "el-worker-6"));
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

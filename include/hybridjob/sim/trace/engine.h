@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/queues.h>
 #include <hybridjob/sim/trace/trace.h>
 
 namespace hybridjob::sim::trace {
@@ -78,6 +79,12 @@ struct ReplayOptions {
   double resize_pause_seconds = 30;
   // elastic-reclaim: starvation.maxWaitSeconds.
   int64_t starvation_seconds = 600;
+  // The queues (the `queues` of a scheduler configuration, parents included).
+  // Empty: one top-level queue per trace queue, weight 1, no bounds. When set,
+  // every job must name a leaf queue of it; elastic-reclaim schedules with
+  // it, and every policy reports per queue along its tree. Namespace
+  // restrictions are left out: a trace has no namespaces.
+  std::vector<scheduler::QueueSpec> queues;
   // static-gang: groups planned per cycle before head-of-line blocking is
   // applied (a bound on wasted planning, not a policy knob).
   int32_t fifo_window = 16;
@@ -102,6 +109,23 @@ struct JobRecord {
   bool finished() const { return finish >= 0; }
 };
 
+// One queue of the replay's queue tree, with its whole subtree's jobs: a
+// parent's numbers add up its children's.
+struct QueueRecord {
+  std::string name;
+  std::string parent;  // empty for a top-level queue
+  bool leaf = true;
+  int32_t depth = 0;  // 0 for a top-level queue
+  int64_t jobs = 0;
+  int64_t started = 0;
+  int64_t finished = 0;
+  double wait_seconds = 0;         // summed over started jobs: start - submit
+  double jct_seconds = 0;          // summed over finished jobs: finish - submit
+  double gpu_seconds_held = 0;     // while running
+  double partial_gpu_seconds = 0;  // held while below a role's minimum
+  int64_t evicted_members = 0;
+};
+
 // The cluster after a cycle, until the next event.
 struct TimelinePoint {
   double time = 0;
@@ -115,6 +139,9 @@ struct ReplayResult {
   Policy policy = Policy::kElasticReclaim;
   int64_t cluster_gpus = 0;
   std::vector<JobRecord> jobs;  // in trace order
+  // Every queue of the tree, each parent before its children, siblings by
+  // name; the implicit `default` queue only when a job names it.
+  std::vector<QueueRecord> queues;
   std::vector<TimelinePoint> timeline;
   double end_time = 0;  // the last event
   double busy_gpu_seconds = 0;

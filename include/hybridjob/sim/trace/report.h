@@ -44,6 +44,11 @@ std::string SummaryTable(const std::vector<PolicySummary>& summaries);
 // start_s,finish_s,wait_s,jct_s,mean_gpus,resizes,evicted_members,
 // partial_gpu_s (start/finish/wait/jct empty when it never happened).
 std::string JobsCsv(const std::vector<ReplayResult>& results);
+// One row per queue and policy, along the queue tree (each parent before its
+// children, with its whole subtree's jobs): policy,queue,parent,leaf,jobs,
+// started,finished,avg_wait_s,avg_jct_s,gpu_hours,partial_gpu_hours,
+// evicted_members (averages empty without a job to average).
+std::string QueuesCsv(const std::vector<ReplayResult>& results);
 // Two stacked charts over virtual time, one line per policy: GPU utilisation
 // (busy GPUs / cluster GPUs) and queue length (waiting jobs).
 std::string TimelineSvg(const std::vector<ReplayResult>& results);
