@@ -42,6 +42,9 @@ fresh_cluster() {
   CLUSTER="$WORK/cluster-$1"
   eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER")"
   KUBECTL="$(cat "$CLUSTER/k8s-bin-dir")/kubectl"
+  # The gang scheduler trusts a member only through its HybridJob.
+  "$KUBECTL" apply -f "$ROOT/crds/" >/dev/null
+  "$KUBECTL" wait --for=condition=Established crd/hybridjobs.batch.hybridjob.io --timeout=60s >/dev/null
 }
 
 # Registers the simulated nodes, then stops the simulator but keeps them: the

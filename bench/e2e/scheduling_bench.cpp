@@ -26,6 +26,7 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/flags.h>
+#include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/rest_client.h>
 
 #include "process_stats.h"
@@ -104,6 +105,46 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
+  // The HybridJob of each group, made before the clock starts: the gang
+  // scheduler takes a pod as a member only when that job controls it. Skipped
+  // when the CRD is not installed (the other schedulers do not need it).
+  const int64_t groups = (pods + group_size - 1) / group_size;
+  std::vector<std::string> job_uids(static_cast<size_t>(groups));
+  {
+    std::atomic<int64_t> next_job{0};
+    std::atomic<bool> served{true};
+    std::vector<std::thread> job_writers;
+    for (int64_t w = 0; w < concurrency; ++w) {
+      job_writers.emplace_back([&] {
+        for (int64_t g = next_job++; g < groups && served; g = next_job++) {
+          json job = {
+              {"apiVersion", hybridjob::api::kApiVersion},
+              {"kind", hybridjob::api::kKind},
+              {"metadata", {{"name", "g" + std::to_string(g)}}},
+              {"spec",
+               {{"schedulerName", scheduler_name},
+                {"replicaSpecs",
+                 json::array({{{"name", "worker"},
+                               {"minReplicas", group_size},
+                               {"maxReplicas", group_size},
+                               {"template",
+                                {{"spec",
+                                  {{"containers", json::array({{{"name", "main"},
+                                                                {"image", "trainer"}}})}}}}}}})}}}};
+          auto created = client.Create(k8s::resources::HybridJobs(), ns, job);
+          if (created) {
+            job_uids[static_cast<size_t>(g)] = (*created)["metadata"].value("uid", "");
+          } else if (k8s::IsNotFound(created.status())) {
+            served = false;
+          }
+        }
+      });
+    }
+    for (auto& writer : job_writers) {
+      writer.join();
+    }
+  }
+
   std::mutex mu;
   std::unordered_map<std::string, Clock::time_point> created_at;
   std::unordered_map<std::string, Clock::time_point> bound_at;
@@ -178,7 +219,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  const int64_t groups = (pods + group_size - 1) / group_size;
   const std::string group_spec =
       json(
           {{"roles",
@@ -215,6 +255,14 @@ int main(int argc, char** argv) {
                                            {"resources",
                                             {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
                                              {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+        if (const std::string& uid = job_uids[static_cast<size_t>(group)]; !uid.empty()) {
+          pod["metadata"]["ownerReferences"] =
+              json::array({{{"apiVersion", hybridjob::api::kApiVersion},
+                            {"kind", hybridjob::api::kKind},
+                            {"name", job},
+                            {"uid", uid},
+                            {"controller", true}}});
+        }
         const auto before = Clock::now();
         auto created = client.Create(k8s::resources::Pods(), ns, pod);
         if (created) {

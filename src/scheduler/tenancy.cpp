@@ -204,7 +204,11 @@ std::string TenancyDirectory::DefaultQueue(std::string_view namespace_name) cons
 GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpec>& annotation) {
   GroupSpec out;
   out.queue = job.spec.queue;
-  out.schedule_timeout_seconds = job.spec.schedule_timeout_seconds;
+  // The controller sets the timeout to 0 once members have succeeded: their
+  // indices never get pods again, so the gang must not wait to assemble.
+  out.schedule_timeout_seconds =
+      annotation ? std::min(annotation->schedule_timeout_seconds, job.spec.schedule_timeout_seconds)
+                 : job.spec.schedule_timeout_seconds;
   for (const RoleSpec& role : job.spec.roles) {
     RoleSpec effective = role;
     const RoleSpec* asked = annotation ? annotation->FindRole(role.name) : nullptr;

@@ -4,6 +4,7 @@
 // is idle again the job grows back.
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,22 @@ int CountEvents(System& system, const std::string& reason) {
   options.field_selector = "reason=" + reason;
   auto list = system.client().List(k8s::resources::Events(), "default", options);
   return list.ok() ? static_cast<int>(list->items.size()) : -1;
+}
+
+// The reason of the job's Queued condition, or empty.
+std::string QueuedReason(System& system, const std::string& job,
+                         const std::string& ns = "default") {
+  const json object = system.Job(job, ns);
+  if (!object.is_object() || !object.contains("status") || !object["status"].is_object() ||
+      !object["status"].contains("conditions") || !object["status"]["conditions"].is_array()) {
+    return "";
+  }
+  for (const auto& c : object["status"]["conditions"]) {
+    if (c.is_object() && c.value("type", "") == "Queued") {
+      return c.value("reason", "");
+    }
+  }
+  return "";
 }
 
 // Samples a job's phase until `done`, failing if it ever leaves Running.
@@ -187,24 +204,107 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
 
   // The unknown queue is refused with a reason on the job.
   ASSERT_EQ(system.Apply(Job("lost", "generic", {Member("worker", 1, 1, 1, "")}, "", "nope")), 0);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const json job = system.Job("lost");
-        if (!job.is_object() || !job.contains("status") || !job["status"].is_object() ||
-            !job["status"].contains("conditions") || !job["status"]["conditions"].is_array()) {
-          return false;
-        }
-        for (const auto& c : job["status"]["conditions"]) {
-          if (c.is_object() && c.value("type", "") == "Queued" &&
-              c.value("reason", "") == "UnknownQueue") {
-            return true;
-          }
-        }
-        return false;
-      },
-      30s))
+  ASSERT_TRUE(WaitFor([&] { return QueuedReason(system, "lost") == "UnknownQueue"; }, 30s))
       << system.Job("lost").dump();
   EXPECT_EQ(system.Phase("lost"), "Queued");
+}
+
+// Bound GPUs of a namespace's pods (one GPU per member in these tests).
+int BoundInNamespace(System& system, const std::string& ns) {
+  auto list = system.client().List(k8s::resources::Pods(), ns, {});
+  if (!list.ok()) {
+    return -1;
+  }
+  int bound = 0;
+  for (const auto& pod : list->items) {
+    const std::string phase = pod["status"].value("phase", "");
+    bound += !pod["spec"].value("nodeName", "").empty() && phase != "Succeeded" ? 1 : 0;
+  }
+  return bound;
+}
+
+// Three teams in their own namespaces, two of them under one parent queue,
+// share 16 GPUs as the documented queue tree says (docs/scheduler-policies.md,
+// "Queue tree"): org (weight 2, guaranteed 8, max 12) holds team-a (weight 2)
+// and team-b (weight 1, both guaranteed 4); team-c stands outside. Each
+// namespace's jobs name no queue: the namespace's default-queue label picks
+// it, and each queue admits only its team's namespace.
+TEST(PolicyEndToEndTest, TwoTeamsUnderOneParentAndAThirdShareSixteenGpus) {
+  const std::string config =
+      "gangBackoffSeconds: 1\n"
+      "queues:\n"
+      "  - name: org\n    weight: 2\n    guaranteed: {nvidia.com/gpu: 8}\n"
+      "    max: {nvidia.com/gpu: 12}\n"
+      "  - name: team-a\n    parent: org\n    weight: 2\n    guaranteed: {nvidia.com/gpu: 4}\n"
+      "    namespaces: [team-a]\n"
+      "  - name: team-b\n    parent: org\n    guaranteed: {nvidia.com/gpu: 4}\n"
+      "    namespaceSelector: {matchLabels: {team: b}}\n"
+      "  - name: team-c\n    namespaces: [team-c]\n";
+  System system({.nodes = 2, .gpus_per_node = 8, .scheduler_config = config});
+  ASSERT_TRUE(system.ok());
+  for (const auto& [ns, queue, team] :
+       {std::tuple{"team-a", "team-a", "a"}, std::tuple{"team-b", "team-b", "b"},
+        std::tuple{"team-c", "team-c", "c"}}) {
+    json object = {{"apiVersion", "v1"},
+                   {"kind", "Namespace"},
+                   {"metadata",
+                    {{"name", ns},
+                     {"labels", {{"batch.hybridjob.io/default-queue", queue}, {"team", team}}}}}};
+    ASSERT_TRUE(system.client().Create(k8s::resources::Namespaces(), "", object).ok());
+  }
+  auto in_namespace = [](std::string manifest, const std::string& ns) {
+    const std::string marker = "metadata:\n";
+    manifest.insert(manifest.find(marker) + marker.size(), "  namespace: " + ns + "\n");
+    return manifest;
+  };
+  // team-c holds every GPU for a while, so the others' jobs all wait and are
+  // placed in fair-share order when it ends, not in order of arrival.
+  ASSERT_EQ(system.Apply(in_namespace(
+                Job("blocker", "generic", {Member("worker", 16, 16, 1, "15s")}), "team-c")),
+            0);
+  ASSERT_TRUE(WaitFor([&] { return BoundInNamespace(system, "team-c") == 16; }, 60s))
+      << system.Logs();
+  std::string manifests;
+  for (const char* ns : {"team-a", "team-b", "team-c"}) {
+    for (int i = 0; i < 9; ++i) {
+      manifests += in_namespace(Job(std::string("small-") + std::to_string(i), "generic",
+                                    {Member("worker", 1, 1, 1, "")}),
+                                ns) +
+                   "---\n";
+    }
+  }
+  ASSERT_EQ(system.Apply(manifests), 0);
+
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return BoundInNamespace(system, "team-a") == 7 && BoundInNamespace(system, "team-b") == 4 &&
+               BoundInNamespace(system, "team-c") == 5;
+      },
+      90s))
+      << "team-a " << BoundInNamespace(system, "team-a") << " (want 7), team-b "
+      << BoundInNamespace(system, "team-b") << " (want 4), team-c "
+      << BoundInNamespace(system, "team-c") << " (want 5)\n"
+      << system.Logs();
+  // Settled: nothing moves any more, and the jobs left over say why they wait.
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(BoundInNamespace(system, "team-a"), 7);
+  EXPECT_EQ(BoundInNamespace(system, "team-b"), 4);
+  EXPECT_EQ(BoundInNamespace(system, "team-c"), 5);
+  int queued = 0;
+  for (const char* ns : {"team-a", "team-b", "team-c"}) {
+    for (int i = 0; i < 9; ++i) {
+      queued += system.Phase("small-" + std::to_string(i), ns) == "Queued" ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(queued, 27 - 16);
+
+  // A team-a job naming team-c's queue never runs there, and says why.
+  ASSERT_EQ(system.Apply(in_namespace(
+                Job("sneak", "generic", {Member("worker", 1, 1, 0, "")}, "", "team-c"), "team-a")),
+            0);
+  ASSERT_TRUE(
+      WaitFor([&] { return QueuedReason(system, "sneak", "team-a") == "NotAllowedInQueue"; }, 30s))
+      << system.Job("sneak", "team-a").dump();
 }
 
 }  // namespace

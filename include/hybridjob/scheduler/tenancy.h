@@ -5,7 +5,8 @@
 //    job-name label names (ownerReference with controller: true and the job's
 //    uid), carry that job's member name for its role and index, and its
 //    group-spec annotation may only ask for less than the job allows (the
-//    controller lowers minimums for members that succeeded);
+//    controller lowers minimums and the schedule timeout once members have
+//    succeeded);
 //  - queue: the job's spec.queue, else its namespace's default queue (label
 //    or annotation batch.hybridjob.io/default-queue, else `default`); the
 //    policy cycle then checks that the namespace may use it;
@@ -106,9 +107,9 @@ enum class Membership : uint8_t {
   kUntrusted,    // the claim does not hold: never a member (untrusted_reason)
 };
 
-// The group spec a trusted member is planned with: the job's roles, priorities,
-// queue and timeout, with the annotation's minimums and maximums where they
-// ask for less (absent or refused annotation: the job's own).
+// The group spec a trusted member is planned with: the job's roles, priorities
+// and queue, with the annotation's minimums, maximums and schedule timeout
+// where they ask for less (absent or refused annotation: the job's own).
 GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpec>& annotation);
 
 // Sets the pod's membership (job_name, group_spec, untrusted_reason,

@@ -172,8 +172,10 @@ int main(int argc, char** argv) {
     for (const auto& report : scheduler.QueueReports()) {
       const auto& queue = report.status;
       const obs::Labels labels = {{"queue", queue.name}};
-      // The queue tree, to join on `queue`: a parent's other series are its
-      // whole subtree's.
+      // The queue tree, to join on `queue`. A parent's pending groups, usage
+      // and shares are its subtree's; its oldest-waiting age and eviction
+      // counters count only groups in the queue itself (none: jobs run in
+      // leaves), so they stay 0.
       const obs::Labels info = {
           {"queue", queue.name}, {"parent", queue.parent}, {"leaf", queue.leaf ? "true" : "false"}};
       const char* info_help =

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <hybridjob/common/flags.h>
+#include <hybridjob/scheduler/config.h>
 #include <hybridjob/sim/trace/engine.h>
 #include <hybridjob/sim/trace/generator.h>
 #include <hybridjob/sim/trace/report.h>
@@ -20,10 +21,11 @@ namespace {
 constexpr const char* kProgram = "hybridjob-sim trace";
 constexpr const char* kSummary =
     "Replays a job trace in virtual time with the gang scheduler's own planner and policies, and\n"
-    "compares policies on it. Writes DIR/summary.csv, DIR/jobs.csv, DIR/timeline.svg (and\n"
-    "DIR/trace.csv, the trace replayed) and prints a table. See docs/trace-format.md.\n"
+    "compares policies on it. Writes DIR/summary.csv, DIR/jobs.csv, DIR/queues.csv,\n"
+    "DIR/timeline.svg (and DIR/trace.csv, the trace replayed) and prints a table. See\n"
+    "docs/trace-format.md.\n"
     "usage: hybridjob-sim trace (--trace FILE | --synthetic --jobs N --seed S) --gpus G\n"
-    "       [--gpus-per-node K] --policy P|all --out DIR";
+    "       [--gpus-per-node K] [--scheduler-config FILE] --policy P|all --out DIR";
 
 int UsageError(const std::string& message) {
   bool points_to_help = message.find("--help") != std::string::npos;
@@ -57,6 +59,7 @@ int RunTraceCommand(int argc, char** argv) {
   int64_t gpus_per_node = 8;
   std::string policy_name;
   std::string out_dir;
+  std::string scheduler_config_path;
   trace::ReplayOptions replay;
   trace::GeneratorOptions generator;
   int64_t queues = generator.queues;
@@ -77,7 +80,11 @@ int RunTraceCommand(int argc, char** argv) {
   flags.Double("resize-pause", &replay.resize_pause_seconds,
                "virtual seconds a running job stalls after its size changes");
   flags.Int("starvation-seconds", &replay.starvation_seconds,
-            "elastic-reclaim: wait before a starved group gets nodes reserved (0: off)");
+            "elastic-reclaim: wait before a starved group gets nodes reserved (0: off); "
+            "overrides starvation.maxWaitSeconds of --scheduler-config");
+  flags.String("scheduler-config", &scheduler_config_path,
+               "the gang scheduler's configuration file (YAML): its queues, parents included, "
+               "and starvation.maxWaitSeconds are replayed");
   flags.Double("load", &generator.load,
                "synthetic: offered GPU-seconds as a share of the cluster's, on average");
   flags.Double("diurnal-amplitude", &generator.diurnal_amplitude,
@@ -126,6 +133,17 @@ int RunTraceCommand(int argc, char** argv) {
       return UsageError("--policy: " + policy.status().message());
     }
     policies.push_back(*policy);
+  }
+  if (flags.WasSet("scheduler-config")) {
+    auto config = scheduler::LoadSchedulerConfigFile(scheduler_config_path);
+    if (!config.ok()) {
+      return Failure(config.status().message());
+    }
+    scheduler::PolicyConfig policy_config = scheduler::PolicyConfigFrom(*config);
+    replay.queues = std::move(policy_config.queues);
+    if (!flags.WasSet("starvation-seconds")) {
+      replay.starvation_seconds = policy_config.starvation.max_wait_seconds;
+    }
   }
   replay.gpus = gpus;
   replay.gpus_per_node = static_cast<int32_t>(gpus_per_node);
@@ -189,6 +207,7 @@ int RunTraceCommand(int argc, char** argv) {
        {std::pair<std::string, std::string>{"trace.csv", trace::FormatTraceCsv(trace_jobs)},
         {"summary.csv", trace::SummaryCsv(summaries)},
         {"jobs.csv", trace::JobsCsv(results)},
+        {"queues.csv", trace::QueuesCsv(results)},
         {"timeline.svg", trace::TimelineSvg(results)}}) {
     if (Status status = WriteFile(dir / name, text); !status.ok()) {
       return Failure(status.message());
@@ -197,7 +216,8 @@ int RunTraceCommand(int argc, char** argv) {
   std::cout << trace_jobs.size() << " jobs on " << gpus << " GPUs (" << gpus / gpus_per_node
             << " nodes of " << gpus_per_node << ")\n"
             << trace::SummaryTable(summaries) << "wrote " << (dir / "summary.csv").string() << ", "
-            << (dir / "jobs.csv").string() << ", " << (dir / "timeline.svg").string() << "\n";
+            << (dir / "jobs.csv").string() << ", " << (dir / "queues.csv").string() << ", "
+            << (dir / "timeline.svg").string() << "\n";
   return 0;
 }
 

@@ -121,7 +121,7 @@ TEST_F(ManifestsTest, SchemaDefaultsAreApplied) {
   const json& spec = (*stored)["spec"];
   EXPECT_EQ(spec["runPolicy"]["backoffLimit"], 3);
   EXPECT_EQ(spec["runPolicy"]["cleanPodPolicy"], "Running");
-  EXPECT_EQ(spec["queue"], "default");
+  EXPECT_FALSE(spec.contains("queue"));  // unset: the namespace's default queue
   EXPECT_EQ(spec["schedulerName"], "gang-scheduler");
   EXPECT_EQ(spec["replicaSpecs"][0]["priority"], 0);
 }

@@ -506,7 +506,12 @@ TEST_F(DeployTest, KustomizeBaseRendersDryRunsAndAppliesIdempotently) {
   EXPECT_TRUE(can(scheduler, "watch nodes"));
   EXPECT_FALSE(can(scheduler, "create pods -n anywhere"));
   EXPECT_FALSE(can(scheduler, "update nodes"));
-  EXPECT_FALSE(can(scheduler, "list hybridjobs.batch.hybridjob.io -n anywhere"));
+  // Read-only: what pods claim is checked against these (docs/security.md).
+  EXPECT_TRUE(can(scheduler, "watch hybridjobs.batch.hybridjob.io -n anywhere"));
+  EXPECT_TRUE(can(scheduler, "list namespaces"));
+  EXPECT_TRUE(can(scheduler, "watch priorityclasses.scheduling.k8s.io"));
+  EXPECT_FALSE(can(scheduler, "update hybridjobs.batch.hybridjob.io -n anywhere"));
+  EXPECT_FALSE(can(scheduler, "update namespaces"));
   EXPECT_FALSE(can(scheduler, "get secrets -n anywhere"));
 }
 

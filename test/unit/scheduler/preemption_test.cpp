@@ -68,6 +68,25 @@ TEST_F(PreemptionTest, AGroupWhoseEvictionWasRefusedIsNotPreemptedDuringTheBackO
   EXPECT_EQ(Run(testing::At(1010)).evictions.size(), 8u);
 }
 
+// preemptionPolicy: Never (the PriorityClass's or the pod's): the group waits
+// instead of preempting, whatever its priority; it may still be a victim.
+TEST_F(PreemptionTest, AGroupThatMayNotPreemptWaits) {
+  AddNodes("n", 1, 8);
+  AddRunning("low", Rigid(8), "worker", 0, 8, 1, "n0", /*priority=*/1);
+  AddPending("polite", Rigid(2), "worker", 0, 2, 1, 0, /*priority=*/10);
+  for (const auto& pod : pods_) {
+    pod->preempts = false;
+  }
+  PolicyCycleResult result = Run();
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_EQ(Find(result, "polite")->cause, WaitCause::kNoCapacity);
+
+  AddPending("vip", Rigid(2), "worker", 0, 2, 1, 0, /*priority=*/10);
+  result = Run();
+  EXPECT_EQ(result.evictions.size(), 8u);
+  EXPECT_EQ(result.evictions.front().for_group, "team/vip");
+}
+
 TEST_F(PreemptionTest, ElasticMembersOfLowerPriorityGoFirst) {
   AddNodes("n", 1, 8);
   AddRunning("el", Elastic(2, 4), "worker", 0, 4, 1, "n0", /*priority=*/1);

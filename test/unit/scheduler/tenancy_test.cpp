@@ -72,8 +72,10 @@ TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
   EXPECT_EQ(effective.roles[1].max_replicas, 4);  // not raised
   EXPECT_EQ(effective.roles[1].priority, 0);      // the job's
   EXPECT_EQ(effective.roles[0].priority, 1);
-  EXPECT_EQ(effective.queue, "");  // the job's (the namespace default)
-  EXPECT_EQ(effective.schedule_timeout_seconds, 60);
+  EXPECT_EQ(effective.queue, "");                    // the job's (the namespace default)
+  EXPECT_EQ(effective.schedule_timeout_seconds, 0);  // shorter: members succeeded
+  asked.schedule_timeout_seconds = 900;
+  EXPECT_EQ(EffectiveGroupSpec(Job(), asked).schedule_timeout_seconds, 60);
 
   asked.roles = {RoleSpec{"worker", 3, 2, 0}};
   effective = EffectiveGroupSpec(Job(), asked);

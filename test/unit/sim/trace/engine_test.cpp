@@ -1,3 +1,6 @@
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include <hybridjob/sim/trace/engine.h>
@@ -25,6 +28,17 @@ ReplayOptions Options(Policy policy, int64_t gpus) {
   options.eviction_grace_seconds = 0;
   options.resize_pause_seconds = 0;
   return options;
+}
+
+using Times = std::vector<std::pair<double, double>>;
+
+// Start and finish of every job, in trace order.
+Times StartsAndFinishes(const ReplayResult& result) {
+  Times out;
+  for (const auto& job : result.jobs) {
+    out.emplace_back(job.start, job.finish);
+  }
+  return out;
 }
 
 ReplayResult MustReplay(const std::vector<TraceJob>& jobs, const ReplayOptions& options) {
@@ -75,12 +89,7 @@ TEST(ReplayTest, FifoGangsCompleteInOrderWithExactTimes) {
                                 Job("c", 20, "default", 1, 1, 1, 10)};
   ReplayResult result = MustReplay(jobs, Options(Policy::kStaticGang, 8));
   ASSERT_EQ(result.jobs.size(), 3u);
-  EXPECT_DOUBLE_EQ(result.jobs[0].start, 0);
-  EXPECT_DOUBLE_EQ(result.jobs[0].finish, 100);
-  EXPECT_DOUBLE_EQ(result.jobs[1].start, 100);
-  EXPECT_DOUBLE_EQ(result.jobs[1].finish, 150);
-  EXPECT_DOUBLE_EQ(result.jobs[2].start, 150);
-  EXPECT_DOUBLE_EQ(result.jobs[2].finish, 160);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 100}, {100, 150}, {150, 160}}));
   EXPECT_EQ(result.stuck_jobs, 0);
   EXPECT_DOUBLE_EQ(result.busy_gpu_seconds, 800 + 400 + 10);
   EXPECT_DOUBLE_EQ(result.partial_gpu_seconds, 0);
@@ -234,6 +243,158 @@ TEST(ReplayTest, EveryPolicyConservesWorkOnASyntheticTrace) {
       EXPECT_EQ(result.partial_gpu_seconds, 0);
     }
   }
+}
+
+// The tree of docs/scheduler-policies.md, without guarantees: org (at most 12
+// GPUs) holds team-a and team-b; team-c is a top-level queue. team-a is bound
+// to a namespace, which a trace does not have: the restriction is left out.
+std::vector<scheduler::QueueSpec> OrgTree() {
+  scheduler::QueueSpec org;
+  org.name = "org";
+  org.max.Set("nvidia.com/gpu", 12);
+  scheduler::QueueSpec team_a;
+  team_a.name = "team-a";
+  team_a.parent = "org";
+  team_a.namespaces = {"team-a"};
+  scheduler::QueueSpec team_b;
+  team_b.name = "team-b";
+  team_b.parent = "org";
+  scheduler::QueueSpec team_c;
+  team_c.name = "team-c";
+  return {org, team_a, team_b, team_c};
+}
+
+// On 16 GPUs: a1 (8) and b1 (4) run at once; b2 (4) would fit, but would take
+// org to 16 GPUs, so it waits for org's max until a1 and b1 end at t=100.
+// c1 (team-c, outside org) arrives at t=50 and takes the 4 GPUs org may not.
+std::vector<TraceJob> OrgTreeJobs() {
+  return {Job("a1", 0, "team-a", 8, 8, 1, 800), Job("b1", 0, "team-b", 4, 4, 1, 400),
+          Job("b2", 0, "team-b", 4, 4, 1, 400), Job("c1", 50, "team-c", 4, 4, 1, 400)};
+}
+
+const QueueRecord& QueueNamed(const ReplayResult& result, const std::string& name) {
+  for (const QueueRecord& queue : result.queues) {
+    if (queue.name == name) {
+      return queue;
+    }
+  }
+  ADD_FAILURE() << "no queue " << name;
+  static const QueueRecord kNone;
+  return kNone;
+}
+
+TEST(ReplayQueueTreeTest, ParentMaxCapsItsChildrenTogether) {
+  ReplayOptions options = Options(Policy::kElasticReclaim, 16);
+  options.queues = OrgTree();
+  ReplayResult result = MustReplay(OrgTreeJobs(), options);
+  ASSERT_EQ(result.jobs.size(), 4u);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 100}, {0, 100}, {100, 200}, {50, 150}}));
+  // Until c1 arrives, 4 of the 16 GPUs stay free while b2 waits.
+  ASSERT_FALSE(result.timeline.empty());
+  EXPECT_DOUBLE_EQ(result.timeline[0].time, 0);
+  EXPECT_EQ(result.timeline[0].busy_gpus, 12);
+  EXPECT_EQ(result.timeline[0].waiting_jobs, 1);
+  EXPECT_EQ(result.stuck_jobs, 0);
+
+  // Without the tree, b2 starts at once and c1 waits for capacity instead.
+  ReplayResult flat = MustReplay(OrgTreeJobs(), Options(Policy::kElasticReclaim, 16));
+  EXPECT_DOUBLE_EQ(flat.jobs[2].start, 0);
+  EXPECT_DOUBLE_EQ(flat.jobs[3].start, 100);
+}
+
+TEST(ReplayQueueTreeTest, ParentRowAddsUpItsChildren) {
+  ReplayOptions options = Options(Policy::kElasticReclaim, 16);
+  options.queues = OrgTree();
+  ReplayResult result = MustReplay(OrgTreeJobs(), options);
+  // Each parent before its children, siblings by name; no `default` row, as
+  // no job names it.
+  std::vector<std::string> names;
+  for (const QueueRecord& queue : result.queues) {
+    names.push_back(queue.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"org", "team-a", "team-b", "team-c"}));
+
+  const QueueRecord& org = QueueNamed(result, "org");
+  const QueueRecord& a = QueueNamed(result, "team-a");
+  const QueueRecord& b = QueueNamed(result, "team-b");
+  const QueueRecord& c = QueueNamed(result, "team-c");
+  EXPECT_EQ(org.parent, "");
+  EXPECT_FALSE(org.leaf);
+  EXPECT_EQ(org.depth, 0);
+  EXPECT_EQ(a.parent, "org");
+  EXPECT_TRUE(a.leaf);
+  EXPECT_EQ(a.depth, 1);
+  EXPECT_EQ(b.parent, "org");
+  EXPECT_EQ(c.parent, "");
+  EXPECT_TRUE(c.leaf);
+  EXPECT_EQ(c.depth, 0);
+
+  EXPECT_EQ(a.jobs, 1);
+  EXPECT_DOUBLE_EQ(a.wait_seconds, 0);
+  EXPECT_DOUBLE_EQ(a.jct_seconds, 100);
+  EXPECT_DOUBLE_EQ(a.gpu_seconds_held, 800);
+  EXPECT_EQ(b.jobs, 2);
+  EXPECT_DOUBLE_EQ(b.wait_seconds, 100);  // b2
+  EXPECT_DOUBLE_EQ(b.jct_seconds, 300);   // 100 + 200
+  EXPECT_DOUBLE_EQ(b.gpu_seconds_held, 800);
+  EXPECT_EQ(c.jobs, 1);
+  EXPECT_DOUBLE_EQ(c.jct_seconds, 100);
+  EXPECT_DOUBLE_EQ(c.gpu_seconds_held, 400);
+
+  EXPECT_EQ(org.jobs, 3);
+  EXPECT_EQ(org.started, 3);
+  EXPECT_EQ(org.finished, 3);
+  EXPECT_DOUBLE_EQ(org.wait_seconds, 100);
+  EXPECT_DOUBLE_EQ(org.jct_seconds, 400);
+  EXPECT_DOUBLE_EQ(org.gpu_seconds_held, 1600);
+  EXPECT_EQ(org.jobs, a.jobs + b.jobs);
+  EXPECT_EQ(org.started, a.started + b.started);
+  EXPECT_EQ(org.finished, a.finished + b.finished);
+  EXPECT_DOUBLE_EQ(org.wait_seconds, a.wait_seconds + b.wait_seconds);
+  EXPECT_DOUBLE_EQ(org.jct_seconds, a.jct_seconds + b.jct_seconds);
+  EXPECT_DOUBLE_EQ(org.gpu_seconds_held, a.gpu_seconds_held + b.gpu_seconds_held);
+  EXPECT_DOUBLE_EQ(org.partial_gpu_seconds, a.partial_gpu_seconds + b.partial_gpu_seconds);
+  EXPECT_EQ(org.evicted_members, a.evicted_members + b.evicted_members);
+  // Everything held is held by some top-level queue.
+  EXPECT_DOUBLE_EQ(org.gpu_seconds_held + c.gpu_seconds_held, result.busy_gpu_seconds);
+}
+
+TEST(ReplayQueueTreeTest, OtherPoliciesReportAlongTheTreeWithoutItsBounds) {
+  ReplayOptions options = Options(Policy::kElasticGang, 16);
+  options.queues = OrgTree();
+  ReplayResult result = MustReplay(OrgTreeJobs(), options);
+  // One queue for every job: org's max does not hold b2 back.
+  EXPECT_DOUBLE_EQ(result.jobs[2].start, 0);
+  EXPECT_DOUBLE_EQ(result.jobs[3].start, 100);
+  ASSERT_EQ(result.queues.size(), 4u);
+  EXPECT_EQ(result.queues[0].name, "org");
+  EXPECT_EQ(result.queues[0].jobs, 3);
+  EXPECT_DOUBLE_EQ(result.queues[0].gpu_seconds_held, 1600);
+  EXPECT_DOUBLE_EQ(result.queues[0].wait_seconds, 0);
+}
+
+TEST(ReplayQueueTreeTest, RefusesJobsOutsideTheLeavesAndBadTrees) {
+  ReplayOptions options = Options(Policy::kElasticReclaim, 16);
+  options.queues = OrgTree();
+  auto parent = Replay({Job("p", 0, "org", 1, 1, 1, 10)}, options);
+  ASSERT_FALSE(parent.ok());
+  EXPECT_EQ(parent.status().message(),
+            "job p: queue \"org\" has child queues; jobs run in a leaf queue");
+  auto unknown = Replay({Job("u", 0, "team-z", 1, 1, 1, 10)}, options);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(),
+            "job u: queue \"team-z\" is not configured; configured queues: default, org, "
+            "team-a, team-b, team-c");
+  // Under every policy: the queues are checked before the replay.
+  options.policy = Policy::kStaticGang;
+  EXPECT_FALSE(Replay({Job("p", 0, "org", 1, 1, 1, 10)}, options).ok());
+  // `default` is a top-level leaf even when not configured.
+  EXPECT_TRUE(Replay({Job("d", 0, "default", 1, 1, 1, 10)}, options).ok());
+
+  options.queues[1].parent = "orgs";
+  Status bad_tree = ValidateReplayOptions(options);
+  ASSERT_FALSE(bad_tree.ok());
+  EXPECT_EQ(bad_tree.message(), "queues[1].parent: no queue named \"orgs\"");
 }
 
 TEST(PolicyTest, NamesRoundTrip) {

@@ -74,6 +74,59 @@ TEST(ReportTest, JobsCsvLeavesWhatNeverHappenedEmpty) {
   EXPECT_THAT(csv, HasSubstr("elastic-gang,never,q,1,2,5.000,,,,,"));
 }
 
+QueueRecord Queue(std::string name, std::string parent, bool leaf) {
+  QueueRecord queue;
+  queue.name = std::move(name);
+  queue.parent = std::move(parent);
+  queue.leaf = leaf;
+  queue.depth = queue.parent.empty() ? 0 : 1;
+  return queue;
+}
+
+TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
+  ReplayResult result;
+  result.policy = Policy::kElasticReclaim;
+  QueueRecord org = Queue("org", "", false);
+  org.jobs = 3;
+  org.started = 3;
+  org.finished = 2;
+  org.wait_seconds = 30;
+  org.jct_seconds = 500;
+  org.gpu_seconds_held = 7200 + 1800;
+  org.partial_gpu_seconds = 360;
+  org.evicted_members = 4;
+  QueueRecord team_a = Queue("team-a", "org", true);
+  team_a.jobs = 2;
+  team_a.started = 2;
+  team_a.finished = 2;
+  team_a.wait_seconds = 30;
+  team_a.jct_seconds = 500;
+  team_a.gpu_seconds_held = 7200;
+  team_a.evicted_members = 4;
+  QueueRecord team_b = Queue("team-b", "org", true);
+  team_b.jobs = 1;
+  team_b.started = 1;
+  team_b.gpu_seconds_held = 1800;
+  team_b.partial_gpu_seconds = 360;
+  QueueRecord team_c = Queue("team-c", "", true);  // no job: averages left empty
+  result.queues = {org, team_a, team_b, team_c};
+  ReplayResult other = result;
+  other.policy = Policy::kElasticGang;
+  other.queues = {team_c};
+
+  EXPECT_EQ(QueuesCsv({result, other}),
+            "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
+            "partial_gpu_hours,evicted_members\n"
+            "elastic-reclaim,org,,false,3,3,2,10.000,250.000,2.500,0.100,4\n"
+            "elastic-reclaim,team-a,org,true,2,2,2,15.000,250.000,2.000,0.000,4\n"
+            "elastic-reclaim,team-b,org,true,1,1,0,0.000,,0.500,0.100,0\n"
+            "elastic-reclaim,team-c,,true,0,0,0,,,0.000,0.000,0\n"
+            "elastic-gang,team-c,,true,0,0,0,,,0.000,0.000,0\n");
+  EXPECT_EQ(QueuesCsv({}),
+            "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
+            "partial_gpu_hours,evicted_members\n");
+}
+
 TEST(ReportTest, TimelineSvgHasOneLinePerPolicyAndChart) {
   ReplayResult other = Result();
   other.policy = Policy::kStaticGang;
