@@ -394,21 +394,18 @@ void SchedulerCache::TenancySink::Replace(std::vector<nlohmann::json> items, con
     }
     changed = RemoveLocked(gone) || changed;
   }
-  switch (kind_) {
-    case TenancyKind::kJob:
-      cache_.jobs_synced_ = true;
-      break;
-    case TenancyKind::kNamespace:
-      cache_.namespaces_synced_ = true;
-      break;
-    case TenancyKind::kPriorityClass:
-      cache_.priority_classes_synced_ = true;
-      break;
-  }
+  bool& synced = kind_ == TenancyKind::kJob         ? cache_.jobs_synced_
+                 : kind_ == TenancyKind::kNamespace ? cache_.namespaces_synced_
+                                                    : cache_.priority_classes_synced_;
+  const bool first = !synced;
+  synced = true;
   if (changed) {
     cache_.ReresolvePodsLocked([](const PodInfo&) { return true; });
   }
-  cache_.BumpLocked();
+  // A relist that changes nothing (a watch ended) need not wake the loop.
+  if (first) {
+    cache_.BumpLocked();
+  }
 }
 
 void SchedulerCache::TenancySink::Apply(k8s::WatchEventType type, nlohmann::json object) {

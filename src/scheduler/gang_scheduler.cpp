@@ -429,8 +429,23 @@ void GangScheduler::RunOneCycle() {
     queue_reports_ = std::move(queues);
   }
 
+  std::unordered_set<std::string> surplus;
+  {
+    std::lock_guard lock(mu_);
+    surplus = surplus_;
+  }
+  std::unordered_set<std::string> still_pending;
   uint64_t waiting = 0;
   for (auto& decision : decisions) {
+    for (const auto& member : decision.pending) {
+      still_pending.insert(PodKey(member.namespace_name, member.name));
+    }
+    std::erase_if(decision.pending, [&surplus](const Member& member) {
+      return surplus.contains(PodKey(member.namespace_name, member.name));
+    });
+    if (decision.pending.empty() && decision.outcome != PlanOutcome::kPlaced) {
+      continue;  // only surplus members wait: they are being deleted
+    }
     if (decision.outcome == PlanOutcome::kPlaced && !decision.assignments.empty()) {
       auto group = std::make_shared<GroupBind>();
       group->key = decision.key;
@@ -485,6 +500,13 @@ void GangScheduler::RunOneCycle() {
     }
   }
   CarryOut(evictions, policy, now);
+  {
+    // Forget surplus pods that are gone (deleted, or bound after all).
+    std::lock_guard lock(mu_);
+    std::erase_if(surplus_, [&still_pending](const std::string& key) {
+      return !still_pending.contains(key);
+    });
+  }
   // Forget what was said of groups that are gone.
   if (reported_.size() > decisions.size()) {
     std::unordered_map<std::string, std::string> kept;
@@ -624,6 +646,12 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       return;
     }
     ++stats_.groups_scheduled;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& member : group->surplus) {
+        surplus_.insert(PodKey(member.namespace_name, member.name));
+      }
+    }
     for (const auto& member : group->surplus) {
       MarkPodCondition(
           member.namespace_name, member.name, "PodScheduled", false,

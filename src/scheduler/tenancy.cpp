@@ -83,10 +83,10 @@ Result<NamespaceInfo> ParseNamespaceInfo(const nlohmann::json& object) {
     return InvalidArgument("namespace: metadata.name is required");
   }
   out.labels = MetadataMap(object, "labels");
+  const LabelMap annotations = MetadataMap(object, "annotations");
   if (const std::string* queue = out.labels.Find(kDefaultQueueKey)) {
     out.default_queue = *queue;
-  } else if (const std::string* annotated =
-                 MetadataMap(object, "annotations").Find(kDefaultQueueKey)) {
+  } else if (const std::string* annotated = annotations.Find(kDefaultQueueKey)) {
     out.default_queue = *annotated;
   }
   return out;

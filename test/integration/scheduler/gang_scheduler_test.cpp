@@ -271,7 +271,8 @@ TEST_F(GangSchedulerTest, ElasticGroupBindsAtomicallyWithAsManyMembersAsFit) {
     const std::string name = "tf-worker-" + std::to_string(i);
     EXPECT_TRUE(NodeOf(name).empty());
     EXPECT_TRUE(WaitFor([&] { return ScheduledCondition(name).first == api::kSurplusReason; }))
-        << name << " not marked surplus";
+        << name << " not marked surplus: " << ScheduledCondition(name).first << ": "
+        << ScheduledCondition(name).second;
   }
   // Never more GPUs on a node than it has.
   std::map<std::string, int> per_node;

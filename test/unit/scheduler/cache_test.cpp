@@ -160,6 +160,16 @@ TEST_F(SchedulerCacheTest, NothingSyncsUntilJobsNamespacesAndClassesAreListed) {
   EXPECT_TRUE(cache.HasSynced());
 }
 
+// A watch that ends and relists the same objects changes no plan.
+TEST_F(SchedulerCacheTest, ARelistOfUnchangedJobsDoesNotWakeTheLoop) {
+  const uint64_t before = cache_.generation();
+  cache_.job_sink().Replace({TrainJob()}, "2");
+  cache_.namespace_sink().Replace({Namespace("team-a")}, "2");
+  EXPECT_EQ(cache_.generation(), before);
+  cache_.job_sink().Replace({TrainJob(1)}, "3");
+  EXPECT_GT(cache_.generation(), before);
+}
+
 TEST_F(SchedulerCacheTest, AMemberOfItsJobIsTrustedWithTheJobsShape) {
   const PodInfo pod = Pending().at("train-worker-0");
   EXPECT_EQ(pod.job_name, "train");
