@@ -455,6 +455,14 @@ void GangScheduler::RunOneCycle() {
       group->grows = decision.started;
       group->members = std::move(decision.assignments);
       group->surplus = std::move(decision.surplus);
+      {
+        // Recorded now, so the next cycle never reports them as waiting,
+        // whichever finishes first: it or the binds that mark them.
+        std::lock_guard lock(mu_);
+        for (const auto& member : group->surplus) {
+          surplus_.insert(PodKey(member.namespace_name, member.name));
+        }
+      }
       group->creation_time = decision.creation_time;
       group->remaining = group->members.size();
       reported_.erase(group->key);
@@ -646,12 +654,6 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       return;
     }
     ++stats_.groups_scheduled;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& member : group->surplus) {
-        surplus_.insert(PodKey(member.namespace_name, member.name));
-      }
-    }
     for (const auto& member : group->surplus) {
       MarkPodCondition(
           member.namespace_name, member.name, "PodScheduled", false,
@@ -670,6 +672,13 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       observer(api::Clock::now() - group->creation_time);
     }
     return;
+  }
+  {
+    // Not placed after all: its left-out members are candidates again.
+    std::lock_guard lock(mu_);
+    for (const auto& member : group->surplus) {
+      surplus_.erase(PodKey(member.namespace_name, member.name));
+    }
   }
   for (const auto& member : group->failed) {
     cache_.ForgetAssumed(member.namespace_name, member.name);

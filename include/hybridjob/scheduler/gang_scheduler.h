@@ -141,8 +141,9 @@ class GangScheduler {
   std::vector<QueueReport> queue_reports_;
   std::map<std::string, std::pair<uint64_t, uint64_t>> evicted_per_queue_;  // reclaim, preemption
   GangLatencyObserver latency_observer_;
-  // Pods marked GangSurplus (their controller deletes them): a later cycle
-  // does not report them as waiting to grow, which would overwrite the mark.
+  // Pods left out of a gang's placement, marked GangSurplus once it is bound
+  // (their controller deletes them): a later cycle does not report them as
+  // waiting to grow, which would overwrite the mark.
   std::unordered_set<std::string> surplus_;
 
   // Loop thread only.
