@@ -49,6 +49,27 @@ std::string Quoted(std::string_view text) {
   return "\"" + std::string(text) + "\"";
 }
 
+// Stores `value` under `key`; whether the map changed.
+template <typename Map, typename Value>
+bool UpsertIfChanged(Map& map, std::string key, Value value) {
+  auto it = map.find(key);
+  if (it != map.end() && it->second == value) {
+    return false;
+  }
+  map.insert_or_assign(std::move(key), std::move(value));
+  return true;
+}
+
+template <typename Map>
+bool EraseKey(Map& map, std::string_view key) {
+  auto it = map.find(key);
+  if (it == map.end()) {
+    return false;
+  }
+  map.erase(it);
+  return true;
+}
+
 }  // namespace
 
 Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
@@ -113,59 +134,29 @@ Result<PriorityClassInfo> ParsePriorityClassInfo(const nlohmann::json& object) {
 
 bool TenancyDirectory::UpsertJob(TrustedJob job) {
   std::string key = PodKey(job.namespace_name, job.name);
-  auto it = jobs_.find(key);
-  if (it != jobs_.end() && it->second == job) {
-    return false;
-  }
-  jobs_.insert_or_assign(std::move(key), std::move(job));
-  return true;
+  return UpsertIfChanged(jobs_, std::move(key), std::move(job));
 }
 
 bool TenancyDirectory::RemoveJob(std::string_view namespace_name, std::string_view name) {
-  auto it = jobs_.find(PodKey(namespace_name, name));
-  if (it == jobs_.end()) {
-    return false;
-  }
-  jobs_.erase(it);
-  return true;
+  return jobs_.erase(PodKey(namespace_name, name)) > 0;
 }
 
 bool TenancyDirectory::UpsertNamespace(NamespaceInfo info) {
-  auto it = namespaces_.find(info.name);
-  if (it != namespaces_.end() && it->second == info) {
-    return false;
-  }
   std::string key = info.name;
-  namespaces_.insert_or_assign(std::move(key), std::move(info));
-  return true;
+  return UpsertIfChanged(namespaces_, std::move(key), std::move(info));
 }
 
 bool TenancyDirectory::RemoveNamespace(std::string_view name) {
-  auto it = namespaces_.find(name);
-  if (it == namespaces_.end()) {
-    return false;
-  }
-  namespaces_.erase(it);
-  return true;
+  return EraseKey(namespaces_, name);
 }
 
 bool TenancyDirectory::UpsertPriorityClass(PriorityClassInfo info) {
-  auto it = classes_.find(info.name);
-  if (it != classes_.end() && it->second == info) {
-    return false;
-  }
   std::string key = info.name;
-  classes_.insert_or_assign(std::move(key), std::move(info));
-  return true;
+  return UpsertIfChanged(classes_, std::move(key), std::move(info));
 }
 
 bool TenancyDirectory::RemovePriorityClass(std::string_view name) {
-  auto it = classes_.find(name);
-  if (it == classes_.end()) {
-    return false;
-  }
-  classes_.erase(it);
-  return true;
+  return EraseKey(classes_, name);
 }
 
 const TrustedJob* TenancyDirectory::FindJob(std::string_view namespace_name,
