@@ -14,6 +14,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// How long a rolled-back gang waits at most to see its deleted members go.
+constexpr std::chrono::seconds kRollbackHoldLimit{30};
+
 struct Member {
   std::string namespace_name;
   std::string name;
@@ -360,12 +363,40 @@ void GangScheduler::RunOneCycle() {
     planner = planner_config_;
     policy = policy_config_;
   }
+  std::unordered_map<std::string, RollbackHold> holds;
+  {
+    std::lock_guard lock(mu_);
+    holds = rolling_back_;
+  }
+  std::vector<std::string> released;
+  std::unordered_set<std::string> still_pending;
   std::vector<DecisionCopy> decisions;
   std::vector<Eviction> evictions;
   std::vector<QueueReport> queues;
   bool planned = false;
-  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>& pending) {
+  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>& all_pending) {
     std::vector<std::string> assumed;
+    std::unordered_map<std::string, std::string_view> pending_uids;
+    for (const PodInfo* pod : all_pending) {
+      pending_uids.emplace(pod->Key(), pod->uid);
+    }
+    for (auto& [key, hold] : holds) {
+      if (RollbackDone(hold, snapshot, pending_uids)) {
+        released.push_back(key);
+      }
+    }
+    std::vector<const PodInfo*> pending;
+    pending.reserve(all_pending.size());
+    for (const PodInfo* pod : all_pending) {
+      still_pending.insert(pod->Key());
+      const bool held =
+          !pod->job_name.empty() && holds.contains(PodKey(pod->namespace_name, pod->job_name)) &&
+          std::find(released.begin(), released.end(), PodKey(pod->namespace_name, pod->job_name)) ==
+              released.end();
+      if (!held) {
+        pending.push_back(pod);
+      }
+    }
     if (pending.empty()) {
       return assumed;
     }
@@ -424,9 +455,17 @@ void GangScheduler::RunOneCycle() {
     }
     return assumed;
   });
-  if (planned) {
+  {
     std::lock_guard lock(mu_);
-    queue_reports_ = std::move(queues);
+    if (planned) {
+      queue_reports_ = std::move(queues);
+    }
+    for (const std::string& key : released) {
+      auto it = rolling_back_.find(key);
+      if (it != rolling_back_.end() && it->second.until == holds[key].until) {
+        rolling_back_.erase(it);  // the same rollback, not a newer one
+      }
+    }
   }
 
   std::unordered_set<std::string> surplus;
@@ -434,12 +473,8 @@ void GangScheduler::RunOneCycle() {
     std::lock_guard lock(mu_);
     surplus = surplus_;
   }
-  std::unordered_set<std::string> still_pending;
   uint64_t waiting = 0;
   for (auto& decision : decisions) {
-    for (const auto& member : decision.pending) {
-      still_pending.insert(PodKey(member.namespace_name, member.name));
-    }
     std::erase_if(decision.pending, [&surplus](const Member& member) {
       return surplus.contains(PodKey(member.namespace_name, member.name));
     });
@@ -545,10 +580,11 @@ void GangScheduler::CarryOut(const std::vector<Eviction>& evictions, const Polic
   for (const auto& eviction : marking) {
     const std::string reason(eviction.cause == EvictionCause::kReclaim ? api::kReclaimedReason
                                                                        : api::kPreemptedReason);
-    MarkPodConditions(eviction.namespace_name, eviction.name,
-                      {{std::string(api::kGangEvictionCondition), true, reason, eviction.message},
-                       {std::string(api::kDisruptionTargetCondition), true,
-                        reason + "ByGangScheduler", eviction.message}});
+    (void)MarkPodConditions(
+        eviction.namespace_name, eviction.name,
+        {{std::string(api::kGangEvictionCondition), true, reason, eviction.message},
+         {std::string(api::kDisruptionTargetCondition), true, reason + "ByGangScheduler",
+          eviction.message}});
   }
   for (const auto& eviction : evictions) {
     Evict(eviction, policy, now);
@@ -581,7 +617,7 @@ void GangScheduler::Evict(const Eviction& eviction, const PolicyConfig& policy, 
                status.ToString());
   RecordRefusedEviction(policy_state_, eviction, policy, now);
   const std::string refused(api::kEvictionRefusedReason);
-  MarkPodConditions(
+  (void)MarkPodConditions(
       eviction.namespace_name, eviction.name,
       {{std::string(api::kGangEvictionCondition), false, refused, status.message()},
        {std::string(api::kDisruptionTargetCondition), false, refused, status.message()}});
@@ -655,11 +691,19 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
     }
     ++stats_.groups_scheduled;
     for (const auto& member : group->surplus) {
-      MarkPodCondition(
-          member.namespace_name, member.name, "PodScheduled", false,
-          std::string(api::kSurplusReason),
-          "gang " + group->group_name + " was placed without this member: " + group->summary);
-      ++stats_.surplus_marked;
+      // The mark is what makes the controller delete the member, and no
+      // later cycle writes it: a failed write is tried again.
+      const std::vector<PodConditionWrite> mark = {
+          {"PodScheduled", false, std::string(api::kSurplusReason),
+           "gang " + group->group_name + " was placed without this member: " + group->summary}};
+      Status marked = MarkPodConditions(member.namespace_name, member.name, mark);
+      for (int attempt = 1; !marked.ok() && !k8s::IsNotFound(marked) && attempt < 3; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::seconds(attempt));
+        marked = MarkPodConditions(member.namespace_name, member.name, mark);
+      }
+      if (marked.ok()) {
+        ++stats_.surplus_marked;
+      }
     }
     events_->Record(PodReference(group->members.front()), k8s::EventType::kNormal, "Scheduled",
                     "gang " + group->group_name + " placed: " + group->summary);
@@ -680,19 +724,26 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       surplus_.erase(PodKey(member.namespace_name, member.name));
     }
   }
-  for (const auto& member : group->failed) {
-    cache_.ForgetAssumed(member.namespace_name, member.name);
-  }
   if (group->grows) {
     // Growth is elastic: the members that bound stay; the others are planned
     // again.
+    for (const auto& member : group->failed) {
+      cache_.ForgetAssumed(member.namespace_name, member.name);
+    }
     spdlog::warn("gang {}: {} of {} new members failed to bind ({})", group->key,
                  group->failed.size(), group->members.size(), group->first_error.ToString());
     return;
   }
+  RollBack(group);
+}
+
+void GangScheduler::RollBack(const std::shared_ptr<GroupBind>& group) {
   // Never a partial gang: delete what did bind, and what may have (a binding
   // whose answer was lost), so the controller recreates it unbound; the group
-  // is then planned afresh.
+  // is then planned afresh. The failed members stay assumed until the
+  // read-backs are done and the hold is in place: a cycle in between would
+  // bind them beside the members about to be deleted, and a read-back would
+  // then find them bound and delete them too.
   ++stats_.groups_rolled_back;
   spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
                group->failed.size(), group->members.size(), group->first_error.ToString());
@@ -702,6 +753,8 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       to_delete.push_back(member);
     }
   }
+  RollbackHold hold;
+  hold.until = SteadyClock::now() + kRollbackHoldLimit;
   for (const auto& member : to_delete) {
     k8s::DeleteOptions options;
     options.precondition_uid = member.uid;
@@ -712,19 +765,46 @@ void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
       spdlog::error("gang {}: could not roll back member {}: {}", group->key, member.name,
                     deleted.ToString());
     }
+    hold.deleted.push_back({member.namespace_name, member.name, member.uid});
+  }
+  if (!hold.deleted.empty()) {
+    std::lock_guard lock(mu_);
+    rolling_back_[group->key] = std::move(hold);
+  }
+  for (const auto& member : group->failed) {
+    cache_.ForgetAssumed(member.namespace_name, member.name);
   }
   events_->Record(PodReference(group->members.front()), k8s::EventType::kWarning, "FailedBinding",
                   "gang " + group->group_name + " rolled back: " + group->first_error.ToString());
 }
 
+bool GangScheduler::RollbackDone(
+    const RollbackHold& hold, const Snapshot& snapshot,
+    const std::unordered_map<std::string, std::string_view>& pending_uids) {
+  if (SteadyClock::now() >= hold.until) {
+    return true;  // a member stuck in deletion must not hold its gang forever
+  }
+  for (const auto& member : hold.deleted) {
+    const PodInfo* on_node = snapshot.FindPod(member.namespace_name, member.name);
+    if (on_node != nullptr && on_node->uid == member.uid) {
+      return false;
+    }
+    auto it = pending_uids.find(PodKey(member.namespace_name, member.name));
+    if (it != pending_uids.end() && it->second == member.uid) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& name,
                                      const std::string& type, bool value, const std::string& reason,
                                      const std::string& message) {
-  MarkPodConditions(ns, name, {{type, value, reason, message}});
+  (void)MarkPodConditions(ns, name, {{type, value, reason, message}});
 }
 
-void GangScheduler::MarkPodConditions(const std::string& ns, const std::string& name,
-                                      const std::vector<PodConditionWrite>& conditions) {
+Status GangScheduler::MarkPodConditions(const std::string& ns, const std::string& name,
+                                        const std::vector<PodConditionWrite>& conditions) {
   // One strategic merge patch (conditions merge by type): set together.
   nlohmann::json list = nlohmann::json::array();
   const std::string now = NowRfc3339();
@@ -746,6 +826,7 @@ void GangScheduler::MarkPodConditions(const std::string& ns, const std::string& 
     spdlog::warn("pod {}/{}: could not set {} ({}): {}", ns, name, type, reason,
                  patched.status().ToString());
   }
+  return patched.status();
 }
 
 }  // namespace hybridjob::scheduler

@@ -99,7 +99,9 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
   ASSERT_TRUE(WaitFor([&] { return Members(system, "elastic", "worker") == 8; }, 60s))
       << "members " << Members(system, "elastic", "worker") << "\n"
       << system.Logs();
-  EXPECT_EQ(PublishedMembership(system, "elastic"), R"({"worker":8})");
+  // The controller writes the status before the ConfigMap in one pass.
+  EXPECT_TRUE(WaitFor([&] { return PublishedMembership(system, "elastic") == R"({"worker":8})"; }))
+      << PublishedMembership(system, "elastic");
 
   // Needs 4 of the 8 GPUs the elastic job holds.
   ASSERT_EQ(system.Apply(Job("waiting", "pytorch", {Member("worker", 4, 4, 1, "8s")})), 0);
@@ -108,7 +110,8 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
       << "the waiting job never ran: " << system.Phase("waiting") << "\n"
       << system.Logs();
   EXPECT_EQ(Members(system, "elastic", "worker"), 4);
-  EXPECT_EQ(PublishedMembership(system, "elastic"), R"({"worker":4})");
+  EXPECT_TRUE(WaitFor([&] { return PublishedMembership(system, "elastic") == R"({"worker":4})"; }))
+      << PublishedMembership(system, "elastic");
   EXPECT_EQ(BoundCount(system, "elastic"), 4) << "exactly the 4 highest workers were evicted";
   EXPECT_GE(CountEvents(system, "Reclaimed"), 4);
   EXPECT_GE(CountEvents(system, "MembershipChanged"), 1);
@@ -119,7 +122,8 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
       << system.Phase("waiting") << "\n"
       << system.Logs();
   EXPECT_EQ(system.Phase("waiting"), "Succeeded");
-  EXPECT_EQ(PublishedMembership(system, "elastic"), R"({"worker":8})");
+  EXPECT_TRUE(WaitFor([&] { return PublishedMembership(system, "elastic") == R"({"worker":8})"; }))
+      << PublishedMembership(system, "elastic");
   EXPECT_EQ(elastic.left_running(), "") << "PyTorch learns its membership live: no restart";
 }
 

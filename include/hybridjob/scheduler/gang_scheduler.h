@@ -12,9 +12,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <hybridjob/k8s/api_client.h>
@@ -92,12 +94,16 @@ class GangScheduler {
  private:
   struct BindTask;
   struct GroupBind;
+  struct RollbackHold;
 
   void Loop();
   void RunOneCycle();
   void SubmitGroup(const GroupDecision& decision);
   void BinderWorker();
   void FinishGroup(const std::shared_ptr<GroupBind>& group);
+  void RollBack(const std::shared_ptr<GroupBind>& group);
+  static bool RollbackDone(const RollbackHold& hold, const Snapshot& snapshot,
+                           const std::unordered_map<std::string, std::string_view>& pending_uids);
   void CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy, Timestamp now);
   void Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now);
   // policy/v1 or policy/v1beta1, discovered at the first eviction.
@@ -110,8 +116,8 @@ class GangScheduler {
     std::string reason;
     std::string message;
   };
-  void MarkPodConditions(const std::string& ns, const std::string& name,
-                         const std::vector<PodConditionWrite>& conditions);
+  Status MarkPodConditions(const std::string& ns, const std::string& name,
+                           const std::vector<PodConditionWrite>& conditions);
 
   k8s::ApiClient& client_;
   const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
@@ -145,6 +151,20 @@ class GangScheduler {
   // (their controller deletes them): a later cycle does not report them as
   // waiting to grow, which would overwrite the mark.
   std::unordered_set<std::string> surplus_;
+  // Gangs being rolled back, by group key: not planned again until the
+  // members the rollback deleted are gone from the cache. Until then the
+  // cache still shows them bound, and a cycle would take the gang for a
+  // running one and bind the refused members beside them: a partial gang.
+  struct RollbackHold {
+    struct Deleted {
+      std::string namespace_name;
+      std::string name;
+      std::string uid;
+    };
+    std::vector<Deleted> deleted;
+    std::chrono::steady_clock::time_point until;  // a bound on the wait
+  };
+  std::unordered_map<std::string, RollbackHold> rolling_back_;
 
   // Loop thread only.
   uint32_t next_start_slot_ = 0;

@@ -446,6 +446,11 @@ TEST_F(GangSchedulerTest, ARefusedBindOfAnUnboundPodIsNotRolledBackByDeletingIt)
   ASSERT_FALSE(kept.is_null()) << "the refused member was deleted";
   EXPECT_EQ(kept["metadata"].value("uid", ""), uid);
   EXPECT_EQ(refused.load(), 1);
+  // Never bound on its own: while worker-0 was being deleted the gang was
+  // not taken for a running one that could grow.
+  std::this_thread::sleep_for(2s);
+  EXPECT_TRUE(NodeOf("gate-worker-1").empty()) << "bound alone, a partial gang";
+  EXPECT_EQ(scheduler_->stats().groups_grown.load(), 0u);
 }
 
 // Queue a borrows every GPU while b is idle; when b submits, a gives back the
