@@ -106,7 +106,10 @@ std::optional<std::string> WorkQueue::Get() {
       if (delayed_.empty()) {
         cv_.wait(lock);
       } else {
-        cv_.wait_until(lock, delayed_.begin()->first);
+        // A copy: another worker may promote (and free) that entry while
+        // this one waits, and wait_until reads the time again on waking.
+        const Time due = delayed_.begin()->first;
+        cv_.wait_until(lock, due);
       }
     }
     if (queue_.empty()) {

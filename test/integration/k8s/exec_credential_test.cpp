@@ -1,6 +1,7 @@
 // kubeconfig exec credential plugins against the real kube-apiserver: the
 // RestClient and the three binaries authenticate through a test-owned plugin
 // that hands out the cluster's admin token and counts its runs.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -361,6 +362,20 @@ TEST_F(ExecCredentialTest, BinariesRunAJobWithAnExecKubeconfig) {
   EXPECT_TRUE(running) << "phase \"" << phase << "\"\n" << all_logs();
   // Both members were created by the controller, bound by the scheduler to
   // the simulated node, and run by the simulator: all three authenticated.
+  // The job is Running once its members are bound; the simulated kubelet
+  // reports each pod Running a moment later.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto list = admin->List(resources::Pods(), ns.name(), {});
+        if (!list.ok() || list->items.size() != 2) {
+          return false;
+        }
+        return std::all_of(list->items.begin(), list->items.end(), [](const json& pod) {
+          return pod["status"].value("phase", "") == "Running";
+        });
+      },
+      30s))
+      << all_logs();
   auto pods = admin->List(resources::Pods(), ns.name(), {});
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   EXPECT_EQ(pods->items.size(), 2U);

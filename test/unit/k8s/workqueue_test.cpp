@@ -1,5 +1,6 @@
 #include <atomic>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -158,6 +159,35 @@ TEST(WorkQueueTest, AddAfterDelaysAndKeepsEarliest) {
   EXPECT_EQ(key, "late");
   EXPECT_GE(waited, 30ms);
   EXPECT_LT(waited, 5s);
+}
+
+// Several workers waiting for delayed keys: the first to wake promotes them
+// all; the others must not read the entries it freed (AddressSanitizer).
+TEST(WorkQueueTest, WorkersWaitingForDelayedKeysAllGetOne) {
+  for (int round = 0; round < 20; ++round) {
+    WorkQueue queue;
+    std::atomic<int> got{0};
+    std::vector<std::thread> workers;
+    for (int i = 0; i < 4; ++i) {
+      workers.emplace_back([&] {
+        if (auto key = queue.Get()) {
+          ++got;
+          queue.Done(*key);
+        }
+      });
+    }
+    for (int i = 0; i < 4; ++i) {
+      queue.AddAfter("key-" + std::to_string(i), 2ms);
+    }
+    for (int spin = 0; spin < 2000 && got.load() < 4; ++spin) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(got.load(), 4) << "round " << round;
+    queue.ShutDown();
+    for (auto& worker : workers) {
+      worker.join();
+    }
+  }
 }
 
 TEST(WorkQueueTest, RateLimitedAddsBackOffAndForgetResets) {
