@@ -5,14 +5,6 @@
 
 namespace hybridjob::scheduler {
 
-bool BindMayHaveTaken(const Status& bind_status) {
-  if (bind_status.ok()) {
-    return true;
-  }
-  const int http = bind_status.http_status();
-  return http == 0 || http == 409 || http >= 500;
-}
-
 bool GroupGoesFirst(const PodGroup& a, const PodGroup& b) {
   if (a.priority != b.priority) {
     return a.priority > b.priority;

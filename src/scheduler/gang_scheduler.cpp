@@ -1,11 +1,12 @@
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
-#include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
@@ -14,36 +15,11 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// How long a rolled-back gang waits at most to see its deleted members go.
-constexpr std::chrono::seconds kRollbackHoldLimit{30};
+// How often the loop recomputes the resource totals it publishes for metrics.
+constexpr std::chrono::seconds kFiguresInterval{1};
 
-struct Member {
-  std::string namespace_name;
-  std::string name;
-  std::string uid;
-  std::string node;
-};
-
-Member MemberOf(const PodInfo& pod, std::string node = {}) {
-  return {pod.namespace_name, pod.name, pod.uid, std::move(node)};
-}
-
-k8s::ObjectReference PodReference(const Member& member) {
-  k8s::ObjectReference ref;
-  ref.api_version = "v1";
-  ref.kind = "Pod";
-  ref.namespace_name = member.namespace_name;
-  ref.name = member.name;
-  ref.uid = member.uid;
-  return ref;
-}
-
-std::string NowRfc3339() {
-  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now()));
-}
-
-// A decision copied out of the cache lock: the PodInfo pointers of the plan
-// are only valid under it.
+// A decision copied out of the plan: its PodInfo pointers are only valid
+// until the loop applies the next deltas.
 struct DecisionCopy {
   std::string key;
   std::string namespace_name;
@@ -54,38 +30,12 @@ struct DecisionCopy {
   std::string reason;
   bool started = false;    // members were bound before this cycle: it grows or heals
   bool untrusted = false;  // a pod claiming a job it does not belong to (tenancy.h)
-  std::vector<Member> assignments;
-  std::vector<Member> surplus;
-  std::vector<Member> pending;
+  std::vector<PodRef> assignments;
+  std::vector<PodRef> surplus;
+  std::vector<PodRef> pending;
   std::string summary;  // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
   Timestamp creation_time{};
 };
-
-// Whether a member whose bind answer was uncertain may be bound after all.
-bool MayBeOnANode(k8s::ApiClient& client, const Member& member) {
-  // The pod read back settles an uncertain answer: a 409 from a pod that is
-  // still unbound is a refusal (its scheduling gates, say) and the pod must
-  // stay; deleting it would set off a delete/recreate loop. Only when the pod
-  // cannot be read is it assumed bound.
-  auto pod = client.Get(k8s::resources::Pods(), member.namespace_name, member.name);
-  if (!pod) {
-    return !k8s::IsNotFound(pod.status());
-  }
-  const nlohmann::json& object = *pod;
-  if (!object.is_object() || !object.contains("metadata") || !object.contains("spec") ||
-      !object["metadata"].is_object() || !object["spec"].is_object()) {
-    return true;
-  }
-  if (!member.uid.empty() && object["metadata"].value("uid", "") != member.uid) {
-    return false;  // another pod of that name: ours is gone
-  }
-  const std::string node = object["spec"].value("nodeName", "");
-  if (node.empty()) {
-    spdlog::info("pod {}/{}: its binding did not take; it stays pending", member.namespace_name,
-                 member.name);
-  }
-  return !node.empty();
-}
 
 // A pod that claims a job's membership without belonging to the job.
 constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
@@ -115,29 +65,21 @@ std::string Summary(const GroupPlan& plan) {
   return out;
 }
 
+// Whether the members a rollback deleted are gone from the cache.
+bool RollbackDone(const RollbackHold& hold, const SchedulerCache& cache) {
+  if (SteadyClock::now() >= hold.until) {
+    return true;  // a member stuck in deletion must not hold its gang forever
+  }
+  for (const PodRef& member : hold.deleted) {
+    const PodInfo* seen = cache.FindPod(member.namespace_name, member.name);
+    if (seen != nullptr && seen->uid == member.uid) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
-
-struct GangScheduler::GroupBind {
-  std::string key;
-  bool grows = false;  // a running group given more members
-  std::string namespace_name;
-  std::string group_name;
-  std::string summary;
-  std::vector<Member> members;
-  std::vector<Member> surplus;
-  Timestamp creation_time{};
-  std::atomic<size_t> remaining{0};
-  std::mutex mu;
-  std::vector<Member> bound;
-  std::vector<Member> failed;
-  std::vector<Member> maybe_bound;  // failed, but the binding may have taken
-  Status first_error;
-};
-
-struct GangScheduler::BindTask {
-  std::shared_ptr<GroupBind> group;
-  Member member;
-};
 
 GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind)
     : client_(client),
@@ -152,26 +94,26 @@ GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, Bin
   Reconfigure(config_);
 }
 
+GangScheduler::~GangScheduler() {
+  Stop();
+}
+
 std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& config) {
+  // What the binary reads once, at start: a change needs a restart.
   std::vector<std::string> need_restart;
-  auto compare = [&](const char* field, bool same) {
-    if (!same) {
+  auto needs_restart = [&](const char* field, auto SchedulerConfig::*member) {
+    if (!(config.*member == config_.*member)) {
       need_restart.emplace_back(field);
     }
   };
-  compare("schedulerName", config.scheduler_name == config_.scheduler_name);
-  compare("gpuResources", config.gpu_resources == config_.gpu_resources);
-  compare("clientQPS", config.client_qps == config_.client_qps);
-  compare("clientBurst", config.client_burst == config_.client_burst);
-  compare("bindConcurrency", config.bind_concurrency == config_.bind_concurrency);
-  compare("metricsAddr", config.metrics_addr == config_.metrics_addr);
-  compare("healthAddr", config.health_addr == config_.health_addr);
-  const auto& a = config.leader_election;
-  const auto& b = config_.leader_election;
-  compare("leaderElection",
-          a.enabled == b.enabled && a.lease_name == b.lease_name &&
-              a.lease_namespace == b.lease_namespace && a.lease_duration == b.lease_duration &&
-              a.renew_deadline == b.renew_deadline && a.retry_period == b.retry_period);
+  needs_restart("schedulerName", &SchedulerConfig::scheduler_name);
+  needs_restart("gpuResources", &SchedulerConfig::gpu_resources);
+  needs_restart("clientQPS", &SchedulerConfig::client_qps);
+  needs_restart("clientBurst", &SchedulerConfig::client_burst);
+  needs_restart("bindConcurrency", &SchedulerConfig::bind_concurrency);
+  needs_restart("metricsAddr", &SchedulerConfig::metrics_addr);
+  needs_restart("healthAddr", &SchedulerConfig::health_addr);
+  needs_restart("leaderElection", &SchedulerConfig::leader_election);
   PlannerConfig planner;
   planner.packing = config.scoring;
   planner.gpu_resource_names = config_.gpu_resources;
@@ -183,17 +125,25 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
     planner_config_ = std::move(planner);
     policy_config_ = std::move(policy);
     cycle_interval_ = std::chrono::seconds(std::max<int64_t>(1, config.gang_backoff_seconds));
+    cycle_requested_ = true;  // waiting groups see the new queues at once
   }
-  cache_.Wake();
+  feed_.Wake();
   return need_restart;
 }
 
 std::vector<QueueReport> GangScheduler::QueueReports() const {
-  std::lock_guard lock(mu_);
-  std::vector<QueueReport> reports = queue_reports_;
+  std::vector<QueueReport> reports;
+  {
+    std::lock_guard lock(mu_);
+    reports = queue_reports_;
+  }
+  if (evictor_ == nullptr) {
+    return reports;
+  }
+  const auto evicted = evictor_->EvictedPerQueue();
   for (auto& report : reports) {
-    auto it = evicted_per_queue_.find(report.status.name);
-    if (it != evicted_per_queue_.end()) {
+    auto it = evicted.find(report.status.name);
+    if (it != evicted.end()) {
       report.reclaimed_pods = it->second.first;
       report.preempted_pods = it->second.second;
     }
@@ -201,48 +151,81 @@ std::vector<QueueReport> GangScheduler::QueueReports() const {
   return reports;
 }
 
-GangScheduler::~GangScheduler() {
-  Stop();
-}
-
 void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
   std::lock_guard lock(mu_);
-  latency_observer_ = std::move(observer);
+  if (binder_ != nullptr) {
+    binder_->SetLatencyObserver(std::move(observer));
+  } else {
+    latency_observer_ = std::move(observer);
+  }
 }
 
-std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals() {
+std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals() const {
+  std::lock_guard lock(mu_);
+  return resource_totals_;
+}
+
+size_t GangScheduler::PendingPods() const {
+  std::lock_guard lock(mu_);
+  return pending_pods_;
+}
+
+void GangScheduler::PublishCacheFigures() {
+  const auto now = SteadyClock::now();
+  if (now - figures_published_ < kFiguresInterval) {
+    std::lock_guard lock(mu_);
+    pending_pods_ = cache_.PendingCount();
+    synced_ = cache_.HasSynced();
+    return;
+  }
+  figures_published_ = now;
   std::map<std::string, std::pair<double, double>> totals;
-  cache_.ReadSnapshot([&](const Snapshot& snapshot) {
-    for (const auto& slot : snapshot.slots()) {
-      if (!slot.schedulable_slot()) {
-        continue;
-      }
-      const auto& allocatable = slot.info.allocatable;
-      totals["cpu"].first += static_cast<double>(allocatable.milli_cpu) / 1000.0;
-      totals["cpu"].second += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
-      totals["memory"].first += static_cast<double>(allocatable.memory);
-      totals["memory"].second += static_cast<double>(slot.requested.memory);
-      for (const auto& gpu : gpu_resources_) {
-        totals[gpu].first += static_cast<double>(allocatable.Scalar(gpu));
-        totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
-      }
+  for (const auto& slot : cache_.snapshot().slots()) {
+    if (!slot.schedulable_slot()) {
+      continue;
     }
-  });
-  return totals;
+    const auto& allocatable = slot.info.allocatable;
+    totals["cpu"].first += static_cast<double>(allocatable.milli_cpu) / 1000.0;
+    totals["cpu"].second += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
+    totals["memory"].first += static_cast<double>(allocatable.memory);
+    totals["memory"].second += static_cast<double>(slot.requested.memory);
+    for (const auto& gpu : gpu_resources_) {
+      totals[gpu].first += static_cast<double>(allocatable.Scalar(gpu));
+      totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
+    }
+  }
+  std::lock_guard lock(mu_);
+  resource_totals_ = std::move(totals);
+  pending_pods_ = cache_.PendingCount();
+  synced_ = cache_.HasSynced();
 }
 
 void GangScheduler::Start() {
   events_ = std::make_unique<k8s::EventRecorder>(client_, config_.scheduler_name);
+  reporter_ = std::make_unique<PodStatusReporter>(client_);
+  evictor_ = std::make_unique<Evictor>(client_, *events_, stats_);
+  {
+    std::lock_guard lock(mu_);
+    binder_ = std::make_unique<GangBinder>(client_, bind_, *events_, *reporter_, stats_,
+                                           [this](BindOutcome outcome) {
+                                             {
+                                               std::lock_guard lock(mu_);
+                                               bind_outcomes_.push_back(std::move(outcome));
+                                             }
+                                             feed_.Wake();
+                                           });
+    binder_->SetLatencyObserver(std::move(latency_observer_));
+  }
+  binder_->Start(static_cast<int>(config_.bind_concurrency));
+
   k8s::ReflectorOptions nodes;
   nodes.resource = k8s::resources::Nodes();
-  node_reflector_ = std::make_unique<k8s::Reflector>(client_, nodes, cache_.node_sink());
   k8s::ReflectorOptions pods;
   pods.resource = k8s::resources::Pods();
   // Every pod that is bound (any scheduler: it holds capacity) or that is ours.
   pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-  pod_reflector_ = std::make_unique<k8s::Reflector>(client_, pods, cache_.pod_sink());
-  node_thread_ = std::thread([this] { node_reflector_->Run(); });
-  pod_thread_ = std::thread([this] { pod_reflector_->Run(); });
+  node_reflector_ = std::make_unique<k8s::Reflector>(client_, nodes, feed_.node_sink());
+  pod_reflector_ = std::make_unique<k8s::Reflector>(client_, pods, feed_.pod_sink());
   // What pods' claims are checked against (tenancy.h).
   k8s::ReflectorOptions jobs;
   jobs.resource = k8s::resources::HybridJobs();
@@ -252,14 +235,15 @@ void GangScheduler::Start() {
   k8s::ReflectorOptions priority_classes;
   priority_classes.resource = k8s::resources::PriorityClasses();
   for (auto [options, sink] :
-       {std::pair{jobs, &cache_.job_sink()}, std::pair{namespaces, &cache_.namespace_sink()},
-        std::pair{priority_classes, &cache_.priority_class_sink()}}) {
+       {std::pair{jobs, &feed_.job_sink()}, std::pair{namespaces, &feed_.namespace_sink()},
+        std::pair{priority_classes, &feed_.priority_class_sink()}}) {
     tenancy_reflectors_.push_back(std::make_unique<k8s::Reflector>(client_, options, *sink));
-    k8s::Reflector* reflector = tenancy_reflectors_.back().get();
-    tenancy_threads_.emplace_back([reflector] { reflector->Run(); });
   }
-  for (int64_t i = 0; i < config_.bind_concurrency; ++i) {
-    binders_.emplace_back([this] { BinderWorker(); });
+  for (k8s::Reflector* reflector : {node_reflector_.get(), pod_reflector_.get()}) {
+    reflector_threads_.emplace_back([reflector] { reflector->Run(); });
+  }
+  for (auto& reflector : tenancy_reflectors_) {
+    reflector_threads_.emplace_back([r = reflector.get()] { r->Run(); });
   }
   loop_thread_ = std::thread([this] { Loop(); });
 }
@@ -268,8 +252,9 @@ void GangScheduler::SetActive(bool active) {
   {
     std::lock_guard lock(mu_);
     active_ = active;
+    cycle_requested_ = active;
   }
-  cache_.Wake();
+  feed_.Wake();
 }
 
 void GangScheduler::Stop() {
@@ -279,35 +264,29 @@ void GangScheduler::Stop() {
       return;
     }
     stopping_ = true;
-    cv_.notify_all();
   }
-  cache_.Wake();
+  feed_.Wake();
   if (loop_thread_.joinable()) {
     loop_thread_.join();
   }
-  for (auto& binder : binders_) {
-    binder.join();
+  if (binder_) {
+    binder_->Stop();
   }
-  binders_.clear();
-  if (node_reflector_) {
-    node_reflector_->Stop();
-  }
-  if (pod_reflector_) {
-    pod_reflector_->Stop();
-  }
-  if (node_thread_.joinable()) {
-    node_thread_.join();
-  }
-  if (pod_thread_.joinable()) {
-    pod_thread_.join();
+  for (k8s::Reflector* reflector : {node_reflector_.get(), pod_reflector_.get()}) {
+    if (reflector != nullptr) {
+      reflector->Stop();
+    }
   }
   for (auto& reflector : tenancy_reflectors_) {
     reflector->Stop();
   }
-  for (auto& thread : tenancy_threads_) {
+  for (std::thread& thread : reflector_threads_) {
     thread.join();
   }
-  tenancy_threads_.clear();
+  reflector_threads_.clear();
+  if (reporter_) {
+    reporter_->Stop();
+  }
   if (events_) {
     events_->Flush(std::chrono::seconds(2));
     events_->Stop();
@@ -316,40 +295,80 @@ void GangScheduler::Stop() {
 
 bool GangScheduler::WaitForCacheSync(std::chrono::milliseconds timeout) {
   const auto deadline = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < deadline) {
-    if (cache_.HasSynced()) {
-      return true;
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (synced_) {
+        return true;
+      }
+    }
+    if (SteadyClock::now() >= deadline) {
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return cache_.HasSynced();
 }
 
 void GangScheduler::Loop() {
-  uint64_t seen = 0;
+  auto next_cycle = SteadyClock::now();
   while (true) {
-    std::chrono::milliseconds interval;
-    {
-      std::lock_guard lock(mu_);
-      interval = cycle_interval_;
-    }
     // A cycle on every change, and at least every interval for the decisions
     // that time alone makes (schedule timeouts, starvation, stale evictions).
-    const uint64_t current = cache_.WaitForChange(seen, interval);
+    const bool changed = TakeInbox(next_cycle);
+    bool requested = false;
+    bool active = false;
+    std::chrono::seconds interval;
     {
       std::lock_guard lock(mu_);
       if (stopping_) {
         return;
       }
-      if (!active_) {
-        continue;
-      }
+      requested = std::exchange(cycle_requested_, false);
+      active = active_;
+      interval = cycle_interval_;
     }
-    if (!cache_.HasSynced()) {
+    PublishCacheFigures();
+    if (!active || !cache_.HasSynced()) {
+      next_cycle = SteadyClock::now() + interval;
       continue;
     }
-    seen = current;
+    if (!changed && !requested && SteadyClock::now() < next_cycle) {
+      continue;  // a status update that changes no plan
+    }
     RunOneCycle();
+    PublishCacheFigures();
+    next_cycle = SteadyClock::now() + interval;
+  }
+}
+
+bool GangScheduler::TakeInbox(SteadyClock::time_point deadline) {
+  bool changed = false;
+  for (Delta& delta : feed_.Take(deadline)) {
+    changed = cache_.Apply(std::move(delta)) || changed;
+  }
+  std::vector<BindOutcome> outcomes;
+  {
+    std::lock_guard lock(mu_);
+    outcomes.swap(bind_outcomes_);
+  }
+  for (BindOutcome& outcome : outcomes) {
+    changed = changed || !outcome.failed.empty();
+    ApplyBindOutcome(std::move(outcome));
+  }
+  return changed;
+}
+
+void GangScheduler::ApplyBindOutcome(BindOutcome outcome) {
+  for (const std::string& key : outcome.released_surplus) {
+    surplus_.erase(key);
+  }
+  // The hold before the members are forgotten: no cycle may see them
+  // pending beside members that are being deleted.
+  if (outcome.hold) {
+    rolling_back_[outcome.key] = std::move(*outcome.hold);
+  }
+  for (const PodRef& member : outcome.failed) {
+    (void)cache_.ForgetAssumed(member.namespace_name, member.name);
   }
 }
 
@@ -363,46 +382,24 @@ void GangScheduler::RunOneCycle() {
     planner = planner_config_;
     policy = policy_config_;
   }
-  std::unordered_map<std::string, RollbackHold> holds;
-  {
-    std::lock_guard lock(mu_);
-    holds = rolling_back_;
-  }
-  std::vector<std::string> released;
+  // Gangs whose rolled-back members are gone may be planned again.
+  std::erase_if(rolling_back_,
+                [this](const auto& entry) { return RollbackDone(entry.second, cache_); });
   std::unordered_set<std::string> still_pending;
+  std::vector<const PodInfo*> pending;
+  for (const PodInfo* pod : cache_.Pending()) {
+    still_pending.insert(pod->Key());
+    if (pod->job_name.empty() ||
+        !rolling_back_.contains(PodKey(pod->namespace_name, pod->job_name))) {
+      pending.push_back(pod);
+    }
+  }
   std::vector<DecisionCopy> decisions;
   std::vector<Eviction> evictions;
-  std::vector<QueueReport> queues;
-  bool planned = false;
-  cache_.RunLocked([&](Snapshot& snapshot, const std::vector<const PodInfo*>& all_pending) {
-    std::vector<std::string> assumed;
-    std::unordered_map<std::string, std::string_view> pending_uids;
-    for (const PodInfo* pod : all_pending) {
-      pending_uids.emplace(pod->Key(), pod->uid);
-    }
-    for (auto& [key, hold] : holds) {
-      if (RollbackDone(hold, snapshot, pending_uids)) {
-        released.push_back(key);
-      }
-    }
-    std::vector<const PodInfo*> pending;
-    pending.reserve(all_pending.size());
-    for (const PodInfo* pod : all_pending) {
-      still_pending.insert(pod->Key());
-      const bool held =
-          !pod->job_name.empty() && holds.contains(PodKey(pod->namespace_name, pod->job_name)) &&
-          std::find(released.begin(), released.end(), PodKey(pod->namespace_name, pod->job_name)) ==
-              released.end();
-      if (!held) {
-        pending.push_back(pod);
-      }
-    }
-    if (pending.empty()) {
-      return assumed;
-    }
-    planned = true;
+  if (!pending.empty()) {
     // Every pending group goes in, so reservations and evictions in flight
     // follow the groups they are for.
+    Snapshot& snapshot = cache_.snapshot();
     PolicyCycleResult result =
         PlanCycleWithPolicies(snapshot, BuildGroups(pending, snapshot), policy, planner, now,
                               policy_state_, next_start_slot_);
@@ -425,14 +422,14 @@ void GangScheduler::RunOneCycle() {
       copy.summary = Summary(decision.plan);
       copy.creation_time = decision.group.creation_time;
       for (const auto& assignment : decision.plan.assignments) {
-        copy.assignments.push_back(MemberOf(*assignment.pod, assignment.node_name));
-        assumed.push_back(assignment.pod->Key());
+        copy.assignments.push_back(PodRefOf(*assignment.pod, assignment.node_name));
+        cache_.Assume(assignment.pod->Key());
       }
       for (const PodInfo* pod : decision.plan.surplus) {
-        copy.surplus.push_back(MemberOf(*pod));
+        copy.surplus.push_back(PodRefOf(*pod));
       }
       for (const PodInfo* pod : decision.group.pending) {
-        copy.pending.push_back(MemberOf(*pod));
+        copy.pending.push_back(PodRefOf(*pod));
       }
       if (copy.outcome != PlanOutcome::kPlaced && !copy.started &&
           copy.cause != WaitCause::kAssembling) {
@@ -443,6 +440,7 @@ void GangScheduler::RunOneCycle() {
       }
       decisions.push_back(std::move(copy));
     }
+    std::vector<QueueReport> queues;
     for (auto& status : result.queues) {
       QueueReport report;
       auto it = oldest_waiting.find(status.name);
@@ -453,59 +451,35 @@ void GangScheduler::RunOneCycle() {
       report.status = std::move(status);
       queues.push_back(std::move(report));
     }
-    return assumed;
-  });
-  {
     std::lock_guard lock(mu_);
-    if (planned) {
-      queue_reports_ = std::move(queues);
-    }
-    for (const std::string& key : released) {
-      auto it = rolling_back_.find(key);
-      if (it != rolling_back_.end() && it->second.until == holds[key].until) {
-        rolling_back_.erase(it);  // the same rollback, not a newer one
-      }
-    }
+    queue_reports_ = std::move(queues);
   }
 
-  std::unordered_set<std::string> surplus;
-  {
-    std::lock_guard lock(mu_);
-    surplus = surplus_;
-  }
   uint64_t waiting = 0;
   for (auto& decision : decisions) {
-    std::erase_if(decision.pending, [&surplus](const Member& member) {
-      return surplus.contains(PodKey(member.namespace_name, member.name));
+    std::erase_if(decision.pending, [this](const PodRef& member) {
+      return surplus_.contains(PodKey(member.namespace_name, member.name));
     });
     if (decision.pending.empty() && decision.outcome != PlanOutcome::kPlaced) {
       continue;  // only surplus members wait: they are being deleted
     }
     if (decision.outcome == PlanOutcome::kPlaced && !decision.assignments.empty()) {
-      auto group = std::make_shared<GroupBind>();
-      group->key = decision.key;
-      group->namespace_name = decision.namespace_name;
-      group->group_name = decision.group_name;
-      group->summary = decision.summary;
-      group->grows = decision.started;
-      group->members = std::move(decision.assignments);
-      group->surplus = std::move(decision.surplus);
-      {
-        // Recorded now, so the next cycle never reports them as waiting,
-        // whichever finishes first: it or the binds that mark them.
-        std::lock_guard lock(mu_);
-        for (const auto& member : group->surplus) {
-          surplus_.insert(PodKey(member.namespace_name, member.name));
-        }
+      GangBind gang;
+      gang.key = decision.key;
+      gang.namespace_name = decision.namespace_name;
+      gang.group_name = decision.group_name;
+      gang.summary = decision.summary;
+      gang.grows = decision.started;
+      gang.members = std::move(decision.assignments);
+      gang.surplus = std::move(decision.surplus);
+      gang.creation_time = decision.creation_time;
+      // Recorded now, so the next cycle never reports them as waiting,
+      // whichever finishes first: it or the binds that mark them.
+      for (const PodRef& member : gang.surplus) {
+        surplus_.insert(PodKey(member.namespace_name, member.name));
       }
-      group->creation_time = decision.creation_time;
-      group->remaining = group->members.size();
-      reported_.erase(group->key);
-      std::lock_guard lock(mu_);
-      for (const auto& member : group->members) {
-        bind_queue_.push_back({group, member});
-      }
-      cv_.notify_all();
+      reported_.erase(gang.key);
+      binder_->Submit(std::move(gang));
       continue;
     }
     if (decision.outcome == PlanOutcome::kPlaced) {
@@ -524,9 +498,9 @@ void GangScheduler::RunOneCycle() {
       continue;  // said already
     }
     said = reason + ": " + decision.reason;
-    for (const auto& member : decision.pending) {
-      MarkPodCondition(member.namespace_name, member.name, "PodScheduled", false, reason,
-                       decision.reason);
+    for (const PodRef& member : decision.pending) {
+      reporter_->Mark(member.namespace_name, member.name,
+                      {{"PodScheduled", false, reason, decision.reason}});
     }
     // A running group whose extra members wait is not news worth an Event,
     // nor a gang held by scheduling gates (kube-scheduler says nothing either).
@@ -542,14 +516,10 @@ void GangScheduler::RunOneCycle() {
       }
     }
   }
-  CarryOut(evictions, policy, now);
-  {
-    // Forget surplus pods that are gone (deleted, or bound after all).
-    std::lock_guard lock(mu_);
-    std::erase_if(surplus_, [&still_pending](const std::string& key) {
-      return !still_pending.contains(key);
-    });
-  }
+  evictor_->CarryOut(evictions, policy, now, policy_state_);
+  // Forget surplus pods that are gone (deleted, or bound after all).
+  std::erase_if(surplus_,
+                [&still_pending](const std::string& key) { return !still_pending.contains(key); });
   // Forget what was said of groups that are gone.
   if (reported_.size() > decisions.size()) {
     std::unordered_map<std::string, std::string> kept;
@@ -565,268 +535,6 @@ void GangScheduler::RunOneCycle() {
   ++stats_.cycles;
   stats_.last_cycle_micros =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started).count();
-}
-
-void GangScheduler::CarryOut(const std::vector<Eviction>& evictions, const PolicyConfig& policy,
-                             Timestamp now) {
-  // Every victim's conditions first, then the evictions: the controller must
-  // never see a member terminating without knowing why, and sees a cycle's
-  // victims together (a job that restarts on a new membership restarts once).
-  // GangEviction is what the controller acts on (the job shrinks);
-  // DisruptionTarget is for people and tools, as a 1.26+ server writes it
-  // (whose Eviction handler then rewrites its reason).
-  std::vector<Eviction> marking = evictions;
-  OrderForMarking(marking);
-  for (const auto& eviction : marking) {
-    const std::string reason(eviction.cause == EvictionCause::kReclaim ? api::kReclaimedReason
-                                                                       : api::kPreemptedReason);
-    (void)MarkPodConditions(
-        eviction.namespace_name, eviction.name,
-        {{std::string(api::kGangEvictionCondition), true, reason, eviction.message},
-         {std::string(api::kDisruptionTargetCondition), true, reason + "ByGangScheduler",
-          eviction.message}});
-  }
-  for (const auto& eviction : evictions) {
-    Evict(eviction, policy, now);
-  }
-}
-
-void GangScheduler::Evict(const Eviction& eviction, const PolicyConfig& policy, Timestamp now) {
-  const std::string cause(EvictionCauseName(eviction.cause));
-  Status status = k8s::EvictPod(client_, eviction.namespace_name, eviction.name, eviction.uid,
-                                EvictionApiVersion());
-  Member victim{eviction.namespace_name, eviction.name, eviction.uid, eviction.node_name};
-  if (status.ok() || k8s::IsNotFound(status)) {
-    ++stats_.evictions;
-    {
-      std::lock_guard lock(mu_);
-      auto& counts = evicted_per_queue_[eviction.victim_queue];
-      (eviction.cause == EvictionCause::kReclaim ? counts.first : counts.second) += 1;
-    }
-    spdlog::info("evicted {}/{} ({}): {}", eviction.namespace_name, eviction.name, cause,
-                 eviction.message);
-    events_->Record(PodReference(victim), k8s::EventType::kWarning,
-                    eviction.cause == EvictionCause::kReclaim ? "Reclaimed" : "Preempted",
-                    eviction.message);
-    return;
-  }
-  // Refused (a PodDisruptionBudget, say): the pod stays, and its group is
-  // left alone for a back-off; the group it was for keeps waiting.
-  ++stats_.evictions_refused;
-  spdlog::warn("eviction of {}/{} ({}) refused: {}", eviction.namespace_name, eviction.name, cause,
-               status.ToString());
-  RecordRefusedEviction(policy_state_, eviction, policy, now);
-  const std::string refused(api::kEvictionRefusedReason);
-  (void)MarkPodConditions(
-      eviction.namespace_name, eviction.name,
-      {{std::string(api::kGangEvictionCondition), false, refused, status.message()},
-       {std::string(api::kDisruptionTargetCondition), false, refused, status.message()}});
-  events_->Record(PodReference(victim), k8s::EventType::kWarning, "EvictionRefused",
-                  cause + " for " + eviction.for_group + " refused: " + status.message());
-}
-
-const std::string& GangScheduler::EvictionApiVersion() {
-  if (eviction_api_version_.empty()) {
-    Result<std::string> discovered = k8s::DiscoverEvictionApiVersion(client_);
-    if (!discovered) {
-      // Every server so far accepts v1beta1 bodies; ask again next time.
-      spdlog::warn("could not discover the Eviction API version ({}); using {}",
-                   discovered.status().ToString(), k8s::kEvictionV1beta1);
-      static const std::string kFallback(k8s::kEvictionV1beta1);
-      return kFallback;
-    }
-    eviction_api_version_ = *discovered;
-    spdlog::info("evictions use {}", eviction_api_version_);
-  }
-  return eviction_api_version_;
-}
-
-void GangScheduler::BinderWorker() {
-  while (true) {
-    BindTask task;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !bind_queue_.empty(); });
-      if (bind_queue_.empty()) {
-        return;
-      }
-      task = std::move(bind_queue_.front());
-      bind_queue_.pop_front();
-    }
-    const Member& member = task.member;
-    Status status = bind_(client_, member.namespace_name, member.name, member.uid, member.node);
-    {
-      std::lock_guard lock(task.group->mu);
-      if (status.ok()) {
-        task.group->bound.push_back(member);
-      } else {
-        task.group->failed.push_back(member);
-        if (BindMayHaveTaken(status)) {
-          task.group->maybe_bound.push_back(member);
-        }
-        if (task.group->first_error.ok()) {
-          task.group->first_error = status;
-        }
-      }
-    }
-    if (status.ok()) {
-      ++stats_.pods_bound;
-    } else {
-      ++stats_.bind_errors;
-    }
-    if (--task.group->remaining == 0) {
-      FinishGroup(task.group);
-    }
-  }
-}
-
-void GangScheduler::FinishGroup(const std::shared_ptr<GroupBind>& group) {
-  if (group->failed.empty()) {
-    if (group->grows) {
-      ++stats_.groups_grown;
-      events_->Record(PodReference(group->members.front()), k8s::EventType::kNormal, "Scheduled",
-                      "gang " + group->group_name + " grew by " +
-                          std::to_string(group->members.size()) + ": " + group->summary);
-      return;
-    }
-    ++stats_.groups_scheduled;
-    for (const auto& member : group->surplus) {
-      // The mark is what makes the controller delete the member, and no
-      // later cycle writes it: a failed write is tried again.
-      const std::vector<PodConditionWrite> mark = {
-          {"PodScheduled", false, std::string(api::kSurplusReason),
-           "gang " + group->group_name + " was placed without this member: " + group->summary}};
-      Status marked = MarkPodConditions(member.namespace_name, member.name, mark);
-      for (int attempt = 1; !marked.ok() && !k8s::IsNotFound(marked) && attempt < 3; ++attempt) {
-        std::this_thread::sleep_for(std::chrono::seconds(attempt));
-        marked = MarkPodConditions(member.namespace_name, member.name, mark);
-      }
-      if (marked.ok()) {
-        ++stats_.surplus_marked;
-      }
-    }
-    events_->Record(PodReference(group->members.front()), k8s::EventType::kNormal, "Scheduled",
-                    "gang " + group->group_name + " placed: " + group->summary);
-    GangLatencyObserver observer;
-    {
-      std::lock_guard lock(mu_);
-      observer = latency_observer_;
-    }
-    if (observer && group->creation_time != Timestamp{}) {
-      observer(api::Clock::now() - group->creation_time);
-    }
-    return;
-  }
-  {
-    // Not placed after all: its left-out members are candidates again.
-    std::lock_guard lock(mu_);
-    for (const auto& member : group->surplus) {
-      surplus_.erase(PodKey(member.namespace_name, member.name));
-    }
-  }
-  if (group->grows) {
-    // Growth is elastic: the members that bound stay; the others are planned
-    // again.
-    for (const auto& member : group->failed) {
-      cache_.ForgetAssumed(member.namespace_name, member.name);
-    }
-    spdlog::warn("gang {}: {} of {} new members failed to bind ({})", group->key,
-                 group->failed.size(), group->members.size(), group->first_error.ToString());
-    return;
-  }
-  RollBack(group);
-}
-
-void GangScheduler::RollBack(const std::shared_ptr<GroupBind>& group) {
-  // Never a partial gang: delete what did bind, and what may have (a binding
-  // whose answer was lost), so the controller recreates it unbound; the group
-  // is then planned afresh. The failed members stay assumed until the
-  // read-backs are done and the hold is in place: a cycle in between would
-  // bind them beside the members about to be deleted, and a read-back would
-  // then find them bound and delete them too.
-  ++stats_.groups_rolled_back;
-  spdlog::warn("gang {}: {} of {} binds failed ({}); rolling the group back", group->key,
-               group->failed.size(), group->members.size(), group->first_error.ToString());
-  std::vector<Member> to_delete = group->bound;
-  for (const Member& member : group->maybe_bound) {
-    if (MayBeOnANode(client_, member)) {
-      to_delete.push_back(member);
-    }
-  }
-  RollbackHold hold;
-  hold.until = SteadyClock::now() + kRollbackHoldLimit;
-  for (const auto& member : to_delete) {
-    k8s::DeleteOptions options;
-    options.precondition_uid = member.uid;
-    options.grace_period_seconds = 0;
-    Status deleted =
-        client_.Delete(k8s::resources::Pods(), member.namespace_name, member.name, options);
-    if (!deleted.ok() && !k8s::IsNotFound(deleted)) {
-      spdlog::error("gang {}: could not roll back member {}: {}", group->key, member.name,
-                    deleted.ToString());
-    }
-    hold.deleted.push_back({member.namespace_name, member.name, member.uid});
-  }
-  if (!hold.deleted.empty()) {
-    std::lock_guard lock(mu_);
-    rolling_back_[group->key] = std::move(hold);
-  }
-  for (const auto& member : group->failed) {
-    cache_.ForgetAssumed(member.namespace_name, member.name);
-  }
-  events_->Record(PodReference(group->members.front()), k8s::EventType::kWarning, "FailedBinding",
-                  "gang " + group->group_name + " rolled back: " + group->first_error.ToString());
-}
-
-bool GangScheduler::RollbackDone(
-    const RollbackHold& hold, const Snapshot& snapshot,
-    const std::unordered_map<std::string, std::string_view>& pending_uids) {
-  if (SteadyClock::now() >= hold.until) {
-    return true;  // a member stuck in deletion must not hold its gang forever
-  }
-  for (const auto& member : hold.deleted) {
-    const PodInfo* on_node = snapshot.FindPod(member.namespace_name, member.name);
-    if (on_node != nullptr && on_node->uid == member.uid) {
-      return false;
-    }
-    auto it = pending_uids.find(PodKey(member.namespace_name, member.name));
-    if (it != pending_uids.end() && it->second == member.uid) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void GangScheduler::MarkPodCondition(const std::string& ns, const std::string& name,
-                                     const std::string& type, bool value, const std::string& reason,
-                                     const std::string& message) {
-  (void)MarkPodConditions(ns, name, {{type, value, reason, message}});
-}
-
-Status GangScheduler::MarkPodConditions(const std::string& ns, const std::string& name,
-                                        const std::vector<PodConditionWrite>& conditions) {
-  // One strategic merge patch (conditions merge by type): set together.
-  nlohmann::json list = nlohmann::json::array();
-  const std::string now = NowRfc3339();
-  for (const PodConditionWrite& condition : conditions) {
-    list.push_back({{"type", condition.type},
-                    {"status", condition.value ? "True" : "False"},
-                    {"reason", condition.reason},
-                    {"message", condition.message},
-                    {"lastTransitionTime", now}});
-  }
-  const std::string& type = conditions.front().type;
-  const std::string& reason = conditions.front().reason;
-  const nlohmann::json patch = {{"status", {{"conditions", std::move(list)}}}};
-  k8s::PatchOptions options;
-  options.subresource = "status";
-  auto patched = client_.Patch(k8s::resources::Pods(), ns, name, k8s::PatchType::kStrategicMerge,
-                               patch.dump(), options);
-  if (!patched && !k8s::IsNotFound(patched.status())) {
-    spdlog::warn("pod {}/{}: could not set {} ({}): {}", ns, name, type, reason,
-                 patched.status().ToString());
-  }
-  return patched.status();
 }
 
 }  // namespace hybridjob::scheduler

@@ -209,7 +209,7 @@ void PolicyCycle::Classify(std::vector<PodGroup> groups) {
       entry.queue = std::string(QueueOfPod(*entry.group.pending.front()));
     } else {
       entry.queue =
-          entry.group.spec.queue.empty() ? std::string(kDefaultQueueName) : entry.group.spec.queue;
+          entry.group.spec.queue.empty() ? std::string(api::kDefaultQueue) : entry.group.spec.queue;
     }
     entry.plan.next_start_slot = start_slot_;
     if (!entry.group.invalid_reason.empty() || entry.group.spec.roles.empty()) {

@@ -44,12 +44,12 @@ Status ValidateTree(const std::vector<QueueSpec>& queues) {
     const std::string path = QueuePath(i) + ".parent";
     // Groups without a queue and pods outside any group run in `default`: it
     // must stay a leaf, and a top-level one so nothing above can refuse them.
-    if (queue.parent == kDefaultQueueName) {
+    if (queue.parent == api::kDefaultQueue) {
       return InvalidArgument(path +
                              ": queue \"default\" cannot have child queues: groups "
                              "without a queue and pods outside any group run in it");
     }
-    if (queue.name == kDefaultQueueName) {
+    if (queue.name == api::kDefaultQueue) {
       return InvalidArgument(path + ": queue \"default\" stays at the top level");
     }
     parent[i] = IndexOf(queues, queue.parent);
@@ -259,11 +259,11 @@ Status ValidatePolicyConfig(const PolicyConfig& config) {
 
 QueueTable::QueueTable(const std::vector<QueueSpec>& queues) : queues_(queues) {
   bool has_default = std::any_of(queues_.begin(), queues_.end(), [](const QueueSpec& queue) {
-    return queue.name == kDefaultQueueName;
+    return queue.name == api::kDefaultQueue;
   });
   if (!has_default) {
     QueueSpec fallback;
-    fallback.name = std::string(kDefaultQueueName);
+    fallback.name = std::string(api::kDefaultQueue);
     queues_.push_back(std::move(fallback));
   }
   for (size_t i = 0; i < queues_.size(); ++i) {
@@ -399,7 +399,7 @@ std::string_view QueueOfPod(const PodInfo& pod) {
   if (pod.group_spec.has_value() && !pod.group_spec->queue.empty()) {
     return pod.group_spec->queue;
   }
-  return kDefaultQueueName;
+  return api::kDefaultQueue;
 }
 
 bool IsManagedPod(const PodInfo& pod, const PolicyConfig& policy) {

@@ -610,7 +610,7 @@ RunningGroups RunningGroups::FromSnapshot(const Snapshot& snapshot, const Policy
         break;
       }
     }
-    group.queue = group.members.empty() ? std::string(kDefaultQueueName)
+    group.queue = group.members.empty() ? std::string(api::kDefaultQueue)
                                         : std::string(QueueOfPod(*group.members.front()));
     if (with_spec != nullptr) {
       group.queue = std::string(QueueOfPod(*with_spec));

@@ -70,6 +70,21 @@ bool EraseKey(Map& map, std::string_view key) {
   return true;
 }
 
+template <typename Map, typename Value, typename KeyOf>
+bool ReplaceAll(Map& map, std::vector<Value> values, KeyOf key_of) {
+  Map next;
+  next.reserve(values.size());
+  for (Value& value : values) {
+    std::string key = key_of(value);
+    next.insert_or_assign(std::move(key), std::move(value));
+  }
+  if (next == map) {
+    return false;
+  }
+  map = std::move(next);
+  return true;
+}
+
 }  // namespace
 
 Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
@@ -157,6 +172,21 @@ bool TenancyDirectory::UpsertPriorityClass(PriorityClassInfo info) {
 
 bool TenancyDirectory::RemovePriorityClass(std::string_view name) {
   return EraseKey(classes_, name);
+}
+
+bool TenancyDirectory::ReplaceJobs(std::vector<TrustedJob> jobs) {
+  return ReplaceAll(jobs_, std::move(jobs),
+                    [](const TrustedJob& job) { return PodKey(job.namespace_name, job.name); });
+}
+
+bool TenancyDirectory::ReplaceNamespaces(std::vector<NamespaceInfo> namespaces) {
+  return ReplaceAll(namespaces_, std::move(namespaces),
+                    [](const NamespaceInfo& info) { return info.name; });
+}
+
+bool TenancyDirectory::ReplacePriorityClasses(std::vector<PriorityClassInfo> classes) {
+  return ReplaceAll(classes_, std::move(classes),
+                    [](const PriorityClassInfo& info) { return info.name; });
 }
 
 const TrustedJob* TenancyDirectory::FindJob(std::string_view namespace_name,

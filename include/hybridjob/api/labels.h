@@ -51,6 +51,8 @@ inline constexpr std::string_view kEvictionRefusedReason = "EvictionRefused";
 inline constexpr std::string_view kDisruptionTargetCondition = "DisruptionTarget";
 
 inline constexpr std::string_view kDefaultSchedulerName = "gang-scheduler";
+// The queue of a job that names none (when its namespace names no default),
+// and of pods outside any job.
 inline constexpr std::string_view kDefaultQueue = "default";
 
 // Annotation on the job's cluster ConfigMap: the membership the gang scheduler

@@ -22,6 +22,8 @@ struct LeaderElectionSettings {
   std::chrono::milliseconds lease_duration{15000};
   std::chrono::milliseconds renew_deadline{10000};
   std::chrono::milliseconds retry_period{2000};
+
+  friend bool operator==(const LeaderElectionSettings&, const LeaderElectionSettings&) = default;
 };
 
 struct SchedulerConfig {
@@ -42,6 +44,8 @@ struct SchedulerConfig {
   ReclaimSettings reclaim;
   PreemptionSettings preemption;
   StarvationSettings starvation;
+
+  friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
 
 // The policy layer's configuration from the file's: queues, switches, and the

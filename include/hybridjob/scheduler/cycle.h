@@ -38,13 +38,6 @@ void SortGroups(std::vector<PodGroup>& groups);
 // A group with bound members has started already and is always complete.
 std::string MissingMembers(const PodGroup& group);
 
-// Whether a failed bind may still have bound the pod, so that rolling its
-// gang back must delete it too. Only an answer from the API server that
-// refused the binding proves it did not take; a lost connection (the client
-// may have sent the request before it broke), a timeout or a server error
-// does not, and 409 Conflict says the pod is already on a node.
-bool BindMayHaveTaken(const Status& bind_status);
-
 // Pointers in a decision (group members, assignments) refer to the caller's
 // pending pods and to bound pods owned by the snapshot: valid until those change.
 struct GroupDecision {

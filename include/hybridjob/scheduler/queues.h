@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <hybridjob/api/labels.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/planner.h>
@@ -19,9 +20,6 @@
 #include <hybridjob/scheduler/snapshot.h>
 
 namespace hybridjob::scheduler {
-
-// The queue of a group that names none, and of pods outside any group.
-inline constexpr std::string_view kDefaultQueueName = "default";
 
 // Upper bounds on named resources ("cpu" in millicores, as ResourceList::Get
 // names them); a resource that is not named is unbounded.

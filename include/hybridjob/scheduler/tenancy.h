@@ -80,6 +80,10 @@ class TenancyDirectory {
   bool RemoveNamespace(std::string_view name);
   bool UpsertPriorityClass(PriorityClassInfo info);
   bool RemovePriorityClass(std::string_view name);
+  // Everything of one kind, after a (re)list: what is not in it is gone.
+  bool ReplaceJobs(std::vector<TrustedJob> jobs);
+  bool ReplaceNamespaces(std::vector<NamespaceInfo> namespaces);
+  bool ReplacePriorityClasses(std::vector<PriorityClassInfo> classes);
 
   const TrustedJob* FindJob(std::string_view namespace_name, std::string_view name) const;
   const NamespaceInfo* FindNamespace(std::string_view name) const;

@@ -70,7 +70,7 @@ std::vector<QueueRecord> QueueRecords(const std::vector<sched::QueueSpec>& queue
   }
   bool default_named = false;
   for (const JobRecord& job : jobs) {
-    default_named |= job.queue == sched::kDefaultQueueName;
+    default_named |= job.queue == api::kDefaultQueue;
     std::vector<std::string> path = table.Ancestors(job.queue);
     path.insert(path.begin(), job.queue);
     for (const std::string& name : path) {
@@ -94,10 +94,10 @@ std::vector<QueueRecord> QueueRecords(const std::vector<sched::QueueSpec>& queue
     }
   }
   bool default_configured = std::any_of(queues.begin(), queues.end(), [](const auto& queue) {
-    return queue.name == sched::kDefaultQueueName;
+    return queue.name == api::kDefaultQueue;
   });
   if (!default_configured && !default_named) {
-    by_name.erase(std::string(sched::kDefaultQueueName));
+    by_name.erase(std::string(api::kDefaultQueue));
   }
   // Depth first: each parent, then its children by name.
   std::vector<QueueRecord> out;
@@ -232,7 +232,7 @@ void Replayer::BuildJobs() {
     job.work = JobWork(source.work_gpu_seconds, source.MaxGpus(), options_.speedup_exponent);
     job.bound_in_role.assign(source.roles.size(), 0);
     sched::GroupSpec spec;
-    spec.queue = own_queues ? source.queue : std::string(sched::kDefaultQueueName);
+    spec.queue = own_queues ? source.queue : std::string(api::kDefaultQueue);
     spec.schedule_timeout_seconds = 0;  // every member pod exists from the start
     for (const TraceRole& role : source.roles) {
       sched::RoleSpec role_spec;

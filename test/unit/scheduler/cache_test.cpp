@@ -1,4 +1,5 @@
-// The cache's change counter: what wakes the scheduling loop.
+// The loop's cache, fed the way the informers feed it: reflector events
+// through the DeltaFeed's sinks. Apply's answer is whether a cycle is due.
 #include <map>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/scheduler/cache.h>
+#include <hybridjob/scheduler/delta_feed.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -70,55 +72,64 @@ json PriorityClass(const std::string& name, int value, bool global_default = fal
   return {{"metadata", {{"name", name}}}, {"value", value}, {"globalDefault", global_default}};
 }
 
+// What the loop does with what the informers queued: applies it all, and
+// runs a cycle when any of it may change a plan.
+bool DrainInto(DeltaFeed& feed, SchedulerCache& cache) {
+  bool changed = false;
+  for (Delta& delta : feed.Take(std::chrono::steady_clock::now())) {
+    changed = cache.Apply(std::move(delta)) || changed;
+  }
+  return changed;
+}
+
 class SchedulerCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cache_.job_sink().Replace({TrainJob()}, "1");
-    cache_.namespace_sink().Replace({Namespace("team-a")}, "1");
-    cache_.priority_class_sink().Replace({}, "1");
-    cache_.node_sink().Replace({Node("node-1")}, "1");
-    cache_.pod_sink().Replace({PendingMember("train-worker-0", 0, 2)}, "1");
+    feed_.job_sink().Replace({TrainJob()}, "1");
+    feed_.namespace_sink().Replace({Namespace("team-a")}, "1");
+    feed_.priority_class_sink().Replace({}, "1");
+    feed_.node_sink().Replace({Node("node-1")}, "1");
+    feed_.pod_sink().Replace({PendingMember("train-worker-0", 0, 2)}, "1");
+    ASSERT_TRUE(Drain());
     ASSERT_TRUE(cache_.HasSynced());
     ASSERT_EQ(cache_.PendingCount(), 1u);
   }
 
+  bool Drain() { return DrainInto(feed_, cache_); }
+
   // The pending pods the next cycle would see, by name.
   std::map<std::string, PodInfo> Pending() {
+    Drain();
     std::map<std::string, PodInfo> out;
-    cache_.RunLocked([&](Snapshot&, const std::vector<const PodInfo*>& pending) {
-      for (const PodInfo* pod : pending) {
-        out.emplace(pod->name, *pod);
-      }
-      return std::vector<std::string>{};
-    });
+    for (const PodInfo* pod : cache_.Pending()) {
+      out.emplace(pod->name, *pod);
+    }
     return out;
   }
 
+  DeltaFeed feed_;
   SchedulerCache cache_{kScheduler};
 };
 
 TEST_F(SchedulerCacheTest, ANewMemberWakesTheLoop) {
-  const uint64_t before = cache_.generation();
-  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, PendingMember("train-worker-1", 1, 2));
-  EXPECT_GT(cache_.generation(), before);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, PendingMember("train-worker-1", 1, 2));
+  EXPECT_TRUE(Drain());
 }
 
 TEST_F(SchedulerCacheTest, AnUpdateThatChangesNoPlanDoesNotWakeTheLoop) {
-  const uint64_t before = cache_.generation();
   json updated = PendingMember("train-worker-0", 0, 2);
   updated["metadata"]["labels"]["team"] = "vision";
   updated["status"]["conditions"] =
       json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}});
-  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, updated);
-  EXPECT_EQ(cache_.generation(), before);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kModified, updated);
+  EXPECT_FALSE(Drain());
 }
 
 // The controller rewrites a waiting member's group spec when another member
 // succeeded: the lower minimum may let the group be placed now.
 TEST_F(SchedulerCacheTest, ANewGroupSpecWakesTheLoop) {
-  const uint64_t before = cache_.generation();
-  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, PendingMember("train-worker-0", 0, 1));
-  EXPECT_GT(cache_.generation(), before);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kModified, PendingMember("train-worker-0", 0, 1));
+  EXPECT_TRUE(Drain());
 }
 
 // A running pod shrunk in place (1.33) frees part of its node: the loop wakes.
@@ -135,39 +146,78 @@ TEST_F(SchedulerCacheTest, AnInPlaceResizeOfABoundPodWakesTheLoop) {
         {"containerStatuses", json::array({{{"name", "app"},
                                             {"allocatedResources", {{"cpu", "4"}}},
                                             {"resources", {{"requests", {{"cpu", "4"}}}}}}})}}}};
-  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, running);
-  uint64_t before = cache_.generation();
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, running);
+  Drain();
   running["status"]["podIP"] = "10.0.0.7";
-  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
-  EXPECT_EQ(cache_.generation(), before);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
+  EXPECT_FALSE(Drain());
 
   // Resized to 1 cpu and applied by the kubelet.
   running["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1";
   running["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = "1";
   running["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = "1";
-  cache_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
-  EXPECT_GT(cache_.generation(), before);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kModified, running);
+  EXPECT_TRUE(Drain());
 }
 
 TEST_F(SchedulerCacheTest, NothingSyncsUntilJobsNamespacesAndClassesAreListed) {
+  DeltaFeed feed;
   SchedulerCache cache(kScheduler);
-  cache.node_sink().Replace({}, "1");
-  cache.pod_sink().Replace({}, "1");
-  cache.job_sink().Replace({}, "1");
-  cache.namespace_sink().Replace({}, "1");
+  feed.node_sink().Replace({}, "1");
+  feed.pod_sink().Replace({}, "1");
+  feed.job_sink().Replace({}, "1");
+  feed.namespace_sink().Replace({}, "1");
+  DrainInto(feed, cache);
   EXPECT_FALSE(cache.HasSynced());
-  cache.priority_class_sink().Replace({}, "1");
+  feed.priority_class_sink().Replace({}, "1");
+  EXPECT_TRUE(DrainInto(feed, cache));
   EXPECT_TRUE(cache.HasSynced());
+}
+
+// Informers only queue: nothing reaches the cache until the loop takes it,
+// and the loop takes everything queued at once, in order.
+TEST_F(SchedulerCacheTest, DeltasWaitInTheFeedUntilTheLoopTakesThem) {
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, PendingMember("train-worker-1", 1, 2));
+  feed_.pod_sink().Apply(k8s::WatchEventType::kDeleted, PendingMember("train-worker-1", 1, 2));
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, PendingMember("train-worker-1", 1, 1));
+  EXPECT_EQ(cache_.PendingCount(), 1u);
+  std::vector<Delta> taken = feed_.Take(std::chrono::steady_clock::now());
+  ASSERT_EQ(taken.size(), 3u);
+  for (Delta& delta : taken) {
+    cache_.Apply(std::move(delta));
+  }
+  ASSERT_EQ(cache_.PendingCount(), 2u);
+  EXPECT_EQ(Pending().at("train-worker-1").group_spec->roles.at(0).min_replicas, 1);
+  EXPECT_TRUE(feed_.Take(std::chrono::steady_clock::now()).empty());
+}
+
+// A pod that does not parse is skipped; the events after it still arrive.
+TEST_F(SchedulerCacheTest, AnUnparsablePodIsSkipped) {
+  json broken = PendingMember("train-worker-1", 1, 2);
+  broken["metadata"]["creationTimestamp"] = "yesterday";
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, broken);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, PendingMember("train-worker-2", 2, 2));
+  const std::map<std::string, PodInfo> pending = Pending();
+  EXPECT_EQ(pending.count("train-worker-1"), 0u);
+  EXPECT_EQ(pending.count("train-worker-2"), 1u);
+}
+
+// A bind that failed gives the pod back to the next cycle.
+TEST_F(SchedulerCacheTest, AForgottenAssumptionMakesThePodPendingAgain) {
+  cache_.Assume(PodKey("team-a", "train-worker-0"));
+  EXPECT_TRUE(Pending().empty());
+  EXPECT_TRUE(cache_.ForgetAssumed("team-a", "train-worker-0"));
+  EXPECT_EQ(Pending().count("train-worker-0"), 1u);
+  EXPECT_FALSE(cache_.ForgetAssumed("team-a", "train-worker-0"));
 }
 
 // A watch that ends and relists the same objects changes no plan.
 TEST_F(SchedulerCacheTest, ARelistOfUnchangedJobsDoesNotWakeTheLoop) {
-  const uint64_t before = cache_.generation();
-  cache_.job_sink().Replace({TrainJob()}, "2");
-  cache_.namespace_sink().Replace({Namespace("team-a")}, "2");
-  EXPECT_EQ(cache_.generation(), before);
-  cache_.job_sink().Replace({TrainJob(1)}, "3");
-  EXPECT_GT(cache_.generation(), before);
+  feed_.job_sink().Replace({TrainJob()}, "2");
+  feed_.namespace_sink().Replace({Namespace("team-a")}, "2");
+  EXPECT_FALSE(Drain());
+  feed_.job_sink().Replace({TrainJob(1)}, "3");
+  EXPECT_TRUE(Drain());
 }
 
 TEST_F(SchedulerCacheTest, AMemberOfItsJobIsTrustedWithTheJobsShape) {
@@ -184,7 +234,7 @@ TEST_F(SchedulerCacheTest, AMemberOfItsJobIsTrustedWithTheJobsShape) {
 TEST_F(SchedulerCacheTest, AForgedMemberIsNotPartOfTheJob) {
   json forged = PendingMember("train-worker-1", 1, 1);
   forged["metadata"].erase("ownerReferences");
-  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, forged);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, forged);
   const PodInfo pod = Pending().at("train-worker-1");
   EXPECT_TRUE(pod.job_name.empty());
   EXPECT_FALSE(pod.group_spec.has_value());
@@ -195,11 +245,10 @@ TEST_F(SchedulerCacheTest, AForgedMemberIsNotPartOfTheJob) {
 // A member seen before its job waits, unplanned; the job's arrival makes it a
 // member and wakes the loop.
 TEST_F(SchedulerCacheTest, AMemberSeenBeforeItsJobWaitsForIt) {
-  cache_.job_sink().Apply(k8s::WatchEventType::kDeleted, TrainJob());
+  feed_.job_sink().Apply(k8s::WatchEventType::kDeleted, TrainJob());
   EXPECT_TRUE(Pending().at("train-worker-0").awaiting_job);
-  const uint64_t before = cache_.generation();
-  cache_.job_sink().Apply(k8s::WatchEventType::kAdded, TrainJob());
-  EXPECT_GT(cache_.generation(), before);
+  feed_.job_sink().Apply(k8s::WatchEventType::kAdded, TrainJob());
+  EXPECT_TRUE(Drain());
   const PodInfo pod = Pending().at("train-worker-0");
   EXPECT_FALSE(pod.awaiting_job);
   EXPECT_EQ(pod.job_name, "train");
@@ -207,14 +256,13 @@ TEST_F(SchedulerCacheTest, AMemberSeenBeforeItsJobWaitsForIt) {
 
 // A job edit lowering the minimum reaches its waiting members.
 TEST_F(SchedulerCacheTest, AJobEditReachesItsMembers) {
-  const uint64_t before = cache_.generation();
-  cache_.job_sink().Apply(k8s::WatchEventType::kModified, TrainJob(1));
-  EXPECT_GT(cache_.generation(), before);
+  feed_.job_sink().Apply(k8s::WatchEventType::kModified, TrainJob(1));
+  EXPECT_TRUE(Drain());
   EXPECT_EQ(Pending().at("train-worker-0").group_spec->roles.at(0).min_replicas, 1);
 }
 
 TEST_F(SchedulerCacheTest, ANamespacesDefaultQueueReachesItsPods) {
-  cache_.namespace_sink().Apply(
+  feed_.namespace_sink().Apply(
       k8s::WatchEventType::kModified,
       Namespace("team-a", {{std::string(kDefaultQueueKey), "research"}, {"tier", "gold"}}));
   const PodInfo pod = Pending().at("train-worker-0");
@@ -228,15 +276,15 @@ TEST_F(SchedulerCacheTest, PriorityComesFromThePriorityClass) {
   json member = PendingMember("train-worker-1", 1, 2);
   member["spec"]["priority"] = 1000000;
   member["spec"]["priorityClassName"] = "batch-high";
-  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, member);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, member);
   EXPECT_EQ(Pending().at("train-worker-1").priority, 0);
   EXPECT_FALSE(Pending().at("train-worker-1").preempts);
 
-  cache_.priority_class_sink().Apply(k8s::WatchEventType::kAdded, PriorityClass("batch-high", 500));
+  feed_.priority_class_sink().Apply(k8s::WatchEventType::kAdded, PriorityClass("batch-high", 500));
   EXPECT_EQ(Pending().at("train-worker-1").priority, 500);
   EXPECT_TRUE(Pending().at("train-worker-1").preempts);
-  cache_.priority_class_sink().Apply(k8s::WatchEventType::kAdded,
-                                     PriorityClass("everyone", 7, /*global_default=*/true));
+  feed_.priority_class_sink().Apply(k8s::WatchEventType::kAdded,
+                                    PriorityClass("everyone", 7, /*global_default=*/true));
   EXPECT_EQ(Pending().at("train-worker-0").priority, 7);
 }
 
@@ -246,15 +294,13 @@ TEST_F(SchedulerCacheTest, AForgedBoundPodIsNotCountedAsAMember) {
   forged["metadata"]["ownerReferences"][0]["uid"] = "someone-else";
   forged["spec"]["nodeName"] = "node-1";
   forged["status"]["phase"] = "Running";
-  cache_.pod_sink().Apply(k8s::WatchEventType::kAdded, forged);
-  size_t members = 99;
-  cache_.ReadSnapshot([&](const Snapshot& snapshot) {
-    members = snapshot.GroupMembers("team-a", "train").size();
-    ASSERT_NE(snapshot.FindPod("team-a", "train-worker-1"), nullptr);
-    EXPECT_NE(snapshot.FindPod("team-a", "train-worker-1")->untrusted_reason.find("uid"),
-              std::string::npos);
-  });
-  EXPECT_EQ(members, 0u);
+  feed_.pod_sink().Apply(k8s::WatchEventType::kAdded, forged);
+  Drain();
+  const Snapshot& snapshot = cache_.snapshot();
+  ASSERT_NE(snapshot.FindPod("team-a", "train-worker-1"), nullptr);
+  EXPECT_NE(snapshot.FindPod("team-a", "train-worker-1")->untrusted_reason.find("uid"),
+            std::string::npos);
+  EXPECT_EQ(snapshot.GroupMembers("team-a", "train").size(), 0u);
 }
 
 }  // namespace

@@ -301,29 +301,5 @@ TEST_F(CycleTest, ManyGroupsFillTheClusterWithoutOvercommitting) {
   }
 }
 
-// Rolling a gang back deletes every member whose binding may have taken.
-TEST(BindMayHaveTakenTest, OnlyARefusalFromTheServerProvesTheBindingDidNotTake) {
-  EXPECT_TRUE(BindMayHaveTaken(Status::Ok()));
-  // The connection broke: the request may have reached the server first.
-  EXPECT_TRUE(BindMayHaveTaken(Unavailable("BIND: Failed to connect to any resolved endpoint")));
-  EXPECT_TRUE(BindMayHaveTaken(Status(StatusCode::kTimeout, "client deadline passed")));
-  EXPECT_TRUE(BindMayHaveTaken(
-      Status(StatusCode::kUnavailable, "etcd leader changed").WithHttp(500, "InternalError")));
-  EXPECT_TRUE(
-      BindMayHaveTaken(Status(StatusCode::kTimeout, "request timed out").WithHttp(504, "Timeout")));
-  // Already assigned to a node: by an earlier try of this very request, maybe.
-  EXPECT_TRUE(BindMayHaveTaken(Status(StatusCode::kConflict, "pod p is already assigned to node n")
-                                   .WithHttp(409, "Conflict")));
-
-  EXPECT_FALSE(BindMayHaveTaken(
-      Status(StatusCode::kForbidden, "cannot create pods/binding").WithHttp(403, "Forbidden")));
-  EXPECT_FALSE(BindMayHaveTaken(
-      Status(StatusCode::kNotFound, "pods \"p\" not found").WithHttp(404, "NotFound")));
-  EXPECT_FALSE(BindMayHaveTaken(
-      Status(StatusCode::kBadRequest, "uid mismatch").WithHttp(400, "BadRequest")));
-  EXPECT_FALSE(BindMayHaveTaken(
-      Status(StatusCode::kTooManyRequests, "slow down").WithHttp(429, "TooManyRequests")));
-}
-
 }  // namespace
 }  // namespace hybridjob::scheduler

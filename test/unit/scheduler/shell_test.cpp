@@ -1,0 +1,444 @@
+// The scheduler's shell against the fake API server: the pod-condition
+// reporter, the binder's rollback, and the whole loop from reflectors to binds.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <k8s/fake_api_client.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/scheduler/binder.h>
+#include <hybridjob/scheduler/gang_scheduler.h>
+#include <hybridjob/scheduler/status_reporter.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+using k8s::testing::FakeApiClient;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return condition();
+}
+
+json PlainPod(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "team-a"}}},
+          {"spec", {{"containers", json::array({{{"name", "main"}}})}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+// The reason of the pod's condition of `type`, or "".
+std::string ConditionReason(FakeApiClient& api, const std::string& pod, const std::string& type) {
+  auto object = api.Object(k8s::resources::Pods(), "team-a", pod);
+  if (!object || !object->contains("status") || !(*object)["status"].contains("conditions")) {
+    return {};
+  }
+  for (const json& condition : (*object)["status"]["conditions"]) {
+    if (condition.value("type", "") == type) {
+      return condition.value("reason", "");
+    }
+  }
+  return {};
+}
+
+Status ServerError() {
+  return Status(StatusCode::kUnavailable, "etcdserver: leader changed")
+      .WithHttp(500, "InternalError");
+}
+
+// One gate a fault waits at, opened by the test.
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock lock(mu_);
+    waiting_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+  }
+  void AwaitWaiter() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return waiting_; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool waiting_ = false;
+  bool open_ = false;
+};
+
+// While one write to a pod is in flight, newer writes of the same condition
+// replace each other: the next write carries only the newest.
+TEST(PodStatusReporterTest, WritesToOnePodAreCoalesced) {
+  FakeApiClient api;
+  api.Seed(k8s::resources::Pods(), PlainPod("p"));
+  Gate gate;
+  std::atomic<int> patches{0};
+  api.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "patch" && patches++ == 0) {
+      gate.Wait();
+    }
+    return std::nullopt;
+  });
+  PodStatusReporter reporter(api);
+  reporter.Mark("team-a", "p", {{"PodScheduled", false, "First", "1"}});
+  gate.AwaitWaiter();
+  reporter.Mark("team-a", "p", {{"PodScheduled", false, "Second", "2"}});
+  reporter.Mark("team-a", "p", {{"PodScheduled", false, "Third", "3"}});
+  gate.Open();
+  ASSERT_TRUE(Eventually([&] { return ConditionReason(api, "p", "PodScheduled") == "Third"; }));
+  reporter.Stop();
+  EXPECT_EQ(api.CountRequests("patch"), 2u);
+  EXPECT_EQ(reporter.written(), 2u);
+}
+
+TEST(PodStatusReporterTest, AFailedWriteIsTriedAgainAndAGonePodIsNot) {
+  FakeApiClient api;
+  api.Seed(k8s::resources::Pods(), PlainPod("p"));
+  std::atomic<int> failures{2};
+  api.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "patch" && request.name == "p" && failures.fetch_sub(1) > 0) {
+      return ServerError();
+    }
+    return std::nullopt;
+  });
+  PodStatusReporter reporter(api);
+  reporter.Mark("team-a", "p", {{"PodScheduled", false, "GangSurplus", "left out"}});
+  reporter.Mark("team-a", "gone", {{"PodScheduled", false, "Unschedulable", "no room"}});
+  ASSERT_TRUE(
+      Eventually([&] { return ConditionReason(api, "p", "PodScheduled") == "GangSurplus"; }));
+  reporter.Stop();
+  size_t gone_patches = 0;
+  for (const auto& request : api.Requests()) {
+    gone_patches += request.verb == "patch" && request.name == "gone" ? 1 : 0;
+  }
+  EXPECT_EQ(gone_patches, 1u);
+  EXPECT_EQ(reporter.given_up(), 0u);
+}
+
+// The binder against the fake server: what a failed gang leaves behind.
+class GangBinderTest : public ::testing::Test {
+ protected:
+  GangBinderTest() : events_(api_, "gang-scheduler") {}
+
+  void Seed(int count) {
+    for (int i = 0; i < count; ++i) {
+      json pod = api_.Seed(k8s::resources::Pods(), PlainPod("w-" + std::to_string(i)));
+      gang_.members.push_back({"team-a", "w-" + std::to_string(i),
+                               pod["metadata"]["uid"].get<std::string>(), "node-1"});
+    }
+    gang_.key = "team-a/train";
+    gang_.namespace_name = "team-a";
+    gang_.group_name = "train";
+  }
+
+  // Binds the gang and returns what the binder reported (nothing on success).
+  std::vector<BindOutcome> Bind() {
+    std::vector<BindOutcome> outcomes;
+    std::mutex mu;
+    std::atomic<bool> done{false};
+    GangBinder binder(
+        api_,
+        [](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
+           const std::string& uid,
+           const std::string& node) { return k8s::BindPod(client, ns, pod, uid, node); },
+        events_, reporter_, stats_,
+        [&](BindOutcome outcome) {
+          std::lock_guard lock(mu);
+          outcomes.push_back(std::move(outcome));
+        });
+    binder.Start(2);
+    const uint64_t finished_before =
+        stats_.groups_scheduled + stats_.groups_rolled_back + stats_.groups_grown;
+    binder.Submit(gang_);
+    EXPECT_TRUE(Eventually([&] {
+      std::lock_guard lock(mu);
+      return !outcomes.empty() || stats_.groups_scheduled + stats_.groups_grown > finished_before;
+    }));
+    binder.Stop();
+    reporter_.Stop();
+    return outcomes;
+  }
+
+  // The server refuses to bind this pod (403: it never binds).
+  void RefuseBindingOf(const std::string& pod) {
+    api_.SetFault([pod](const FakeApiClient::Request& request) -> std::optional<Status> {
+      if (request.subresource == "binding" && request.name == pod) {
+        return Status(StatusCode::kForbidden, "no").WithHttp(403, "Forbidden");
+      }
+      return std::nullopt;
+    });
+  }
+
+  bool Bound(const std::string& pod) {
+    auto object = api_.Object(k8s::resources::Pods(), "team-a", pod);
+    return object && !(*object)["spec"].value("nodeName", "").empty();
+  }
+
+  FakeApiClient api_;
+  k8s::EventRecorder events_;
+  PodStatusReporter reporter_{api_};
+  SchedulerStats stats_;
+  GangBind gang_;
+};
+
+TEST_F(GangBinderTest, ARefusedBindRollsTheNewGangBack) {
+  Seed(3);
+  RefuseBindingOf("w-1");
+  std::vector<BindOutcome> outcomes = Bind();
+  ASSERT_EQ(outcomes.size(), 1u);
+  const BindOutcome& outcome = outcomes.front();
+  ASSERT_EQ(outcome.failed.size(), 1u);
+  EXPECT_EQ(outcome.failed[0].name, "w-1");
+  ASSERT_TRUE(outcome.hold.has_value());
+  EXPECT_EQ(outcome.hold->deleted.size(), 2u);
+  EXPECT_FALSE(api_.Object(k8s::resources::Pods(), "team-a", "w-0").has_value());
+  EXPECT_FALSE(api_.Object(k8s::resources::Pods(), "team-a", "w-2").has_value());
+  EXPECT_TRUE(api_.Object(k8s::resources::Pods(), "team-a", "w-1").has_value())
+      << "a refused member is not deleted";
+  EXPECT_EQ(stats_.groups_rolled_back.load(), 1u);
+}
+
+// The binding took but its answer was lost: the pod read back is on a node,
+// so the rollback deletes it too.
+TEST_F(GangBinderTest, ABindWhoseAnswerWasLostIsReadBackAndRolledBack) {
+  Seed(2);
+  api_.SetFault([this](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.subresource == "binding" && request.name == "w-1") {
+      json pod = *api_.Object(k8s::resources::Pods(), "team-a", "w-1");
+      pod["spec"]["nodeName"] = "node-1";
+      api_.Seed(k8s::resources::Pods(), pod);
+      return Status(StatusCode::kUnavailable, "connection reset");
+    }
+    if (request.subresource == "binding" && request.name == "w-0") {
+      return Status(StatusCode::kForbidden, "no").WithHttp(403, "Forbidden");
+    }
+    return std::nullopt;
+  });
+  std::vector<BindOutcome> outcomes = Bind();
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_FALSE(api_.Object(k8s::resources::Pods(), "team-a", "w-1").has_value());
+  EXPECT_TRUE(api_.Object(k8s::resources::Pods(), "team-a", "w-0").has_value());
+  ASSERT_TRUE(outcomes[0].hold.has_value());
+  ASSERT_EQ(outcomes[0].hold->deleted.size(), 1u);
+  EXPECT_EQ(outcomes[0].hold->deleted[0].name, "w-1");
+}
+
+// A 409 from a pod still unbound (its scheduling gates) is a refusal: read
+// back, the pod stays.
+TEST_F(GangBinderTest, AConflictFromAnUnboundPodKeepsIt) {
+  Seed(2);
+  json gated = *api_.Object(k8s::resources::Pods(), "team-a", "w-1");
+  gated["spec"]["schedulingGates"] = json::array({{{"name", "quota"}}});
+  api_.Seed(k8s::resources::Pods(), gated);
+  std::vector<BindOutcome> outcomes = Bind();
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_TRUE(api_.Object(k8s::resources::Pods(), "team-a", "w-1").has_value());
+  EXPECT_FALSE(api_.Object(k8s::resources::Pods(), "team-a", "w-0").has_value());
+}
+
+// A growing gang keeps what bound; the others are candidates again.
+TEST_F(GangBinderTest, AGrowingGangKeepsWhatBound) {
+  Seed(2);
+  gang_.grows = true;
+  RefuseBindingOf("w-1");
+  std::vector<BindOutcome> outcomes = Bind();
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_FALSE(outcomes[0].hold.has_value());
+  EXPECT_TRUE(Bound("w-0"));
+  EXPECT_EQ(stats_.groups_rolled_back.load(), 0u);
+}
+
+TEST_F(GangBinderTest, APlacedGangMarksItsLeftOutMembers) {
+  Seed(3);
+  gang_.surplus.push_back(gang_.members.back());
+  gang_.members.pop_back();
+  EXPECT_TRUE(Bind().empty());
+  EXPECT_TRUE(Bound("w-0"));
+  EXPECT_TRUE(Bound("w-1"));
+  EXPECT_FALSE(Bound("w-2"));
+  EXPECT_EQ(ConditionReason(api_, "w-2", "PodScheduled"), api::kSurplusReason);
+}
+
+// The whole shell: reflectors list and watch the fake server, the loop plans
+// from the deltas, the binder binds.
+class GangSchedulerShellTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      api_.Seed(k8s::resources::Nodes(),
+                {{"apiVersion", "v1"},
+                 {"kind", "Node"},
+                 {"metadata", {{"name", "node-" + std::to_string(i)}}},
+                 {"status",
+                  {{"allocatable", {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}}},
+                   {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}});
+    }
+    api_.Seed(k8s::resources::Namespaces(),
+              {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "team-a"}}}});
+  }
+
+  void TearDown() override {
+    if (scheduler_) {
+      scheduler_->Stop();
+    }
+  }
+
+  void StartScheduler() {
+    SchedulerConfig config;
+    config.scheduler_name = "gang-scheduler";
+    config.gang_backoff_seconds = 60;  // no periodic cycle during a test
+    config.bind_concurrency = 2;
+    scheduler_ = std::make_unique<GangScheduler>(api_, config);
+    scheduler_->Start();
+    ASSERT_TRUE(scheduler_->WaitForCacheSync(10s));
+    scheduler_->SetActive(true);
+  }
+
+  // A HybridJob and its `count` one-cpu workers (min 2), as the controller makes them.
+  void CreateJob(const std::string& job, int count) {
+    json created = api_.Seed(
+        k8s::resources::HybridJobs(),
+        {{"apiVersion", api::kApiVersion},
+         {"kind", api::kKind},
+         {"metadata", {{"name", job}, {"namespace", "team-a"}}},
+         {"spec",
+          {{"schedulerName", "gang-scheduler"},
+           {"replicaSpecs",
+            json::array({{{"name", "worker"},
+                          {"minReplicas", 2},
+                          {"maxReplicas", count},
+                          {"template", {{"spec", {{"containers", json::array()}}}}}}})}}}});
+    const std::string uid = created["metadata"]["uid"];
+    const json spec = {
+        {"roles", json::array({{{"name", "worker"}, {"min", 2}, {"max", count}, {"priority", 0}}})},
+        {"queue", "default"}};
+    for (int i = 0; i < count; ++i) {
+      const std::string name = job + "-worker-" + std::to_string(i);
+      api_.Seed(
+          k8s::resources::Pods(),
+          {{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata",
+            {{"name", name},
+             {"namespace", "team-a"},
+             {"labels",
+              {{std::string(api::kJobNameLabel), job},
+               {std::string(api::kRoleLabel), "worker"},
+               {std::string(api::kIndexLabel), std::to_string(i)}}},
+             {"annotations", {{std::string(api::kGroupSpecAnnotation), spec.dump()}}},
+             {"ownerReferences", json::array({{{"apiVersion", api::kApiVersion},
+                                               {"kind", api::kKind},
+                                               {"name", job},
+                                               {"uid", uid},
+                                               {"controller", true}}})}}},
+           {"spec",
+            {{"schedulerName", "gang-scheduler"},
+             {"containers",
+              json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+           {"status", {{"phase", "Pending"}}}});
+    }
+  }
+
+  int Bound(const std::string& job, int count) {
+    int bound = 0;
+    for (int i = 0; i < count; ++i) {
+      auto pod =
+          api_.Object(k8s::resources::Pods(), "team-a", job + "-worker-" + std::to_string(i));
+      bound += pod && !(*pod)["spec"].value("nodeName", "").empty() ? 1 : 0;
+    }
+    return bound;
+  }
+
+  FakeApiClient api_;
+  std::unique_ptr<GangScheduler> scheduler_;
+};
+
+TEST_F(GangSchedulerShellTest, TheLoopPlacesAGangFromWhatTheInformersSaw) {
+  StartScheduler();
+  CreateJob("train", 3);
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 3) == 3; })) << Bound("train", 3);
+  EXPECT_EQ(scheduler_->stats().groups_scheduled.load(), 1u);
+  EXPECT_TRUE(Eventually([&] { return scheduler_->PendingPods() == 0; }));
+}
+
+// An elastic gang larger than the cluster runs what fits; the rest is marked.
+TEST_F(GangSchedulerShellTest, AGangLargerThanTheClusterRunsWhatFitsAndMarksTheRest) {
+  StartScheduler();
+  CreateJob("big", 9);  // 9 cpus, 8 in the cluster: the minimum of 2 fits, so 8 run
+  ASSERT_TRUE(Eventually([&] { return Bound("big", 9) == 8; }));
+  EXPECT_TRUE(Eventually([&] {
+    return ConditionReason(api_, "big-worker-8", "PodScheduled") == api::kSurplusReason;
+  }));
+}
+
+// Watches that end, and a history compacted meanwhile, are relisted: what
+// changed in between still arrives.
+TEST_F(GangSchedulerShellTest, AWatchThatEndsAndExpiresIsRelisted) {
+  StartScheduler();
+  CreateJob("first", 2);
+  ASSERT_TRUE(Eventually([&] { return Bound("first", 2) == 2; }));
+  // The watches end and cannot be opened again until the job created
+  // meanwhile is compacted out of the history.
+  std::atomic<bool> refuse_watches{true};
+  api_.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "watch" && refuse_watches) {
+      return Status(StatusCode::kUnavailable, "connection refused");
+    }
+    return std::nullopt;
+  });
+  api_.CloseWatches();
+  CreateJob("second", 2);
+  api_.Compact();
+  refuse_watches = false;
+  ASSERT_TRUE(Eventually([&] { return Bound("second", 2) == 2; }));
+  size_t pod_lists = 0;
+  for (const auto& request : api_.Requests()) {
+    pod_lists += request.verb == "list" && request.resource == "pods" ? 1 : 0;
+  }
+  EXPECT_GE(pod_lists, 2u) << "the pod reflector relisted after 410 Gone";
+}
+
+// A status update that changes no plan runs no cycle; a new pod does.
+TEST_F(GangSchedulerShellTest, OnlyChangesThatMayChangeAPlanRunACycle) {
+  StartScheduler();
+  CreateJob("train", 2);
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+  ASSERT_TRUE(Eventually([&] { return scheduler_->PendingPods() == 0; }));
+  std::this_thread::sleep_for(100ms);
+  const uint64_t cycles = scheduler_->stats().cycles.load();
+  json pod = *api_.Object(k8s::resources::Pods(), "team-a", "train-worker-0");
+  pod["status"]["podIP"] = "10.0.0.7";
+  api_.Seed(k8s::resources::Pods(), pod);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(scheduler_->stats().cycles.load(), cycles);
+  CreateJob("next", 2);
+  EXPECT_TRUE(Eventually([&] { return scheduler_->stats().cycles.load() > cycles; }));
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler
