@@ -15,9 +15,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// How often the loop recomputes the resource totals it publishes for metrics.
-constexpr std::chrono::seconds kFiguresInterval{1};
-
 // A decision copied out of the plan: its PodInfo pointers are only valid
 // until the loop applies the next deltas.
 struct DecisionCopy {
@@ -171,27 +168,33 @@ size_t GangScheduler::PendingPods() const {
 }
 
 void GangScheduler::PublishCacheFigures() {
-  const auto now = SteadyClock::now();
-  if (now - figures_published_ < kFiguresInterval) {
-    std::lock_guard lock(mu_);
-    pending_pods_ = cache_.PendingCount();
-    synced_ = cache_.HasSynced();
-    return;
-  }
-  figures_published_ = now;
-  std::map<std::string, std::pair<double, double>> totals;
+  // Every pass: metrics must see a placement the moment it is assumed. One
+  // sum over the nodes, a small cost beside the deltas that came with it.
+  double cpu_allocatable = 0;
+  double cpu_requested = 0;
+  double memory_allocatable = 0;
+  double memory_requested = 0;
+  std::vector<std::pair<double, double>> gpus(gpu_resources_.size());
   for (const auto& slot : cache_.snapshot().slots()) {
     if (!slot.schedulable_slot()) {
       continue;
     }
     const auto& allocatable = slot.info.allocatable;
-    totals["cpu"].first += static_cast<double>(allocatable.milli_cpu) / 1000.0;
-    totals["cpu"].second += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
-    totals["memory"].first += static_cast<double>(allocatable.memory);
-    totals["memory"].second += static_cast<double>(slot.requested.memory);
-    for (const auto& gpu : gpu_resources_) {
-      totals[gpu].first += static_cast<double>(allocatable.Scalar(gpu));
-      totals[gpu].second += static_cast<double>(slot.requested.Scalar(gpu));
+    cpu_allocatable += static_cast<double>(allocatable.milli_cpu) / 1000.0;
+    cpu_requested += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
+    memory_allocatable += static_cast<double>(allocatable.memory);
+    memory_requested += static_cast<double>(slot.requested.memory);
+    for (size_t i = 0; i < gpu_resources_.size(); ++i) {
+      gpus[i].first += static_cast<double>(allocatable.Scalar(gpu_resources_[i]));
+      gpus[i].second += static_cast<double>(slot.requested.Scalar(gpu_resources_[i]));
+    }
+  }
+  std::map<std::string, std::pair<double, double>> totals;
+  if (!cache_.snapshot().slots().empty()) {
+    totals["cpu"] = {cpu_allocatable, cpu_requested};
+    totals["memory"] = {memory_allocatable, memory_requested};
+    for (size_t i = 0; i < gpu_resources_.size(); ++i) {
+      totals[gpu_resources_[i]] = gpus[i];
     }
   }
   std::lock_guard lock(mu_);

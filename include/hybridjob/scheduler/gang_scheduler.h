@@ -75,7 +75,7 @@ class GangScheduler {
   void SetGangLatencyObserver(GangLatencyObserver observer);
   // resource -> (allocatable on schedulable nodes, requested by pods on them):
   // cpu in cores, memory in bytes, and every configured GPU resource; as the
-  // loop last computed them (at most once a second).
+  // loop left them after its last pass (placements it assumed included).
   std::map<std::string, std::pair<double, double>> ResourceTotals() const;
   // Per queue, sorted by name: configured queues and those named by pods.
   std::vector<QueueReport> QueueReports() const;
@@ -135,7 +135,6 @@ class GangScheduler {
   // waiting to grow, which would overwrite the mark.
   std::unordered_set<std::string> surplus_;
   std::unordered_map<std::string, RollbackHold> rolling_back_;  // by group key
-  std::chrono::steady_clock::time_point figures_published_{};
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
   std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
