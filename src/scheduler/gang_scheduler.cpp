@@ -392,7 +392,7 @@ void GangScheduler::RunOneCycle() {
   std::vector<const PodInfo*> pending;
   for (const PodInfo* pod : cache_.Pending()) {
     still_pending.insert(pod->Key());
-    if (pod->job_name.empty() ||
+    if (rolling_back_.empty() || pod->job_name.empty() ||
         !rolling_back_.contains(PodKey(pod->namespace_name, pod->job_name))) {
       pending.push_back(pod);
     }

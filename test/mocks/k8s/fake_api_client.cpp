@@ -148,6 +148,26 @@ bool HasStatusSubresource(const Resource& resource) {
          resource.plural == "persistentvolumeclaims" || resource.plural == "services";
 }
 
+// What a write leaves stored: through the status subresource only the status
+// changes; otherwise everything else does (the status too, for kinds without
+// that subresource). The identity the server assigned always stays.
+json Written(const Resource& resource, const json& current, json written,
+             std::string_view subresource) {
+  json stored = current;
+  if (subresource == "status") {
+    stored["status"] = written.value("status", json::object());
+    return stored;
+  }
+  json old_status = current.value("status", json());
+  stored = std::move(written);
+  if (HasStatusSubresource(resource)) {
+    stored["status"] = std::move(old_status);
+  }
+  stored["metadata"]["uid"] = current["metadata"]["uid"];
+  stored["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"];
+  return stored;
+}
+
 }  // namespace
 
 bool MatchesLabelSelector(const json& object, std::string_view selector) {
@@ -487,19 +507,8 @@ Result<json> FakeApiClient::Update(const Resource& resource, const json& object,
                          "the object has been modified; please apply your changes to the latest "
                          "version and try again");
   }
-  json updated = it->second;
-  if (subresource == "status") {
-    updated["status"] = object.value("status", json::object());
-  } else {
-    json old_status = updated.value("status", json());
-    updated = object;
-    updated["metadata"]["uid"] = it->second["metadata"]["uid"];
-    updated["metadata"]["creationTimestamp"] = it->second["metadata"]["creationTimestamp"];
-    if (HasStatusSubresource(resource)) {
-      updated["status"] = old_status;
-    }
-  }
-  return StoreLocked(resource, std::move(updated), WatchEventType::kModified);
+  return StoreLocked(resource, Written(resource, it->second, object, subresource),
+                     WatchEventType::kModified);
 }
 
 Result<json> FakeApiClient::Patch(const Resource& resource, std::string_view ns,
@@ -541,18 +550,9 @@ Result<json> FakeApiClient::Patch(const Resource& resource, std::string_view ns,
   if (!rv.empty() && rv != MetaString(it->second, "resourceVersion")) {
     return ConflictError(resource, name, "the object has been modified");
   }
-  json stored = it->second;
-  if (options.subresource == "status") {
-    stored["status"] = patched.value("status", json::object());
-  } else {
-    json old_status = stored.value("status", json());
-    stored = std::move(patched);
-    if (HasStatusSubresource(resource)) {
-      stored["status"] = old_status;
-    }
-  }
-  stored["metadata"]["uid"] = it->second["metadata"]["uid"];
-  return StoreLocked(resource, std::move(stored), WatchEventType::kModified);
+  return StoreLocked(resource,
+                     Written(resource, it->second, std::move(patched), options.subresource),
+                     WatchEventType::kModified);
 }
 
 Status FakeApiClient::RemoveLocked(const Resource& resource, std::string_view ns,
