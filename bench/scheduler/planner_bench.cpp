@@ -128,7 +128,7 @@ Backlog MakeBacklog(int groups, int workers_per_group, int32_t worker_min,
     std::string job = "job-" + std::to_string(g);
     GroupSpec spec;
     spec.queue = queues[static_cast<size_t>(g) % queues.size()];
-    spec.roles = {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", worker_min, workers_per_group, 0}};
+    spec.roles = {GroupRole{"ps", 1, 1, 1}, GroupRole{"worker", worker_min, workers_per_group, 0}};
     backlog.pods.push_back(std::make_unique<PodInfo>(MakeMember(job, spec, "ps", 0, 0, g)));
     for (int w = 0; w < workers_per_group; ++w) {
       backlog.pods.push_back(std::make_unique<PodInfo>(MakeMember(job, spec, "worker", w, 1, g)));
@@ -273,7 +273,7 @@ void BM_ReclaimForWaitingGang(benchmark::State& state) {
   }
   GroupSpec elastic;
   elastic.queue = "batch";
-  elastic.roles = {RoleSpec{"worker", 8, 40, 0}};
+  elastic.roles = {GroupRole{"worker", 8, 40, 0}};
   for (int g = 0; g < 1000; ++g) {
     std::string job = "elastic-" + std::to_string(g);
     for (int w = 0; w < 40; ++w) {
@@ -285,7 +285,7 @@ void BM_ReclaimForWaitingGang(benchmark::State& state) {
   }
   GroupSpec gang;
   gang.queue = "research";
-  gang.roles = {RoleSpec{"worker", 64, 64, 0}};
+  gang.roles = {GroupRole{"worker", 64, 64, 0}};
   Backlog waiting;
   for (int w = 0; w < 64; ++w) {
     waiting.pods.push_back(

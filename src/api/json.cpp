@@ -6,226 +6,14 @@
 
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
+#include <hybridjob/common/json_fields.h>
 
 namespace hybridjob::api {
 namespace {
 
 using nlohmann::json;
 
-std::string Join(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-std::string Indexed(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
-template <typename Spellings>
-std::string OneOf(const Spellings& spellings) {
-  std::string out;
-  for (std::string_view spelling : spellings) {
-    out += out.empty() ? "" : ", ";
-    out += spelling;
-  }
-  return out;
-}
-
-// Reads typed members while collecting every error with its field path. A
-// member that is absent or null reads as "not set".
-class Reader {
- public:
-  explicit Reader(ParseOptions options) : options_(options) {}
-
-  void Error(const std::string& path, std::string_view message) {
-    errors_.push_back(path + ": " + std::string(message));
-  }
-  const std::vector<std::string>& errors() const { return errors_; }
-
-  static const json* Member(const json& object, std::string_view key) {
-    if (!object.is_object()) {
-      return nullptr;
-    }
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) {
-      return nullptr;
-    }
-    return &*it;
-  }
-
-  const json* Object(const json& parent, std::string_view key, const std::string& path) {
-    const json* value = Member(parent, key);
-    if (value != nullptr && !value->is_object()) {
-      Error(Join(path, key), "must be an object");
-      return nullptr;
-    }
-    return value;
-  }
-
-  const json* Array(const json& parent, std::string_view key, const std::string& path) {
-    const json* value = Member(parent, key);
-    if (value != nullptr && !value->is_array()) {
-      Error(Join(path, key), "must be a list");
-      return nullptr;
-    }
-    return value;
-  }
-
-  std::optional<std::string> String(const json& parent, std::string_view key,
-                                    const std::string& path) {
-    const json* value = Member(parent, key);
-    if (value == nullptr) {
-      return std::nullopt;
-    }
-    if (!value->is_string()) {
-      Error(Join(path, key), "must be a string");
-      return std::nullopt;
-    }
-    return value->get<std::string>();
-  }
-
-  // Kubernetes quantities may be written as numbers or strings (int-or-string).
-  std::optional<std::string> Quantity(const json& parent, std::string_view key,
-                                      const std::string& path) {
-    const json* value = Member(parent, key);
-    if (value == nullptr) {
-      return std::nullopt;
-    }
-    if (value->is_number_integer()) {
-      return value->dump();
-    }
-    if (!value->is_string()) {
-      Error(Join(path, key), "must be a quantity such as \"10Gi\"");
-      return std::nullopt;
-    }
-    return value->get<std::string>();
-  }
-
-  std::optional<int64_t> Int64(const json& parent, std::string_view key, const std::string& path) {
-    return Integer(parent, key, path, std::numeric_limits<int64_t>::min(),
-                   std::numeric_limits<int64_t>::max(), "must be an integer");
-  }
-
-  std::optional<int32_t> Int32(const json& parent, std::string_view key, const std::string& path) {
-    std::optional<int64_t> value =
-        Integer(parent, key, path, std::numeric_limits<int32_t>::min(),
-                std::numeric_limits<int32_t>::max(), "must be a 32-bit integer");
-    if (!value) {
-      return std::nullopt;
-    }
-    return static_cast<int32_t>(*value);
-  }
-
-  std::optional<bool> Bool(const json& parent, std::string_view key, const std::string& path) {
-    const json* value = Member(parent, key);
-    if (value == nullptr) {
-      return std::nullopt;
-    }
-    if (!value->is_boolean()) {
-      Error(Join(path, key), "must be a boolean");
-      return std::nullopt;
-    }
-    return value->get<bool>();
-  }
-
-  std::vector<std::string> StringList(const json& parent, std::string_view key,
-                                      const std::string& path) {
-    std::vector<std::string> out;
-    const json* list = Array(parent, key, path);
-    if (list == nullptr) {
-      return out;
-    }
-    for (size_t i = 0; i < list->size(); ++i) {
-      const json& item = (*list)[i];
-      if (!item.is_string()) {
-        Error(Indexed(Join(path, key), i), "must be a string");
-        continue;
-      }
-      out.push_back(item.get<std::string>());
-    }
-    return out;
-  }
-
-  std::map<std::string, std::string> StringMap(const json& parent, std::string_view key,
-                                               const std::string& path) {
-    std::map<std::string, std::string> out;
-    const json* map = Object(parent, key, path);
-    if (map == nullptr) {
-      return out;
-    }
-    for (const auto& [name, value] : map->items()) {
-      if (!value.is_string()) {
-        Error(Join(Join(path, key), name), "must be a string");
-        continue;
-      }
-      out.emplace(name, value.get<std::string>());
-    }
-    return out;
-  }
-
-  template <typename Enum, typename ParseFn, typename Spellings>
-  std::optional<Enum> Enumerated(const json& parent, std::string_view key, const std::string& path,
-                                 ParseFn parse, const Spellings& spellings) {
-    std::optional<std::string> text = String(parent, key, path);
-    if (!text) {
-      return std::nullopt;
-    }
-    std::optional<Enum> value = parse(*text);
-    if (!value) {
-      Error(Join(path, key),
-            "unsupported value \"" + *text + "\": must be one of " + OneOf(spellings));
-    }
-    return value;
-  }
-
-  // Reports members the schema does not define, when asked to.
-  void CheckKnown(const json& object, std::initializer_list<std::string_view> known,
-                  const std::string& path) {
-    if (!options_.reject_unknown_fields || !object.is_object()) {
-      return;
-    }
-    for (const auto& item : object.items()) {
-      bool found = false;
-      for (std::string_view key : known) {
-        found = found || item.key() == key;
-      }
-      if (!found) {
-        Error(Join(path, item.key()), "unknown field");
-      }
-    }
-  }
-
- private:
-  std::optional<int64_t> Integer(const json& parent, std::string_view key, const std::string& path,
-                                 int64_t min, int64_t max, std::string_view message) {
-    const json* value = Member(parent, key);
-    if (value == nullptr) {
-      return std::nullopt;
-    }
-    if (value->is_number_unsigned()) {
-      uint64_t number = value->get<uint64_t>();
-      if (number > static_cast<uint64_t>(max)) {
-        Error(Join(path, key), message);
-        return std::nullopt;
-      }
-      return static_cast<int64_t>(number);
-    }
-    if (!value->is_number_integer()) {
-      Error(Join(path, key), "must be an integer");
-      return std::nullopt;
-    }
-    int64_t number = value->get<int64_t>();
-    if (number < min || number > max) {
-      Error(Join(path, key), message);
-      return std::nullopt;
-    }
-    return number;
-  }
-
-  ParseOptions options_;
-  std::vector<std::string> errors_;
-};
-
-ObjectMeta ReadObjectMeta(Reader& reader, const json& object) {
+ObjectMeta ReadObjectMeta(JsonFields& reader, const json& object) {
   ObjectMeta meta;
   const json* metadata = reader.Object(object, "metadata", "");
   if (metadata == nullptr) {
@@ -244,7 +32,7 @@ ObjectMeta ReadObjectMeta(Reader& reader, const json& object) {
   return meta;
 }
 
-ReplicaSpec ReadReplicaSpec(Reader& reader, const json& item, const std::string& path) {
+ReplicaSpec ReadReplicaSpec(JsonFields& reader, const json& item, const std::string& path) {
   ReplicaSpec role;
   if (!item.is_object()) {
     reader.Error(path, "must be an object");
@@ -255,8 +43,8 @@ ReplicaSpec ReadReplicaSpec(Reader& reader, const json& item, const std::string&
       path);
   std::optional<std::string> name = reader.String(item, "name", path);
   if (!name) {
-    if (Reader::Member(item, "name") == nullptr) {
-      reader.Error(Join(path, "name"), "required");
+    if (JsonMember(item, "name") == nullptr) {
+      reader.Error(JoinPath(path, "name"), "required");
     }
   } else {
     role.name = *name;
@@ -264,8 +52,8 @@ ReplicaSpec ReadReplicaSpec(Reader& reader, const json& item, const std::string&
   std::optional<int32_t> min = reader.Int32(item, "minReplicas", path);
   if (min) {
     role.min_replicas = *min;
-  } else if (Reader::Member(item, "minReplicas") == nullptr) {
-    reader.Error(Join(path, "minReplicas"), "required");
+  } else if (JsonMember(item, "minReplicas") == nullptr) {
+    reader.Error(JoinPath(path, "minReplicas"), "required");
   }
   role.max_replicas = reader.Int32(item, "maxReplicas", path);
   role.priority = reader.Int32(item, "priority", path).value_or(0);
@@ -280,7 +68,7 @@ ReplicaSpec ReadReplicaSpec(Reader& reader, const json& item, const std::string&
   return role;
 }
 
-RunPolicy ReadRunPolicy(Reader& reader, const json& spec) {
+RunPolicy ReadRunPolicy(JsonFields& reader, const json& spec) {
   RunPolicy policy;
   const std::string path = "spec.runPolicy";
   const json* object = reader.Object(spec, "runPolicy", "spec");
@@ -303,7 +91,7 @@ RunPolicy ReadRunPolicy(Reader& reader, const json& spec) {
   return policy;
 }
 
-std::optional<SuccessPolicy> ReadSuccessPolicy(Reader& reader, const json& spec) {
+std::optional<SuccessPolicy> ReadSuccessPolicy(JsonFields& reader, const json& spec) {
   const std::string path = "spec.successPolicy";
   const json* object = reader.Object(spec, "successPolicy", "spec");
   if (object == nullptr) {
@@ -319,7 +107,7 @@ std::optional<SuccessPolicy> ReadSuccessPolicy(Reader& reader, const json& spec)
   return policy;
 }
 
-VolumeSpec ReadVolume(Reader& reader, const json& item, const std::string& path) {
+VolumeSpec ReadVolume(JsonFields& reader, const json& item, const std::string& path) {
   VolumeSpec volume;
   if (!item.is_object()) {
     reader.Error(path, "must be an object");
@@ -340,7 +128,7 @@ VolumeSpec ReadVolume(Reader& reader, const json& item, const std::string& path)
   return volume;
 }
 
-std::optional<CodeSpec> ReadCode(Reader& reader, const json& spec) {
+std::optional<CodeSpec> ReadCode(JsonFields& reader, const json& spec) {
   const std::string path = "spec.code";
   const json* object = reader.Object(spec, "code", "spec");
   if (object == nullptr) {
@@ -355,7 +143,7 @@ std::optional<CodeSpec> ReadCode(Reader& reader, const json& spec) {
   return code;
 }
 
-std::optional<TensorboardSpec> ReadTensorboard(Reader& reader, const json& spec) {
+std::optional<TensorboardSpec> ReadTensorboard(JsonFields& reader, const json& spec) {
   const std::string path = "spec.tensorboard";
   const json* object = reader.Object(spec, "tensorboard", "spec");
   if (object == nullptr) {
@@ -370,11 +158,11 @@ std::optional<TensorboardSpec> ReadTensorboard(Reader& reader, const json& spec)
   return tensorboard;
 }
 
-HybridJobSpec ReadSpec(Reader& reader, const json& object) {
+HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   HybridJobSpec spec;
   const json* spec_json = reader.Object(object, "spec", "");
   if (spec_json == nullptr) {
-    if (Reader::Member(object, "spec") == nullptr) {
+    if (JsonMember(object, "spec") == nullptr) {
       reader.Error("spec", "required");
     }
     return spec;
@@ -389,16 +177,16 @@ HybridJobSpec ReadSpec(Reader& reader, const json& object) {
   if (const json* roles = reader.Array(*spec_json, "replicaSpecs", "spec")) {
     for (size_t i = 0; i < roles->size(); ++i) {
       spec.replica_specs.push_back(
-          ReadReplicaSpec(reader, (*roles)[i], Indexed("spec.replicaSpecs", i)));
+          ReadReplicaSpec(reader, (*roles)[i], IndexPath("spec.replicaSpecs", i)));
     }
-  } else if (Reader::Member(*spec_json, "replicaSpecs") == nullptr) {
+  } else if (JsonMember(*spec_json, "replicaSpecs") == nullptr) {
     reader.Error("spec.replicaSpecs", "required");
   }
   spec.run_policy = ReadRunPolicy(reader, *spec_json);
   spec.success_policy = ReadSuccessPolicy(reader, *spec_json);
   if (const json* volumes = reader.Array(*spec_json, "volumes", "spec")) {
     for (size_t i = 0; i < volumes->size(); ++i) {
-      spec.volumes.push_back(ReadVolume(reader, (*volumes)[i], Indexed("spec.volumes", i)));
+      spec.volumes.push_back(ReadVolume(reader, (*volumes)[i], IndexPath("spec.volumes", i)));
     }
   }
   spec.code = ReadCode(reader, *spec_json);
@@ -409,7 +197,7 @@ HybridJobSpec ReadSpec(Reader& reader, const json& object) {
   return spec;
 }
 
-HybridJobStatus ReadStatus(Reader& reader, const json& status) {
+HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
   HybridJobStatus out;
   if (!status.is_object()) {
     return out;
@@ -419,7 +207,7 @@ HybridJobStatus ReadStatus(Reader& reader, const json& status) {
   if (const json* conditions = reader.Array(status, "conditions", path)) {
     for (size_t i = 0; i < conditions->size(); ++i) {
       const json& item = (*conditions)[i];
-      std::string item_path = Indexed("status.conditions", i);
+      std::string item_path = IndexPath("status.conditions", i);
       Condition condition;
       condition.type = reader.String(item, "type", item_path).value_or("");
       if (condition.type.empty()) {
@@ -437,7 +225,7 @@ HybridJobStatus ReadStatus(Reader& reader, const json& status) {
   if (const json* replicas = reader.Array(status, "replicaStatuses", path)) {
     for (size_t i = 0; i < replicas->size(); ++i) {
       const json& item = (*replicas)[i];
-      std::string item_path = Indexed("status.replicaStatuses", i);
+      std::string item_path = IndexPath("status.replicaStatuses", i);
       ReplicaStatus replica;
       replica.name = reader.String(item, "name", item_path).value_or("");
       if (replica.name.empty()) {
@@ -465,7 +253,8 @@ Result<HybridJob> ParseOrThrow(const json& object, const ParseOptions& options) 
   if (!object.is_object()) {
     return InvalidArgument("HybridJob: must be a JSON object");
   }
-  Reader reader(options);
+  JsonFields reader;
+  reader.RejectUnknownFields(options.reject_unknown_fields);
   reader.CheckKnown(object, {"apiVersion", "kind", "metadata", "spec", "status"}, "");
   if (std::optional<std::string> api_version = reader.String(object, "apiVersion", "")) {
     if (*api_version != kApiVersion) {
@@ -480,17 +269,13 @@ Result<HybridJob> ParseOrThrow(const json& object, const ParseOptions& options) 
   HybridJob job;
   job.metadata = ReadObjectMeta(reader, object);
   job.spec = ReadSpec(reader, object);
-  if (const json* status = Reader::Member(object, "status")) {
-    Reader lenient({});
+  if (const json* status = JsonMember(object, "status")) {
+    // Errors in the status are dropped, not reported (see json.h).
+    JsonFields lenient(JsonFields::Mode::kLenient);
     job.status = ReadStatus(lenient, *status);
   }
-  if (!reader.errors().empty()) {
-    std::string message;
-    for (const std::string& error : reader.errors()) {
-      message += message.empty() ? "" : "; ";
-      message += error;
-    }
-    return InvalidArgument(message);
+  if (!reader.ok()) {
+    return reader.ToStatus();
   }
   return job;
 }
@@ -526,7 +311,7 @@ Result<HybridJob> ParseHybridJob(const json& object, const ParseOptions& options
 
 ObjectMeta ParseObjectMeta(const json& object) {
   try {
-    Reader lenient({});
+    JsonFields lenient(JsonFields::Mode::kLenient);
     return ReadObjectMeta(lenient, object);
   } catch (const std::exception&) {
     return {};
@@ -535,7 +320,7 @@ ObjectMeta ParseObjectMeta(const json& object) {
 
 HybridJobStatus ParseHybridJobStatus(const json& status) {
   try {
-    Reader lenient({});
+    JsonFields lenient(JsonFields::Mode::kLenient);
     return ReadStatus(lenient, status);
   } catch (const std::exception&) {
     return {};

@@ -1,18 +1,10 @@
 #include <type_traits>
 
 #include <hybridjob/controller/actions.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
-namespace {
-
-std::string NameOf(const nlohmann::json& object) {
-  if (object.is_object() && object.contains("metadata") && object["metadata"].is_object()) {
-    return object["metadata"].value("name", "");
-  }
-  return "";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string_view ToString(EventType type) {
   return type == EventType::kWarning ? "Warning" : "Normal";
@@ -23,17 +15,17 @@ std::string Describe(const Action& action) {
       [](const auto& a) -> std::string {
         using T = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<T, CreatePod>) {
-          return "CreatePod " + NameOf(a.pod);
+          return "CreatePod " + k8s::NameOf(a.pod);
         } else if constexpr (std::is_same_v<T, CreateService>) {
-          return "CreateService " + NameOf(a.service);
+          return "CreateService " + k8s::NameOf(a.service);
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
-          return "CreateConfigMap " + NameOf(a.config_map);
+          return "CreateConfigMap " + k8s::NameOf(a.config_map);
         } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {
-          return "UpdateConfigMap " + NameOf(a.config_map);
+          return "UpdateConfigMap " + k8s::NameOf(a.config_map);
         } else if constexpr (std::is_same_v<T, CreatePVC>) {
-          return "CreatePVC " + NameOf(a.claim);
+          return "CreatePVC " + k8s::NameOf(a.claim);
         } else if constexpr (std::is_same_v<T, CreateDeployment>) {
-          return "CreateDeployment " + NameOf(a.deployment);
+          return "CreateDeployment " + k8s::NameOf(a.deployment);
         } else if constexpr (std::is_same_v<T, DeletePod>) {
           return "DeletePod " + a.name + " (" + a.reason + ")";
         } else if constexpr (std::is_same_v<T, PatchPodGroupSpec>) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <set>
 
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
 #include <hybridjob/controller/children.h>
@@ -177,24 +178,6 @@ json OwnerReference(const api::HybridJob& job) {
           {"uid", job.metadata.uid},        {"controller", true}, {"blockOwnerDeletion", true}};
 }
 
-std::string GroupSpecAnnotation(const api::HybridJob& job) {
-  ordered_json roles = ordered_json::array();
-  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
-    roles.push_back({{"name", role.name},
-                     {"min", role.min_replicas},
-                     {"max", role.EffectiveMaxReplicas()},
-                     {"priority", role.priority}});
-  }
-  ordered_json spec = {{"roles", std::move(roles)}};
-  if (job.spec.queue) {
-    spec["queue"] = *job.spec.queue;
-  }
-  if (job.spec.run_policy.schedule_timeout_seconds) {
-    spec["scheduleTimeoutSeconds"] = *job.spec.run_policy.schedule_timeout_seconds;
-  }
-  return spec.dump();
-}
-
 std::string EscapeKubeExpansion(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -231,7 +214,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
       template_meta.contains("annotations") && template_meta["annotations"].is_object()
           ? template_meta["annotations"]
           : json::object();
-  annotations[std::string(api::kGroupSpecAnnotation)] = GroupSpecAnnotation(job);
+  annotations[std::string(api::kGroupSpecAnnotation)] = api::FormatGroupSpec(api::GroupSpecOf(job));
   meta["annotations"] = std::move(annotations);
 
   spec["schedulerName"] = job.spec.scheduler_name;

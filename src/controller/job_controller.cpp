@@ -11,23 +11,17 @@
 #include <hybridjob/controller/job_controller.h>
 #include <hybridjob/controller/planner.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
 namespace {
 
 constexpr const char* kByJob = "job";
 
+// The job a pod or other child belongs to, from its job-name label.
 std::string JobKeyOfLabels(const nlohmann::json& object) {
-  const auto& metadata = object["metadata"];
-  if (!metadata.is_object() || !metadata.contains("labels")) {
-    return {};
-  }
-  const auto& labels = metadata["labels"];
-  auto it = labels.find(std::string(api::kJobNameLabel));
-  if (it == labels.end() || !it->is_string()) {
-    return {};
-  }
-  return metadata.value("namespace", "") + "/" + it->get<std::string>();
+  const std::string job = k8s::LabelOf(object, api::kJobNameLabel);
+  return job.empty() ? std::string() : k8s::NamespaceOf(object) + "/" + job;
 }
 
 k8s::ReflectorOptions Reflect(k8s::Resource resource, const std::string& ns,
@@ -53,13 +47,7 @@ std::string JobKeyOf(const CachedPod& pod) {
   return pod.pod.job_name.empty() ? std::string() : pod.namespace_name + "/" + pod.pod.job_name;
 }
 
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto it = object.find("metadata");
-  if (it == object.end() || !it->is_object()) {
-    return {};
-  }
-  return it->value("resourceVersion", "");
-}
+using k8s::ResourceVersionOf;
 
 // Pod creates (or deletes) of one plan in flight at once, at most.
 constexpr size_t kMaxConcurrentPodWrites = 16;
@@ -109,7 +97,7 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
   pods.reflector = Reflect(k8s::resources::Pods(), ns, owned);
   pods.decode = [](nlohmann::json&& pod) -> Result<CachedPod> {
     CachedPod cached;
-    cached.namespace_name = pod["metadata"].value("namespace", "");
+    cached.namespace_name = k8s::NamespaceOf(pod);
     cached.pod = ObservePod(pod);
     return cached;
   };
@@ -419,7 +407,7 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
 
 Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                             const Action& action) {
-  const std::string ns = job["metadata"].value("namespace", "");
+  const std::string ns = k8s::NamespaceOf(job);
   k8s::WriteOptions write;
   write.field_manager = options_.field_manager;
   return std::visit(
@@ -430,8 +418,7 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
           if (created.ok()) {
             // AlreadyExists expects nothing: that pod may be one the cache
             // never shows (without the job-name label).
-            expectations_.ExpectCreation(key, a.pod["metadata"].value("name", ""),
-                                         (*created)["metadata"].value("uid", ""),
+            expectations_.ExpectCreation(key, k8s::NameOf(a.pod), k8s::UidOf(*created),
                                          Expectations::Clock::now());
           }
           const StatusCode code = created.status().code();
@@ -440,9 +427,9 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
             // Refused by the API server (admission, quota, a template it will
             // not take): retrying will not help until something changes, so
             // say it where the user looks, as the ReplicaSet controller does.
-            events_->Record(k8s::ReferenceTo(job), k8s::EventType::kWarning, "FailedCreate",
-                            "creating pod " + a.pod["metadata"].value("name", "") + ": " +
-                                created.status().message());
+            events_->Record(
+                k8s::ReferenceTo(job), k8s::EventType::kWarning, "FailedCreate",
+                "creating pod " + k8s::NameOf(a.pod) + ": " + created.status().message());
           }
           return IgnoreAlreadyExists(created);
         } else if constexpr (std::is_same_v<T, CreateService>) {
@@ -507,8 +494,8 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
           k8s::DeleteOptions options;
           options.precondition_uid = a.uid;
           options.propagation_policy = "Background";
-          Status deleted = client_.Delete(k8s::resources::HybridJobs(), ns,
-                                          job["metadata"].value("name", ""), options);
+          Status deleted =
+              client_.Delete(k8s::resources::HybridJobs(), ns, k8s::NameOf(job), options);
           return k8s::IsNotFound(deleted) ? Status::Ok() : deleted;
         } else {
           return Internal("unknown action");

@@ -2,25 +2,24 @@
 #include <exception>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/common/quantity.h>
 #include <hybridjob/controller/observed.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
 namespace {
 
 using nlohmann::json;
 
+// The controller observes its own pods and never refuses one: a field of an
+// unexpected type reads as not set.
 const json* Child(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
+  return JsonMember(object, key);
 }
 
 std::string StringAt(const json& object, std::string_view key) {
-  const json* value = Child(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+  return JsonFields(JsonFields::Mode::kLenient).String(object, key, "").value_or("");
 }
 
 PodPhase ParsePhase(std::string_view phase) {
@@ -67,29 +66,14 @@ int64_t GpuAmount(const json& resources, std::string_view kind) {
 
 ObservedPod ObserveOrThrow(const json& pod) {
   ObservedPod out;
-  static const json kEmpty = json::object();
-  const json* metadata = Child(pod, "metadata");
-  const json& meta = metadata != nullptr ? *metadata : kEmpty;
-  out.name = StringAt(meta, "name");
-  out.uid = StringAt(meta, "uid");
-  out.terminating = Child(meta, "deletionTimestamp") != nullptr;
-  if (const json* labels = Child(meta, "labels")) {
-    out.job_name = StringAt(*labels, api::kJobNameLabel);
-    out.role = StringAt(*labels, api::kRoleLabel);
-    out.index = ParseIndex(StringAt(*labels, api::kIndexLabel));
-  }
-  if (const json* annotations = Child(meta, "annotations")) {
-    out.group_spec = StringAt(*annotations, api::kGroupSpecAnnotation);
-  }
-  if (const json* owners = Child(meta, "ownerReferences");
-      owners != nullptr && owners->is_array()) {
-    for (const json& owner : *owners) {
-      const json* controller = Child(owner, "controller");
-      if (controller != nullptr && controller->is_boolean() && controller->get<bool>()) {
-        out.controller_uid = StringAt(owner, "uid");
-      }
-    }
-  }
+  out.name = k8s::NameOf(pod);
+  out.uid = k8s::UidOf(pod);
+  out.terminating = k8s::IsTerminating(pod);
+  out.job_name = k8s::LabelOf(pod, api::kJobNameLabel);
+  out.role = k8s::LabelOf(pod, api::kRoleLabel);
+  out.index = ParseIndex(k8s::LabelOf(pod, api::kIndexLabel));
+  out.group_spec = k8s::AnnotationOf(pod, api::kGroupSpecAnnotation);
+  out.controller_uid = k8s::ControllerUidOf(pod);
   if (const json* spec = Child(pod, "spec")) {
     out.node_name = StringAt(*spec, "nodeName");
     if (const json* containers = Child(*spec, "containers");

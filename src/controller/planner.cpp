@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <hybridjob/api/defaults.h>
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
@@ -13,6 +14,7 @@
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/cluster_spec.h>
 #include <hybridjob/controller/planner.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
 namespace {
@@ -23,28 +25,8 @@ using std::chrono::seconds;
 
 using MemberKey = std::pair<std::string, int32_t>;  // role, index
 
-std::string NameOf(const json& object) {
-  if (object.is_object() && object.contains("metadata") && object["metadata"].is_object()) {
-    return object["metadata"].value("name", "");
-  }
-  return "";
-}
-
-std::string ControllerUidOf(const json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
-    return "";
-  }
-  const json& meta = object["metadata"];
-  if (!meta.contains("ownerReferences") || !meta["ownerReferences"].is_array()) {
-    return "";
-  }
-  for (const json& owner : meta["ownerReferences"]) {
-    if (owner.is_object() && owner.value("controller", false)) {
-      return owner.value("uid", "");
-    }
-  }
-  return "";
-}
+using k8s::ControllerUidOf;
+using k8s::NameOf;
 
 const json* FindByName(const std::vector<json>& objects, const std::string& name) {
   for (const json& object : objects) {
@@ -460,7 +442,7 @@ class Planner {
         continue;
       }
       if (current.empty()) {
-        current = GroupSpecAnnotation(ShapedJob());
+        current = api::FormatGroupSpec(api::GroupSpecOf(ShapedJob()));
       }
       if (pod->group_spec != current) {
         patches_.push_back({pod->name, pod->uid, current});

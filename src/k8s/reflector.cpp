@@ -3,18 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/reflector.h>
 
 namespace hybridjob::k8s {
 namespace {
-
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) {
-    return {};
-  }
-  return metadata->value("resourceVersion", "");
-}
 
 double Jitter() {
   static thread_local std::mt19937 rng{std::random_device{}()};

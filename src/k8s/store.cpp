@@ -1,39 +1,21 @@
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/store.h>
 
 namespace hybridjob::k8s {
 
-std::string ObjectKey(std::string_view ns, std::string_view name) {
-  if (ns.empty()) {
-    return std::string(name);
-  }
-  std::string key;
-  key.reserve(ns.size() + 1 + name.size());
-  key.append(ns).append("/").append(name);
-  return key;
-}
-
-std::string ObjectKeyOf(const nlohmann::json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) {
-    return {};
-  }
-  return ObjectKey(metadata->value("namespace", ""), metadata->value("name", ""));
-}
-
 namespace indexers {
 
 std::vector<std::string> ByNamespace(const nlohmann::json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) {
+  if (MetadataOf(object) == nullptr) {
     return {};
   }
-  return {metadata->value("namespace", "")};
+  return {NamespaceOf(object)};
 }
 
 std::function<std::vector<std::string>(const nlohmann::json&)> ByLabel(std::string label) {
   return [label = std::move(label)](const nlohmann::json& object) -> std::vector<std::string> {
-    auto metadata = object.find("metadata");
-    if (metadata == object.end() || !metadata->is_object()) {
+    const nlohmann::json* metadata = MetadataOf(object);
+    if (metadata == nullptr) {
       return {};
     }
     auto labels = metadata->find("labels");

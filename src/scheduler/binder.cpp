@@ -8,6 +8,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/binder.h>
 
 namespace hybridjob::scheduler {
@@ -31,7 +32,7 @@ bool MayBeOnANode(k8s::ApiClient& client, const PodRef& member) {
       !object["metadata"].is_object() || !object["spec"].is_object()) {
     return true;
   }
-  if (!member.uid.empty() && object["metadata"].value("uid", "") != member.uid) {
+  if (!member.uid.empty() && k8s::UidOf(object) != member.uid) {
     return false;  // another pod of that name: ours is gone
   }
   const std::string node = object["spec"].value("nodeName", "");

@@ -98,7 +98,7 @@ std::vector<PodGroup> BuildGroups(std::span<const PodInfo* const> pending_pods,
     const PodInfo& first = *group.pending.front();
     if (first.job_name.empty()) {
       // A pod outside any group: a gang of one that never waits for others.
-      group.spec.roles = {RoleSpec{first.role, 1, 1, 0}};
+      group.spec.roles = {GroupRole{first.role, 1, 1, 0}};
       group.spec.schedule_timeout_seconds = 0;
       // A pod that claims a job it does not belong to is never placed: it
       // would take capacity in that job's name.
@@ -144,7 +144,7 @@ std::string MissingMembers(const PodGroup& group) {
     return {};
   }
   std::string missing;
-  for (const RoleSpec& role : group.spec.roles) {
+  for (const GroupRole& role : group.spec.roles) {
     std::vector<bool> present(static_cast<size_t>(role.max_replicas), false);
     int32_t count = 0;
     for (const PodInfo* pod : group.pending) {
@@ -182,10 +182,10 @@ CycleResult RunCycle(Snapshot& snapshot, std::vector<PodGroup> groups, Timestamp
       result.decisions.push_back(std::move(decision));
       continue;
     }
-    if (group.invalid_reason.empty() && !single_pod && group.spec.schedule_timeout_seconds > 0) {
+    if (group.invalid_reason.empty() && !single_pod && group.spec.ScheduleTimeoutSeconds() > 0) {
       std::string missing = MissingMembers(group);
       Timestamp deadline =
-          group.creation_time + std::chrono::seconds{group.spec.schedule_timeout_seconds};
+          group.creation_time + std::chrono::seconds{group.spec.ScheduleTimeoutSeconds()};
       if (!missing.empty() && now < deadline) {
         decision.plan.outcome = PlanOutcome::kWait;
         decision.plan.reason = "waiting for member pods: " + missing;

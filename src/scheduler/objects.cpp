@@ -5,151 +5,73 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/scheduler/objects.h>
 
 namespace hybridjob::scheduler {
 namespace {
 
+using hybridjob::IndexPath;
+using hybridjob::JoinPath;
+using hybridjob::JsonFieldError;
+using hybridjob::JsonFields;
+using hybridjob::JsonMember;
+using hybridjob::ThrowFieldError;
 using nlohmann::json;
 
-// A malformed field, thrown while walking a manifest and turned into a Status
-// at the parse function's boundary; it never leaves this file.
-class FieldError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-std::string Join(std::string_view path, std::string_view key) {
-  std::string out(path);
-  if (!out.empty()) {
-    out += '.';
-  }
-  out.append(key);
-  return out;
-}
-
-std::string Indexed(std::string_view path, size_t index) {
-  return std::string(path) + "[" + std::to_string(index) + "]";
+// Fields are read through the project's one JSON field reader; a pod or node
+// is refused at its first malformed field (GuardedParse turns the throw into
+// a Status).
+JsonFields Strict() {
+  return JsonFields(JsonFields::Mode::kFirstErrorThrows);
 }
 
 [[noreturn]] void Fail(const std::string& path, std::string_view what) {
-  throw FieldError(path + ": " + std::string(what));
-}
-
-// The member `key` of `object`, or nullptr when absent or null.
-const json* Member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
-    return nullptr;
-  }
-  return &*it;
+  ThrowFieldError(path, what);
 }
 
 const json* ObjectMember(const json& object, std::string_view key, const std::string& path) {
-  const json* value = Member(object, key);
-  if (value != nullptr && !value->is_object()) {
-    Fail(Join(path, key), "expected an object");
-  }
-  return value;
+  return Strict().Object(object, key, path);
 }
 
 const json* ArrayMember(const json& object, std::string_view key, const std::string& path) {
-  const json* value = Member(object, key);
-  if (value != nullptr && !value->is_array()) {
-    Fail(Join(path, key), "expected an array");
-  }
-  return value;
+  return Strict().Array(object, key, path);
 }
 
 std::string StringMember(const json& object, std::string_view key, const std::string& path) {
-  const json* value = Member(object, key);
-  if (value == nullptr) {
-    return {};
-  }
-  if (!value->is_string()) {
-    Fail(Join(path, key), "expected a string");
-  }
-  return value->get<std::string>();
-}
-
-int64_t IntegerMember(const json& object, std::string_view key, const std::string& path,
-                      int64_t fallback) {
-  const json* value = Member(object, key);
-  if (value == nullptr) {
-    return fallback;
-  }
-  if (value->is_number_integer()) {
-    return value->get<int64_t>();
-  }
-  if (value->is_number_unsigned() &&
-      value->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return static_cast<int64_t>(value->get<uint64_t>());
-  }
-  Fail(Join(path, key), "expected an integer");
+  return Strict().String(object, key, path).value_or("");
 }
 
 int32_t Int32Member(const json& object, std::string_view key, const std::string& path,
                     int32_t fallback) {
-  int64_t value = IntegerMember(object, key, path, fallback);
-  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-    Fail(Join(path, key), "out of range");
-  }
-  return static_cast<int32_t>(value);
+  return Strict().Int32(object, key, path).value_or(fallback);
 }
 
 bool BoolMember(const json& object, std::string_view key, const std::string& path) {
-  const json* value = Member(object, key);
-  if (value == nullptr) {
-    return false;
-  }
-  if (!value->is_boolean()) {
-    Fail(Join(path, key), "expected a boolean");
-  }
-  return value->get<bool>();
+  return Strict().Bool(object, key, path).value_or(false);
 }
 
 LabelMap StringMapMember(const json& object, std::string_view key, const std::string& path) {
   LabelMap map;
-  const json* value = ObjectMember(object, key, path);
-  if (value == nullptr) {
-    return map;
-  }
-  for (auto it = value->begin(); it != value->end(); ++it) {
-    if (!it.value().is_string()) {
-      Fail(Join(Join(path, key), it.key()), "expected a string");
-    }
-    map.Set(it.key(), it.value().get_ref<const std::string&>());
+  for (auto& [name, value] : Strict().StringMap(object, key, path)) {
+    map.Set(name, std::move(value));
   }
   return map;
 }
 
 std::vector<std::string> StringArrayMember(const json& object, std::string_view key,
                                            const std::string& path) {
-  std::vector<std::string> out;
-  const json* value = ArrayMember(object, key, path);
-  if (value == nullptr) {
-    return out;
-  }
-  for (size_t i = 0; i < value->size(); ++i) {
-    if (!(*value)[i].is_string()) {
-      Fail(Indexed(Join(path, key), i), "expected a string");
-    }
-    out.push_back((*value)[i].get<std::string>());
-  }
-  return out;
+  return Strict().StringList(object, key, path);
 }
 
 ResourceList ResourceListMember(const json& object, std::string_view key, const std::string& path) {
-  const json* value = Member(object, key);
+  const json* value = JsonMember(object, key);
   if (value == nullptr) {
     return {};
   }
   Result<ResourceList> parsed = ParseResourceList(*value);
   if (!parsed.ok()) {
-    Fail(Join(path, key), parsed.status().message());
+    Fail(JoinPath(path, key), parsed.status().message());
   }
   return std::move(parsed).value();
 }
@@ -193,7 +115,7 @@ std::vector<SelectorRequirement> RequirementsMember(const json& object, std::str
     return out;
   }
   for (size_t i = 0; i < items->size(); ++i) {
-    std::string item_path = Indexed(Join(path, key), i);
+    std::string item_path = IndexPath(JoinPath(path, key), i);
     const json& item = (*items)[i];
     if (!item.is_object()) {
       Fail(item_path, "expected an object");
@@ -201,10 +123,10 @@ std::vector<SelectorRequirement> RequirementsMember(const json& object, std::str
     SelectorRequirement requirement;
     requirement.key = StringMember(item, "key", item_path);
     if (requirement.key.empty()) {
-      Fail(Join(item_path, "key"), "must not be empty");
+      Fail(JoinPath(item_path, "key"), "must not be empty");
     }
     requirement.op = ParseOperator(StringMember(item, "operator", item_path),
-                                   Join(item_path, "operator"), node_selector);
+                                   JoinPath(item_path, "operator"), node_selector);
     requirement.values = StringArrayMember(item, "values", item_path);
     out.push_back(std::move(requirement));
   }
@@ -233,7 +155,7 @@ NodeSelectorTerm ParseNodeSelectorTerm(const json& term, const std::string& path
   out.match_fields = RequirementsMember(term, "matchFields", path, true);
   for (size_t i = 0; i < out.match_fields.size(); ++i) {
     if (out.match_fields[i].key != "metadata.name") {
-      Fail(Indexed(Join(path, "matchFields"), i), "only metadata.name is supported");
+      Fail(IndexPath(JoinPath(path, "matchFields"), i), "only metadata.name is supported");
     }
   }
   return out;
@@ -247,25 +169,25 @@ std::vector<PodAffinityTerm> PodAffinityTermsMember(const json& object, std::str
     return out;
   }
   for (size_t i = 0; i < terms->size(); ++i) {
-    std::string term_path = Indexed(Join(path, key), i);
+    std::string term_path = IndexPath(JoinPath(path, key), i);
     const json& term = (*terms)[i];
     if (!term.is_object()) {
       Fail(term_path, "expected an object");
     }
     PodAffinityTerm parsed;
     if (const json* selector = ObjectMember(term, "labelSelector", term_path)) {
-      parsed.label_selector = ParseLabelSelector(*selector, Join(term_path, "labelSelector"));
+      parsed.label_selector = ParseLabelSelector(*selector, JoinPath(term_path, "labelSelector"));
     }
     parsed.namespaces = StringArrayMember(term, "namespaces", term_path);
     if (const json* namespace_selector = ObjectMember(term, "namespaceSelector", term_path)) {
       if (!namespace_selector->empty()) {
-        Fail(Join(term_path, "namespaceSelector"), "only the empty selector is supported");
+        Fail(JoinPath(term_path, "namespaceSelector"), "only the empty selector is supported");
       }
       parsed.all_namespaces = true;
     }
     parsed.topology_key = StringMember(term, "topologyKey", term_path);
     if (parsed.topology_key.empty()) {
-      Fail(Join(term_path, "topologyKey"), "must not be empty");
+      Fail(JoinPath(term_path, "topologyKey"), "must not be empty");
     }
     out.push_back(std::move(parsed));
   }
@@ -292,7 +214,7 @@ std::vector<Toleration> ParseTolerations(const json& spec) {
     return out;
   }
   for (size_t i = 0; i < items->size(); ++i) {
-    std::string path = Indexed("spec.tolerations", i);
+    std::string path = IndexPath("spec.tolerations", i);
     const json& item = (*items)[i];
     if (!item.is_object()) {
       Fail(path, "expected an object");
@@ -305,12 +227,12 @@ std::vector<Toleration> ParseTolerations(const json& spec) {
     } else if (op == "Exists") {
       toleration.op = TolerationOperator::kExists;
     } else {
-      Fail(Join(path, "operator"), "unknown toleration operator \"" + op + "\"");
+      Fail(JoinPath(path, "operator"), "unknown toleration operator \"" + op + "\"");
     }
     toleration.value = StringMember(item, "value", path);
     std::string effect = StringMember(item, "effect", path);
     if (!effect.empty()) {
-      toleration.effect = ParseTaintEffect(effect, Join(path, "effect"));
+      toleration.effect = ParseTaintEffect(effect, JoinPath(path, "effect"));
     }
     out.push_back(std::move(toleration));
   }
@@ -328,10 +250,10 @@ ContainerRequests ParseContainerRequests(const json& container, const std::strin
   ContainerRequests out;
   const json* resources = ObjectMember(container, "resources", path);
   if (resources != nullptr) {
-    std::string resources_path = Join(path, "resources");
+    std::string resources_path = JoinPath(path, "resources");
     out.requests = ResourceListMember(*resources, "requests", resources_path);
-    const json* requests_json = Member(*resources, "requests");
-    if (const json* limits_json = Member(*resources, "limits")) {
+    const json* requests_json = JsonMember(*resources, "requests");
+    if (const json* limits_json = JsonMember(*resources, "limits")) {
       ResourceList limits = ResourceListMember(*resources, "limits", resources_path);
       for (auto it = limits_json->begin(); it != limits_json->end(); ++it) {
         if (requests_json == nullptr || !requests_json->contains(it.key())) {
@@ -356,7 +278,7 @@ bool ResizeInfeasible(const json* status) {
   if (const json* conditions = ArrayMember(*status, "conditions", "status")) {
     for (size_t i = 0; i < conditions->size(); ++i) {
       const json& condition = (*conditions)[i];
-      const std::string path = Indexed("status.conditions", i);
+      const std::string path = IndexPath("status.conditions", i);
       if (condition.is_object() && StringMember(condition, "type", path) == "PodResizePending" &&
           StringMember(condition, "status", path) == "True" &&
           StringMember(condition, "reason", path) == "Infeasible") {
@@ -373,10 +295,10 @@ const json* ContainerStatus(const json* status, std::string_view list, const std
   if (statuses == nullptr || name.empty()) {
     return nullptr;
   }
-  const std::string path = Join("status", list);
+  const std::string path = JoinPath("status", list);
   for (size_t i = 0; i < statuses->size(); ++i) {
     const json& entry = (*statuses)[i];
-    if (entry.is_object() && StringMember(entry, "name", Indexed(path, i)) == name) {
+    if (entry.is_object() && StringMember(entry, "name", IndexPath(path, i)) == name) {
       return &entry;
     }
   }
@@ -396,13 +318,13 @@ ResourceList EffectiveContainerRequests(const json& container, const ResourceLis
   if (entry == nullptr) {
     return spec_requests;
   }
-  const std::string path = Join("status", list);
+  const std::string path = JoinPath("status", list);
   ResourceList allocated = ResourceListMember(*entry, "allocatedResources", path);
   ResourceList actual;
-  bool reported = Member(*entry, "allocatedResources") != nullptr;
+  bool reported = JsonMember(*entry, "allocatedResources") != nullptr;
   if (const json* resources = ObjectMember(*entry, "resources", path)) {
-    actual = ResourceListMember(*resources, "requests", Join(path, "resources"));
-    reported = reported || Member(*resources, "requests") != nullptr;
+    actual = ResourceListMember(*resources, "requests", JoinPath(path, "resources"));
+    reported = reported || JsonMember(*resources, "requests") != nullptr;
   }
   if (!reported) {
     return spec_requests;
@@ -423,7 +345,7 @@ ResourceList ComputePodRequests(const json& spec, const json* status) {
     for (size_t i = 0; i < containers->size(); ++i) {
       const json& container = (*containers)[i];
       ResourceList requests =
-          ParseContainerRequests(container, Indexed("spec.containers", i)).requests;
+          ParseContainerRequests(container, IndexPath("spec.containers", i)).requests;
       total +=
           EffectiveContainerRequests(container, requests, status, "containerStatuses", infeasible);
     }
@@ -433,7 +355,8 @@ ResourceList ComputePodRequests(const json& spec, const json* status) {
     ResourceList init_floor;
     for (size_t i = 0; i < init_containers->size(); ++i) {
       const json& container = (*init_containers)[i];
-      ContainerRequests init = ParseContainerRequests(container, Indexed("spec.initContainers", i));
+      ContainerRequests init =
+          ParseContainerRequests(container, IndexPath("spec.initContainers", i));
       if (init.is_sidecar) {
         // Sidecars keep running, so they can be resized like app containers.
         init.requests = EffectiveContainerRequests(container, init.requests, status,
@@ -459,15 +382,15 @@ std::vector<std::string> NamesOf(const json& spec, std::string_view key) {
   if (items == nullptr) {
     return names;
   }
-  const std::string path = Join("spec", key);
+  const std::string path = JoinPath("spec", key);
   for (size_t i = 0; i < items->size(); ++i) {
     const json& item = (*items)[i];
     if (!item.is_object()) {
-      Fail(Indexed(path, i), "expected an object");
+      Fail(IndexPath(path, i), "expected an object");
     }
-    std::string name = StringMember(item, "name", Indexed(path, i));
+    std::string name = StringMember(item, "name", IndexPath(path, i));
     if (name.empty()) {
-      Fail(Join(Indexed(path, i), "name"), "required");
+      Fail(JoinPath(IndexPath(path, i), "name"), "required");
     }
     names.push_back(std::move(name));
   }
@@ -481,13 +404,13 @@ std::vector<HostPort> ParseHostPorts(const json& spec) {
     return out;
   }
   for (size_t c = 0; c < containers->size(); ++c) {
-    std::string container_path = Indexed("spec.containers", c);
+    std::string container_path = IndexPath("spec.containers", c);
     const json* ports = ArrayMember((*containers)[c], "ports", container_path);
     if (ports == nullptr) {
       continue;
     }
     for (size_t p = 0; p < ports->size(); ++p) {
-      std::string port_path = Indexed(Join(container_path, "ports"), p);
+      std::string port_path = IndexPath(JoinPath(container_path, "ports"), p);
       const json& port = (*ports)[p];
       int32_t host_port = Int32Member(port, "hostPort", port_path, 0);
       if (host_port <= 0) {
@@ -516,32 +439,33 @@ void ParseAffinity(const json& spec, PodInfo* pod) {
   }
   const std::string affinity_path = "spec.affinity";
   if (const json* node_affinity = ObjectMember(*affinity, "nodeAffinity", affinity_path)) {
-    std::string path = Join(affinity_path, "nodeAffinity");
+    std::string path = JoinPath(affinity_path, "nodeAffinity");
     if (const json* required =
             ObjectMember(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution", path)) {
-      std::string required_path = Join(path, "requiredDuringSchedulingIgnoredDuringExecution");
+      std::string required_path = JoinPath(path, "requiredDuringSchedulingIgnoredDuringExecution");
       std::vector<NodeSelectorTerm> terms;
       if (const json* items = ArrayMember(*required, "nodeSelectorTerms", required_path)) {
         for (size_t i = 0; i < items->size(); ++i) {
           terms.push_back(ParseNodeSelectorTerm(
-              (*items)[i], Indexed(Join(required_path, "nodeSelectorTerms"), i)));
+              (*items)[i], IndexPath(JoinPath(required_path, "nodeSelectorTerms"), i)));
         }
       }
       pod->required_node_affinity = std::move(terms);
     }
     if (const json* preferred =
             ArrayMember(*node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path)) {
-      std::string preferred_path = Join(path, "preferredDuringSchedulingIgnoredDuringExecution");
+      std::string preferred_path =
+          JoinPath(path, "preferredDuringSchedulingIgnoredDuringExecution");
       for (size_t i = 0; i < preferred->size(); ++i) {
-        std::string item_path = Indexed(preferred_path, i);
+        std::string item_path = IndexPath(preferred_path, i);
         const json& item = (*preferred)[i];
         PreferredSchedulingTerm term;
         term.weight = Int32Member(item, "weight", item_path, 0);
         const json* preference = ObjectMember(item, "preference", item_path);
         if (preference == nullptr) {
-          Fail(Join(item_path, "preference"), "required");
+          Fail(JoinPath(item_path, "preference"), "required");
         }
-        term.preference = ParseNodeSelectorTerm(*preference, Join(item_path, "preference"));
+        term.preference = ParseNodeSelectorTerm(*preference, JoinPath(item_path, "preference"));
         pod->preferred_node_affinity.push_back(std::move(term));
       }
     }
@@ -549,12 +473,12 @@ void ParseAffinity(const json& spec, PodInfo* pod) {
   if (const json* pod_affinity = ObjectMember(*affinity, "podAffinity", affinity_path)) {
     pod->required_pod_affinity =
         PodAffinityTermsMember(*pod_affinity, "requiredDuringSchedulingIgnoredDuringExecution",
-                               Join(affinity_path, "podAffinity"));
+                               JoinPath(affinity_path, "podAffinity"));
   }
   if (const json* anti_affinity = ObjectMember(*affinity, "podAntiAffinity", affinity_path)) {
     pod->required_pod_anti_affinity =
         PodAffinityTermsMember(*anti_affinity, "requiredDuringSchedulingIgnoredDuringExecution",
-                               Join(affinity_path, "podAntiAffinity"));
+                               JoinPath(affinity_path, "podAntiAffinity"));
   }
 }
 
@@ -565,11 +489,11 @@ std::optional<ControllerRef> ParseControllerRef(const json& metadata) {
   }
   for (size_t i = 0; i < owners->size(); ++i) {
     const json& owner = (*owners)[i];
-    const std::string path = Indexed("metadata.ownerReferences", i);
+    const std::string path = IndexPath("metadata.ownerReferences", i);
     if (!owner.is_object()) {
       Fail(path, "expected an object");
     }
-    const json* controller = Member(owner, "controller");
+    const json* controller = JsonMember(owner, "controller");
     if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) {
       continue;
     }
@@ -645,7 +569,7 @@ PodInfo ParsePodOrThrow(const json& object) {
   }
   LabelMap annotations = StringMapMember(metadata, "annotations", "metadata");
   if (const std::string* group_spec = annotations.Find(api::kGroupSpecAnnotation)) {
-    Result<GroupSpec> parsed = ParseGroupSpec(*group_spec);
+    Result<GroupSpec> parsed = api::ParseGroupSpec(*group_spec);
     if (parsed.ok()) {
       pod.annotated_group_spec = *parsed;
       pod.group_spec = std::move(parsed).value();
@@ -674,15 +598,16 @@ NodeInfo ParseNodeOrThrow(const json& object) {
     node.unschedulable = BoolMember(*spec, "unschedulable", "spec");
     if (const json* taints = ArrayMember(*spec, "taints", "spec")) {
       for (size_t i = 0; i < taints->size(); ++i) {
-        std::string path = Indexed("spec.taints", i);
+        std::string path = IndexPath("spec.taints", i);
         const json& item = (*taints)[i];
         Taint taint;
         taint.key = StringMember(item, "key", path);
         if (taint.key.empty()) {
-          Fail(Join(path, "key"), "required");
+          Fail(JoinPath(path, "key"), "required");
         }
         taint.value = StringMember(item, "value", path);
-        taint.effect = ParseTaintEffect(StringMember(item, "effect", path), Join(path, "effect"));
+        taint.effect =
+            ParseTaintEffect(StringMember(item, "effect", path), JoinPath(path, "effect"));
         node.taints.push_back(std::move(taint));
       }
     }
@@ -690,12 +615,12 @@ NodeInfo ParseNodeOrThrow(const json& object) {
 
   node.ready = false;
   if (const json* status = ObjectMember(object, "status", "")) {
-    node.allocatable = Member(*status, "allocatable") != nullptr
+    node.allocatable = JsonMember(*status, "allocatable") != nullptr
                            ? ResourceListMember(*status, "allocatable", "status")
                            : ResourceListMember(*status, "capacity", "status");
     if (const json* conditions = ArrayMember(*status, "conditions", "status")) {
       for (size_t i = 0; i < conditions->size(); ++i) {
-        std::string path = Indexed("status.conditions", i);
+        std::string path = IndexPath("status.conditions", i);
         const json& condition = (*conditions)[i];
         if (StringMember(condition, "type", path) == "Ready") {
           node.ready = StringMember(condition, "status", path) == "True";
@@ -710,7 +635,7 @@ template <typename T, typename Parse>
 Result<T> GuardedParse(std::string_view what, Parse parse) {
   try {
     return parse();
-  } catch (const FieldError& error) {
+  } catch (const JsonFieldError& error) {
     return InvalidArgument(std::string(what) + ": " + error.what());
   } catch (const nlohmann::json::exception& error) {
     return InvalidArgument(std::string(what) + ": " + error.what());
@@ -828,94 +753,6 @@ bool HostPort::ConflictsWith(const HostPort& other) const {
   return host_ip == "0.0.0.0" || other.host_ip == "0.0.0.0" || host_ip == other.host_ip;
 }
 
-const RoleSpec* GroupSpec::FindRole(std::string_view name) const {
-  for (const RoleSpec& role : roles) {
-    if (role.name == name) {
-      return &role;
-    }
-  }
-  return nullptr;
-}
-
-// A bound on replicas per role so a bad annotation cannot make the scheduler
-// allocate without limit when it checks which members exist.
-constexpr int64_t kMaxReplicasPerRole = 100000;
-
-Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
-  Result<json> parsed = ParseJsonText("group spec", annotation_json);
-  if (!parsed.ok()) {
-    return parsed.status();
-  }
-  return GuardedParse<GroupSpec>("group spec", [&]() {
-    const json& object = *parsed;
-    if (!object.is_object()) {
-      Fail("group spec", "expected an object");
-    }
-    GroupSpec spec;
-    const json* roles = ArrayMember(object, "roles", "");
-    if (roles == nullptr || roles->empty()) {
-      Fail("roles", "at least one role is required");
-    }
-    int64_t total_max = 0;
-    for (size_t i = 0; i < roles->size(); ++i) {
-      std::string path = Indexed("roles", i);
-      const json& item = (*roles)[i];
-      if (!item.is_object()) {
-        Fail(path, "expected an object");
-      }
-      RoleSpec role;
-      role.name = StringMember(item, "name", path);
-      if (role.name.empty()) {
-        Fail(Join(path, "name"), "required");
-      }
-      if (spec.FindRole(role.name) != nullptr) {
-        Fail(Join(path, "name"), "duplicate role \"" + role.name + "\"");
-      }
-      int64_t min = IntegerMember(item, "min", path, 1);
-      int64_t max = IntegerMember(item, "max", path, std::max<int64_t>(min, 1));
-      if (min < 0 || max < 0 || min > max) {
-        Fail(path, "need 0 <= min <= max, got min " + std::to_string(min) + " max " +
-                       std::to_string(max));
-      }
-      if (max > kMaxReplicasPerRole) {
-        Fail(Join(path, "max"), "more than " + std::to_string(kMaxReplicasPerRole));
-      }
-      role.min_replicas = static_cast<int32_t>(min);
-      role.max_replicas = static_cast<int32_t>(max);
-      role.priority = Int32Member(item, "priority", path, 0);
-      total_max += max;
-      spec.roles.push_back(std::move(role));
-    }
-    if (total_max == 0) {
-      Fail("roles", "every role has max 0");
-    }
-    std::string queue = StringMember(object, "queue", "");
-    if (!queue.empty()) {
-      spec.queue = std::move(queue);
-    }
-    spec.schedule_timeout_seconds =
-        IntegerMember(object, "scheduleTimeoutSeconds", "", spec.schedule_timeout_seconds);
-    if (spec.schedule_timeout_seconds < 0) {
-      Fail("scheduleTimeoutSeconds", "must not be negative");
-    }
-    return spec;
-  });
-}
-
-std::string FormatGroupSpec(const GroupSpec& spec) {
-  json roles = json::array();
-  for (const RoleSpec& role : spec.roles) {
-    roles.push_back({{"name", role.name},
-                     {"min", role.min_replicas},
-                     {"max", role.max_replicas},
-                     {"priority", role.priority}});
-  }
-  json object = {{"roles", std::move(roles)},
-                 {"queue", spec.queue},
-                 {"scheduleTimeoutSeconds", spec.schedule_timeout_seconds}};
-  return object.dump();
-}
-
 Result<Timestamp> ParseTimestamp(std::string_view text) {
   // One RFC 3339 reader for the whole project: the API's.
   std::optional<Timestamp> parsed = api::ParseTime(text);
@@ -948,7 +785,7 @@ Result<LabelSelector> ParseLabelSelectorJson(const nlohmann::json& selector,
     }
     for (const auto& [key, value] : selector.items()) {
       if (key != "matchLabels" && key != "matchExpressions") {
-        Fail(Join(path, key), "unknown field");
+        Fail(JoinPath(path, key), "unknown field");
       }
     }
     LabelSelector parsed = ParseLabelSelector(selector, path);
@@ -963,7 +800,7 @@ Result<LabelSelector> ParseLabelSelectorJson(const nlohmann::json& selector,
       }
     }
     return parsed;
-  } catch (const FieldError& error) {
+  } catch (const JsonFieldError& error) {
     return InvalidArgument(error.what());
   }
 }

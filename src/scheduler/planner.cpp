@@ -26,7 +26,7 @@ struct PodClass {
 };
 
 struct RoleState {
-  const RoleSpec* spec = nullptr;
+  const GroupRole* spec = nullptr;
   size_t spec_order = 0;
   std::vector<const PodInfo*> pending;  // placeable in this order: lowest index first
   // Pending pods past a gap in the indices: placing them would break the

@@ -238,11 +238,11 @@ void PolicyCycle::Classify(std::vector<PodGroup> groups) {
       entry.running = ReachedMinimum(entry.group);
       if (!entry.running) {
         std::string missing;
-        if (!entry.lone && entry.group.spec.schedule_timeout_seconds > 0) {
+        if (!entry.lone && entry.group.spec.ScheduleTimeoutSeconds() > 0) {
           missing = MissingMembers(entry.group);
         }
         Timestamp deadline =
-            entry.group.creation_time + seconds{entry.group.spec.schedule_timeout_seconds};
+            entry.group.creation_time + seconds{entry.group.spec.ScheduleTimeoutSeconds()};
         if (!missing.empty() && now_ < deadline) {
           entry.cause = WaitCause::kAssembling;
           entry.plan.reason = "waiting for member pods: " + missing;
@@ -787,7 +787,7 @@ void PolicyCycle::GrowFully(Entry& entry) {
       order[i] = i;
     }
     auto role_priority = [&](const PodInfo* pod) {
-      const RoleSpec* role = entry.group.spec.FindRole(pod->role);
+      const GroupRole* role = entry.group.spec.FindRole(pod->role);
       return role != nullptr ? role->priority : 0;
     };
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -827,7 +827,7 @@ void PolicyCycle::GrowFully(Entry& entry) {
 bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
                                 std::vector<int32_t>& grown_in_role) {
   PodGroup current = Current(entry);
-  const std::vector<RoleSpec>& roles = entry.group.spec.roles;
+  const std::vector<GroupRole>& roles = entry.group.spec.roles;
   std::vector<int32_t> counts(roles.size(), 0);
   for (size_t r = 0; r < roles.size(); ++r) {
     counts[r] = BoundInRole(current, roles[r].name);
@@ -866,7 +866,7 @@ bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_role
   }
   PodGroup one_more = current;
   for (size_t r = 0; r < roles.size(); ++r) {
-    RoleSpec& spec = one_more.spec.roles[r];
+    GroupRole& spec = one_more.spec.roles[r];
     spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
   }
   GroupPlan plan = PlanWithReservations(one_more, entry.key);
@@ -1002,7 +1002,7 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
                      }
                      return a.pod->index < b.pod->index;
                    });
-  for (const RoleSpec& role : spec.roles) {
+  for (const GroupRole& role : spec.roles) {
     RoleSummary summary{role.name, role.min_replicas, role.max_replicas,
                         BoundInRole(entry.group, role.name), 0};
     for (const Assignment& assignment : plan.assignments) {
@@ -1031,7 +1031,7 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
       return a->index != b->index ? a->index < b->index : a->name < b->name;
     });
     for (const PodInfo* pod : rest) {
-      const RoleSpec* role = spec.FindRole(pod->role);
+      const GroupRole* role = spec.FindRole(pod->role);
       if (role == nullptr || pod->index >= role->max_replicas) {
         plan.ignored.push_back(pod);
       } else if (pod->index >= 0 && !taken.insert({pod->role, pod->index}).second) {

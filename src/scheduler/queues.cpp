@@ -428,7 +428,7 @@ bool ReachedMinimum(const PodGroup& group) {
   if (group.bound.empty()) {
     return false;
   }
-  return std::all_of(group.spec.roles.begin(), group.spec.roles.end(), [&](const RoleSpec& role) {
+  return std::all_of(group.spec.roles.begin(), group.spec.roles.end(), [&](const GroupRole& role) {
     return BoundInRole(group, role.name) >= role.min_replicas;
   });
 }
@@ -436,17 +436,17 @@ bool ReachedMinimum(const PodGroup& group) {
 std::vector<int32_t> StartingMinimums(const PodGroup& group) {
   std::vector<int32_t> minimums;
   bool any = !group.bound.empty();
-  for (const RoleSpec& role : group.spec.roles) {
+  for (const GroupRole& role : group.spec.roles) {
     minimums.push_back(role.min_replicas);
     any |= role.min_replicas > 0;
   }
   if (any) {
     return minimums;
   }
-  const RoleSpec* first = nullptr;
+  const GroupRole* first = nullptr;
   size_t first_index = 0;
   for (size_t i = 0; i < group.spec.roles.size(); ++i) {
-    const RoleSpec& role = group.spec.roles[i];
+    const GroupRole& role = group.spec.roles[i];
     bool has_pending = std::any_of(group.pending.begin(), group.pending.end(),
                                    [&](const PodInfo* pod) { return pod->role == role.name; });
     if (role.max_replicas > 0 && has_pending &&
@@ -465,7 +465,7 @@ PodGroup AtMinimum(const PodGroup& group) {
   std::vector<int32_t> minimums = StartingMinimums(group);
   PodGroup copy = group;
   for (size_t i = 0; i < copy.spec.roles.size(); ++i) {
-    RoleSpec& role = copy.spec.roles[i];
+    GroupRole& role = copy.spec.roles[i];
     role.min_replicas = minimums[i];
     role.max_replicas = std::max(minimums[i], BoundInRole(group, role.name));
   }
@@ -477,7 +477,7 @@ std::vector<const PodInfo*> MinimumMembers(const PodGroup& group) {
   std::vector<const PodInfo*> out;
   std::vector<const PodInfo*> members;
   for (size_t i = 0; i < group.spec.roles.size(); ++i) {
-    const RoleSpec& role = group.spec.roles[i];
+    const GroupRole& role = group.spec.roles[i];
     int32_t lacking = minimums[i] - BoundInRole(group, role.name);
     if (lacking <= 0) {
       continue;

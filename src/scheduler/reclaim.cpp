@@ -16,7 +16,7 @@ bool ByIndex(const PodInfo* a, const PodInfo* b) {
 // spec (unknown role, no index, an index past the maximum).
 bool AssignRoles(RunningGroup& group, const GroupSpec& spec) {
   group.roles.clear();
-  for (const RoleSpec& role : spec.roles) {
+  for (const GroupRole& role : spec.roles) {
     group.roles.push_back(
         RunningRole{role.name, role.min_replicas, role.max_replicas, role.priority, {}});
   }

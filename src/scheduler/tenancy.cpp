@@ -3,6 +3,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/tenancy.h>
 
 namespace hybridjob::scheduler {
@@ -10,30 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-std::string MetadataString(const json& object, std::string_view key) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
-    return {};
-  }
-  const json& metadata = object["metadata"];
-  auto it = metadata.find(key);
-  return it != metadata.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// metadata.labels or metadata.annotations; entries that are not strings are skipped.
-LabelMap MetadataMap(const json& object, std::string_view key) {
+LabelMap ToLabelMap(const std::map<std::string, std::string>& entries) {
   LabelMap out;
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
-    return out;
-  }
-  const json& metadata = object["metadata"];
-  auto it = metadata.find(key);
-  if (it == metadata.end() || !it->is_object()) {
-    return out;
-  }
-  for (const auto& [name, value] : it->items()) {
-    if (value.is_string()) {
-      out.Set(name, value.get<std::string>());
-    }
+  for (const auto& [key, value] : entries) {
+    out.Set(key, value);
   }
   return out;
 }
@@ -101,25 +82,19 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
   if (out.name.empty() || out.uid.empty()) {
     return InvalidArgument("HybridJob: metadata.name and metadata.uid are required");
   }
-  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
-    out.spec.roles.push_back(
-        RoleSpec{role.name, role.min_replicas, role.EffectiveMaxReplicas(), role.priority});
-  }
-  out.spec.queue = job.spec.queue.value_or("");
-  if (job.spec.run_policy.schedule_timeout_seconds) {
-    out.spec.schedule_timeout_seconds = *job.spec.run_policy.schedule_timeout_seconds;
-  }
+  // The same shape the controller writes on the job's members.
+  out.spec = api::GroupSpecOf(job);
   return out;
 }
 
 Result<NamespaceInfo> ParseNamespaceInfo(const nlohmann::json& object) {
   NamespaceInfo out;
-  out.name = MetadataString(object, "name");
+  out.name = k8s::NameOf(object);
   if (out.name.empty()) {
     return InvalidArgument("namespace: metadata.name is required");
   }
-  out.labels = MetadataMap(object, "labels");
-  const LabelMap annotations = MetadataMap(object, "annotations");
+  out.labels = ToLabelMap(k8s::LabelsOf(object));
+  const LabelMap annotations = ToLabelMap(k8s::AnnotationsOf(object));
   if (const std::string* queue = out.labels.Find(kDefaultQueueKey)) {
     out.default_queue = *queue;
   } else if (const std::string* annotated = annotations.Find(kDefaultQueueKey)) {
@@ -130,7 +105,7 @@ Result<NamespaceInfo> ParseNamespaceInfo(const nlohmann::json& object) {
 
 Result<PriorityClassInfo> ParsePriorityClassInfo(const nlohmann::json& object) {
   PriorityClassInfo out;
-  out.name = MetadataString(object, "name");
+  out.name = k8s::NameOf(object);
   if (out.name.empty()) {
     return InvalidArgument("priorityclass: metadata.name is required");
   }
@@ -228,11 +203,11 @@ GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpe
   // The controller sets the timeout to 0 once members have succeeded: their
   // indices never get pods again, so the gang must not wait to assemble.
   out.schedule_timeout_seconds =
-      annotation ? std::min(annotation->schedule_timeout_seconds, job.spec.schedule_timeout_seconds)
-                 : job.spec.schedule_timeout_seconds;
-  for (const RoleSpec& role : job.spec.roles) {
-    RoleSpec effective = role;
-    const RoleSpec* asked = annotation ? annotation->FindRole(role.name) : nullptr;
+      annotation ? std::min(annotation->ScheduleTimeoutSeconds(), job.spec.ScheduleTimeoutSeconds())
+                 : job.spec.ScheduleTimeoutSeconds();
+  for (const GroupRole& role : job.spec.roles) {
+    GroupRole effective = role;
+    const GroupRole* asked = annotation ? annotation->FindRole(role.name) : nullptr;
     if (asked != nullptr) {
       effective.max_replicas = std::min(asked->max_replicas, role.max_replicas);
       effective.min_replicas =

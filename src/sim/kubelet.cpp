@@ -2,6 +2,7 @@
 
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/duration.h>
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/sim/kubelet.h>
 
@@ -87,9 +88,9 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   }
   const auto& metadata = pod["metadata"];
   SimPod out;
-  out.namespace_name = metadata.value("namespace", "");
-  out.name = metadata.value("name", "");
-  out.uid = metadata.value("uid", "");
+  out.namespace_name = k8s::NamespaceOf(pod);
+  out.name = k8s::NameOf(pod);
+  out.uid = k8s::UidOf(pod);
   if (metadata.contains("deletionTimestamp") && !metadata["deletionTimestamp"].is_null()) {
     out.deleting = true;
     out.deletion_time = ParseTimeField(metadata, "deletionTimestamp");

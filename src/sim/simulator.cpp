@@ -5,6 +5,7 @@
 
 #include <hybridjob/api/time.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/sim/simulator.h>
 
@@ -53,7 +54,7 @@ Result<SimNode> DecodeSimNode(const nlohmann::json& node) {
   if (!node.contains("metadata") || !node["metadata"].is_object()) {
     return InvalidArgument("node without metadata");
   }
-  out.name = node["metadata"].value("name", "");
+  out.name = k8s::NameOf(node);
   if (node.contains("status") && node["status"].is_object() &&
       node["status"].contains("conditions") && node["status"]["conditions"].is_array()) {
     for (const auto& condition : node["status"]["conditions"]) {

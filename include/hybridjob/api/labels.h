@@ -22,7 +22,8 @@ inline constexpr std::string_view kIndexLabel = "batch.hybridjob.io/index";
 // the scheduler knows every role's bounds even before all pods exist:
 //   {"roles":[{"name":"ps","min":1,"max":1,"priority":0},
 //             {"name":"worker","min":2,"max":8,"priority":0}],
-//    "queue":"default","scheduleTimeoutSeconds":300}
+//    "queue":"research","scheduleTimeoutSeconds":300}
+// Its type, parse and format: hybridjob/api/group_spec.h.
 inline constexpr std::string_view kGroupSpecAnnotation = "batch.hybridjob.io/group-spec";
 
 // PodScheduled=False reasons the gang scheduler writes on member pods.

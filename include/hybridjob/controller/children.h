@@ -24,9 +24,6 @@ std::string JobNamespace(const api::HybridJob& job);
 // garbage collector removes children with the job.
 nlohmann::json OwnerReference(const api::HybridJob& job);
 
-// The batch.hybridjob.io/group-spec annotation value (see api/labels.h).
-std::string GroupSpecAnnotation(const api::HybridJob& job);
-
 // Member <job>-<role>-<index>, built from the role's template: identity labels
 // and env, group-spec annotation, scheduler name, hostname and subdomain,
 // restartPolicy Never, the cluster ConfigMap mount, the code init container,

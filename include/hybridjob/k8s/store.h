@@ -16,12 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hybridjob::k8s {
+#include <hybridjob/k8s/object_meta.h>
 
-// "namespace/name" or "name".
-std::string ObjectKey(std::string_view ns, std::string_view name);
-// The key of a JSON object from its metadata; empty if it has no name.
-std::string ObjectKeyOf(const nlohmann::json& object);
+namespace hybridjob::k8s {
 
 template <typename T>
 class Store {

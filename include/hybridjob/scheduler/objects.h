@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/resources.h>
 
@@ -134,35 +135,10 @@ struct HostPort {
   friend bool operator==(const HostPort&, const HostPort&) = default;
 };
 
-// One role of a pod group: how many members it may run with.
-struct RoleSpec {
-  std::string name;
-  int32_t min_replicas = 1;
-  int32_t max_replicas = 1;
-  int32_t priority = 0;  // higher roles grow toward their maximum first
-
-  friend bool operator==(const RoleSpec&, const RoleSpec&) = default;
-};
-
-// The whole group's shape, carried by every member in the group-spec annotation.
-struct GroupSpec {
-  std::vector<RoleSpec> roles;
-  std::string queue = "default";
-  // How long to wait for every member pod to exist before planning with those
-  // that do. Zero: never wait.
-  int64_t schedule_timeout_seconds = 300;
-
-  const RoleSpec* FindRole(std::string_view name) const;
-
-  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
-};
-
-// Reads the group-spec annotation value (see hybridjob/api/labels.h). Refuses
-// unnamed or duplicate roles, min > max, negative bounds and a group that can
-// never have a member.
-Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json);
-// The annotation value for a group spec, in the form ParseGroupSpec reads.
-std::string FormatGroupSpec(const GroupSpec& spec);
+// A pod group's shape comes from the group-spec annotation, whose one type
+// lives with the API (hybridjob/api/group_spec.h).
+using api::GroupRole;
+using api::GroupSpec;
 
 using Timestamp = std::chrono::sys_seconds;
 

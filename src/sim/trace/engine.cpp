@@ -235,7 +235,7 @@ void Replayer::BuildJobs() {
     spec.queue = own_queues ? source.queue : std::string(api::kDefaultQueue);
     spec.schedule_timeout_seconds = 0;  // every member pod exists from the start
     for (const TraceRole& role : source.roles) {
-      sched::RoleSpec role_spec;
+      sched::GroupRole role_spec;
       role_spec.name = role.name;
       role_spec.min_replicas = at_max ? role.max_replicas : role.min_replicas;
       role_spec.max_replicas = role.max_replicas;

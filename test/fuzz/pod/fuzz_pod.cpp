@@ -32,12 +32,12 @@ void CheckGroupSpec(const sched::GroupSpec& spec, std::string_view input) {
   if (spec.roles.empty()) {
     Fail("group spec without roles", input);
   }
-  for (const sched::RoleSpec& role : spec.roles) {
+  for (const sched::GroupRole& role : spec.roles) {
     if (role.min_replicas < 0 || role.min_replicas > role.max_replicas) {
       Fail("group spec role outside 0 <= min <= max", input);
     }
   }
-  auto again = sched::ParseGroupSpec(sched::FormatGroupSpec(spec));
+  auto again = hybridjob::api::ParseGroupSpec(hybridjob::api::FormatGroupSpec(spec));
   if (!again.ok() || !(*again == spec)) {
     Fail("group spec does not survive FormatGroupSpec -> ParseGroupSpec", input);
   }
@@ -50,7 +50,7 @@ const sched::TenancyDirectory& Directory() {
     job.namespace_name = "team-a";
     job.name = "train";
     job.uid = "uid-1";
-    job.spec.roles = {sched::RoleSpec{"ps", 1, 1, 0}, sched::RoleSpec{"worker", 2, 4, 0}};
+    job.spec.roles = {sched::GroupRole{"ps", 1, 1, 0}, sched::GroupRole{"worker", 2, 4, 0}};
     out.UpsertJob(job);
     out.UpsertPriorityClass(sched::PriorityClassInfo{"high", 1000, true, false});
     return out;
@@ -82,8 +82,8 @@ void CheckTrust(sched::PodInfo pod, std::string_view input) {
     Fail("a member waits longer to assemble than its job allows", input);
   }
   for (size_t i = 0; i < job->spec.roles.size(); ++i) {
-    const sched::RoleSpec& asked = pod.group_spec->roles[i];
-    const sched::RoleSpec& allowed = job->spec.roles[i];
+    const sched::GroupRole& asked = pod.group_spec->roles[i];
+    const sched::GroupRole& allowed = job->spec.roles[i];
     if (asked.name != allowed.name || asked.max_replicas > allowed.max_replicas ||
         asked.min_replicas > allowed.min_replicas || asked.min_replicas > asked.max_replicas) {
       Fail("a member asks for more than its job allows", input);
@@ -95,7 +95,7 @@ void CheckTrust(sched::PodInfo pod, std::string_view input) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  if (auto spec = sched::ParseGroupSpec(input); spec.ok()) {
+  if (auto spec = hybridjob::api::ParseGroupSpec(input); spec.ok()) {
     CheckGroupSpec(*spec, input);
   }
   auto pod = sched::ParsePodJson(input);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/defaults.h>
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/json.h>
 #include <hybridjob/controller/children.h>
 
@@ -106,9 +107,10 @@ TEST_F(ControllerChildrenTest, GroupSpecAnnotationDescribesTheWholeGang) {
   EXPECT_EQ(annotation, R"({"roles":[{"name":"ps","min":1,"max":1,"priority":0},)"
                         R"({"name":"worker","min":2,"max":4,"priority":5}],)"
                         R"("queue":"research","scheduleTimeoutSeconds":120})");
-  EXPECT_EQ(GroupSpecAnnotation(job), annotation);
+  EXPECT_EQ(api::FormatGroupSpec(api::GroupSpecOf(job)), annotation);
   object_["spec"].erase("runPolicy");
-  EXPECT_THAT(GroupSpecAnnotation(Defaulted(object_)), Not(HasSubstr("scheduleTimeoutSeconds")));
+  EXPECT_THAT(api::FormatGroupSpec(api::GroupSpecOf(Defaulted(object_))),
+              Not(HasSubstr("scheduleTimeoutSeconds")));
 }
 
 TEST_F(ControllerChildrenTest, EveryMemberMountsTheClusterConfigMap) {

@@ -188,7 +188,7 @@ inline NodeSelectorTerm TermRequiring(const std::string& key, SelectorOperator o
   return term;
 }
 
-inline GroupSpec MakeSpec(std::vector<RoleSpec> roles, int64_t timeout_seconds = 300) {
+inline GroupSpec MakeSpec(std::vector<GroupRole> roles, int64_t timeout_seconds = 300) {
   GroupSpec spec;
   spec.roles = std::move(roles);
   spec.schedule_timeout_seconds = timeout_seconds;

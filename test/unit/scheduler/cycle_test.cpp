@@ -57,7 +57,7 @@ TEST_F(CycleTest, TwoGroupsThatFitAloneButNotTogether) {
   for (const char* name : {"n1", "n2"}) {
     ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder(name).Gpus(4).Build()).ok());
   }
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 3, 3, 0}});
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 3, 3, 0}});
   AddMembers("early", spec, "worker", 0, 3, 2, /*created=*/100);
   AddMembers("late", spec, "worker", 0, 3, 2, /*created=*/200);
 
@@ -82,7 +82,7 @@ TEST_F(CycleTest, HigherPriorityGroupGoesFirstEvenIfYounger) {
   for (const char* name : {"n1", "n2"}) {
     ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder(name).Gpus(4).Build()).ok());
   }
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 3, 3, 0}});
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 3, 3, 0}});
   AddMembers("old", spec, "worker", 0, 3, 2, 100, /*priority=*/0);
   AddMembers("urgent", spec, "worker", 0, 3, 2, 200, /*priority=*/1000);
   CycleResult result = Run(At(1000));
@@ -93,7 +93,7 @@ TEST_F(CycleTest, HigherPriorityGroupGoesFirstEvenIfYounger) {
 
 TEST_F(CycleTest, GroupWaitsForMissingMembersUntilItsTimeout) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"ps", 1, 1, 0}, RoleSpec{"worker", 2, 4, 0}}, 60);
+  GroupSpec spec = MakeSpec({GroupRole{"ps", 1, 1, 0}, GroupRole{"worker", 2, 4, 0}}, 60);
   AddMembers("job", spec, "ps", 0, 1, 0, 1000);
   AddMembers("job", spec, "worker", 0, 3, 1, 1000);  // worker-3 not created yet
 
@@ -111,7 +111,7 @@ TEST_F(CycleTest, GroupWaitsForMissingMembersUntilItsTimeout) {
 
 TEST_F(CycleTest, AGroupTheSnapshotRefusesIsRolledBackWhole) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 2, 2, 0}}, 0);
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 2, 2, 0}}, 0);
   AddMembers("job", spec, "worker", 0, 2, 1, 0);
   // A stale pending copy of a pod the snapshot already has under another job.
   ASSERT_TRUE(snapshot_.AddPod(PodBuilder("job-worker-1").OnNode("n").Build()).ok());
@@ -126,7 +126,7 @@ TEST_F(CycleTest, AGroupTheSnapshotRefusesIsRolledBackWhole) {
 
 TEST_F(CycleTest, ZeroTimeoutNeverWaitsForMembers) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 1, 4, 0}}, 0);
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 1, 4, 0}}, 0);
   AddMembers("job", spec, "worker", 0, 2, 1, /*created=*/5000);
   CycleResult result = Run(At(10));  // even with the clock behind the pods
   ASSERT_TRUE(result.decisions[0].plan.placed()) << result.decisions[0].plan.reason;
@@ -135,7 +135,7 @@ TEST_F(CycleTest, ZeroTimeoutNeverWaitsForMembers) {
 
 TEST_F(CycleTest, CompleteGroupIsPlannedAtOnce) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 2, 4, 0}}, 3600);
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 2, 4, 0}}, 3600);
   AddMembers("job", spec, "worker", 0, 4, 1, 1000);
   CycleResult result = Run(At(1000));
   ASSERT_TRUE(result.decisions[0].plan.placed());
@@ -144,7 +144,7 @@ TEST_F(CycleTest, CompleteGroupIsPlannedAtOnce) {
 
 TEST_F(CycleTest, StartedGroupDoesNotWaitForDeletedSurplus) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 2, 8, 0}}, 3600);
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 2, 8, 0}}, 3600);
   // Workers 0 and 2 run; worker 1 was recreated after a failure; 3..7 were
   // surplus and deleted long ago.
   ASSERT_TRUE(snapshot_
@@ -205,7 +205,7 @@ TEST_F(CycleTest, BadAnnotationMakesTheGroupInvalid) {
 
 TEST_F(CycleTest, BuildGroupsCollectsMembersAndSkipsBoundPods) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n").Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"w", 1, 3, 0}});
+  GroupSpec spec = MakeSpec({GroupRole{"w", 1, 3, 0}});
   ASSERT_TRUE(
       snapshot_.AddPod(PodBuilder("a-w-0").Member("a", "w", 0).Spec(spec).OnNode("n").Build())
           .ok());
@@ -231,7 +231,7 @@ TEST_F(CycleTest, BuildGroupsCollectsMembersAndSkipsBoundPods) {
 
 TEST_F(CycleTest, MissingMembersDescribesEveryRole) {
   PodGroup group;
-  group.spec = MakeSpec({RoleSpec{"ps", 1, 2, 0}, RoleSpec{"worker", 1, 3, 0}});
+  group.spec = MakeSpec({GroupRole{"ps", 1, 2, 0}, GroupRole{"worker", 1, 3, 0}});
   PodInfo ps0 = PodBuilder("ps0").Member("j", "ps", 0).Build();
   PodInfo w0 = PodBuilder("w0").Member("j", "worker", 0).Build();
   PodInfo w0_again = PodBuilder("w0b").Member("j", "worker", 0).Build();  // same index
@@ -270,7 +270,7 @@ TEST_F(CycleTest, ManyGroupsFillTheClusterWithoutOvercommitting) {
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n" + std::to_string(i)).Gpus(8).Build()).ok());
   }
-  GroupSpec spec = MakeSpec({RoleSpec{"worker", 4, 6, 0}});
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 4, 6, 0}});
   for (int g = 0; g < 20; ++g) {
     AddMembers("job" + std::to_string(100 + g), spec, "worker", 0, 6, 1, g);
   }

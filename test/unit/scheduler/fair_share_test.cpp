@@ -212,7 +212,7 @@ TEST(FairShareFromSnapshotTest, CountsManagedPodsByQueueAndOthersAsLostCapacity)
   ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n0").Gpus(8).Build()).ok());
   ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n1").Gpus(8).Build()).ok());
   ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("cordoned").Gpus(8).Build()).ok());
-  GroupSpec in_a = QueueSpecFor("a", {RoleSpec{"worker", 1, 2, 0}});
+  GroupSpec in_a = QueueSpecFor("a", {GroupRole{"worker", 1, 2, 0}});
   ASSERT_TRUE(snapshot
                   .AddPod(PodBuilder("j-worker-0")
                               .Member("j", "worker", 0)

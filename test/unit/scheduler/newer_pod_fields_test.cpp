@@ -168,7 +168,7 @@ class GatedGroupTest : public testing::PolicyTest {
   void SetUp() override {
     AddNodes("n", 1, 8);
     policy_.queues = {testing::Queue("a"), testing::Queue("b")};
-    AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}}), "worker", 0, 8, 1, "n0");
+    AddRunning("el", QueueSpecFor("b", {GroupRole{"worker", 2, 8, 0}}), "worker", 0, 8, 1, "n0");
     pods_.push_back(std::make_unique<PodInfo>(Parse(kGatedMember)));
   }
 };
@@ -198,7 +198,7 @@ TEST_F(GatedGroupTest, OnceTheGatesAreRemovedTheGangReclaimsAndStarts) {
 
 TEST_F(GatedGroupTest, OneGatedMemberHoldsTheWholeGang) {
   AddNodes("m", 2, 8);
-  GroupSpec spec = QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}});
+  GroupSpec spec = QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}});
   AddPending("three", spec, "worker", 0, 3, 1);
   pods_.back()->scheduling_gates = {"example.com/wait"};
   PolicyCycleResult result = Run();
@@ -211,7 +211,7 @@ TEST_F(GatedGroupTest, OneGatedMemberHoldsTheWholeGang) {
 
 TEST_F(GatedGroupTest, GatedMembersOfARunningGangWaitWhileTheOthersGrow) {
   AddNodes("m", 1, 8);
-  GroupSpec spec = QueueSpecFor("a", {RoleSpec{"worker", 1, 4, 0}});
+  GroupSpec spec = QueueSpecFor("a", {GroupRole{"worker", 1, 4, 0}});
   AddRunning("grows", spec, "worker", 0, 1, 1, "m0");
   AddPending("grows", spec, "worker", 1, 3, 1);
   pods_.back()->scheduling_gates = {"example.com/wait"};  // grows-worker-3

@@ -78,7 +78,7 @@ class PlannerTest : public ::testing::Test {
 
 TEST_F(PlannerTest, MinimumsFirstThenHigherPriorityRolesGrowFirst) {
   AddNodes("n", 3, 2);  // 6 GPUs
-  GroupFixture job("job", MakeSpec({RoleSpec{"chief", 1, 4, 10}, RoleSpec{"worker", 1, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"chief", 1, 4, 10}, GroupRole{"worker", 1, 4, 0}}));
   job.AddMembers("worker", 0, 4, OneGpu);
   job.AddMembers("chief", 0, 4, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -95,7 +95,7 @@ TEST_F(PlannerTest, MinimumsFirstThenHigherPriorityRolesGrowFirst) {
 
 TEST_F(PlannerTest, RolesOfEqualPriorityGrowRoundRobin) {
   AddNodes("n", 3, 2);  // 6 GPUs
-  GroupFixture job("job", MakeSpec({RoleSpec{"a", 1, 4, 0}, RoleSpec{"b", 1, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"a", 1, 4, 0}, GroupRole{"b", 1, 4, 0}}));
   job.AddMembers("a", 0, 4, OneGpu);
   job.AddMembers("b", 0, 4, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -107,8 +107,8 @@ TEST_F(PlannerTest, RolesOfEqualPriorityGrowRoundRobin) {
 
 TEST_F(PlannerTest, LowerPriorityTierGrowsWithWhatIsLeft) {
   AddNodes("n", 2, 4);  // 8 GPUs
-  GroupFixture job("job", MakeSpec({RoleSpec{"ps", 1, 2, 5}, RoleSpec{"worker", 2, 8, 1},
-                                    RoleSpec{"evaluator", 0, 2, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"ps", 1, 2, 5}, GroupRole{"worker", 2, 8, 1},
+                                    GroupRole{"evaluator", 0, 2, 0}}));
   job.AddMembers("ps", 0, 2, NoChange);
   job.AddMembers("worker", 0, 8, OneGpu);
   job.AddMembers("evaluator", 0, 2, OneGpu);
@@ -123,7 +123,7 @@ TEST_F(PlannerTest, LowerPriorityTierGrowsWithWhatIsLeft) {
 TEST_F(PlannerTest, RoleBelowMinimumPlacesNothingAndExplainsWhy) {
   AddNodes("n", 3, 2);
   AddNodes("small", 1, 1);  // 7 GPUs, but 2-GPU pods fit on only three nodes
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 4, 6, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 4, 6, 0}}));
   job.AddMembers("worker", 0, 6, TwoGpus);
   std::vector<std::string> before = Fingerprint();
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -141,7 +141,7 @@ TEST_F(PlannerTest, ReasonCountsEveryKindOfRejection) {
   AddNodes("n", 2, 1);
   AddNode(NodeBuilder("tainted").Gpus(8).Taint("dedicated", "infra", TaintEffect::kNoSchedule));
   AddNode(NodeBuilder("cordoned").Gpus(8).Unschedulable());
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 1, 0}}));
   job.AddMembers("worker", 0, 1, TwoGpus);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
@@ -153,7 +153,7 @@ TEST_F(PlannerTest, ReasonCountsEveryKindOfRejection) {
 
 TEST_F(PlannerTest, MissingMembersForTheMinimum) {
   AddNodes("n", 4, 8);
-  GroupFixture job("job", MakeSpec({RoleSpec{"ps", 1, 1, 0}, RoleSpec{"worker", 4, 8, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"ps", 1, 1, 0}, GroupRole{"worker", 4, 8, 0}}));
   job.AddMembers("ps", 0, 1, NoChange);
   job.AddMembers("worker", 0, 2, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -167,7 +167,7 @@ TEST_F(PlannerTest, BoundMembersCountTowardTheMinimum) {
   // An earlier decision bound workers 0 and 1 (2 GPUs each) on n0.
   AddBoundPod(PodBuilder("job-worker-0").Member("job", "worker", 0).Gpus(2).OnNode("n0"));
   AddBoundPod(PodBuilder("job-worker-1").Member("job", "worker", 1).Gpus(2).OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 4, 6, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 4, 6, 0}}));
   job.AddMembers("worker", 2, 4, TwoGpus);  // workers 2..5 pending, room for two
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed()) << plan.reason;
@@ -187,7 +187,7 @@ TEST_F(PlannerTest, BoundMembersCountTowardTheMinimum) {
 TEST_F(PlannerTest, BoundMembersAtMaximumLeaveNothingToPlace) {
   AddNodes("n", 1, 8);
   AddBoundPod(PodBuilder("job-w-0").Member("job", "w", 0).Gpus(1).OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   job.AddMembers("w", 1, 1, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed());
@@ -203,7 +203,7 @@ TEST_F(PlannerTest, FragmentedFreeGpusDoNotMakeALargePodFit) {
     AddNode(NodeBuilder(node).Gpus(8));
     AddBoundPod(PodBuilder("busy-" + std::to_string(i)).Gpus(7).OnNode(node));
   }
-  GroupFixture job("job", MakeSpec({RoleSpec{"trainer", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"trainer", 1, 1, 0}}));
   job.AddMembers("trainer", 0, 1, [](PodBuilder& pod) { pod.Gpus(4); });
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
@@ -216,9 +216,9 @@ TEST_F(PlannerTest, BinPackingKeepsAWholeNodeFreeForALargePod) {
   AddNode(NodeBuilder("a").Gpus(4));
   AddNode(NodeBuilder("b").Gpus(4));
   AddBoundPod(PodBuilder("existing").Gpus(1).OnNode("b"));
-  GroupFixture small("small", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture small("small", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   small.AddMembers("w", 0, 1, OneGpu);
-  GroupFixture large("large", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture large("large", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   large.AddMembers("w", 0, 1, [](PodBuilder& pod) { pod.Gpus(4); });
 
   GroupPlan first = PlanGroup(snapshot_, small.Group(snapshot_), config_);
@@ -235,9 +235,9 @@ TEST_F(PlannerTest, SpreadPolicyFragmentsWhereBinPackingWouldNot) {
   AddNode(NodeBuilder("a").Gpus(4));
   AddNode(NodeBuilder("b").Gpus(4));
   AddBoundPod(PodBuilder("existing").Gpus(1).OnNode("b"));
-  GroupFixture small("small", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture small("small", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   small.AddMembers("w", 0, 1, OneGpu);
-  GroupFixture large("large", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture large("large", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   large.AddMembers("w", 0, 1, [](PodBuilder& pod) { pod.Gpus(4); });
 
   GroupPlan first = PlanGroup(snapshot_, small.Group(snapshot_), config_);
@@ -249,7 +249,7 @@ TEST_F(PlannerTest, SpreadPolicyFragmentsWhereBinPackingWouldNot) {
 
 TEST_F(PlannerTest, GangMembersPackOntoFullNodes) {
   AddNodes("n", 4, 8);
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 16, 16, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 16, 16, 0}}));
   job.AddMembers("worker", 0, 16, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed());
@@ -266,7 +266,7 @@ TEST_F(PlannerTest, GangMembersPackOntoFullNodes) {
 TEST_F(PlannerTest, PodsWithoutGpusStayOffGpuNodes) {
   AddNode(NodeBuilder("gpu").Gpus(8));
   AddNode(NodeBuilder("cpu"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"ps", 1, 1, 0}, RoleSpec{"worker", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"ps", 1, 1, 0}, GroupRole{"worker", 1, 1, 0}}));
   job.AddMembers("ps", 0, 1, [](PodBuilder& pod) { pod.Cpu(4000); });
   job.AddMembers("worker", 0, 1, OneGpu);
   std::map<std::string, std::string> placement =
@@ -281,7 +281,7 @@ TEST_F(PlannerTest, AntiAffinityBetweenGangMembers) {
     pod.Gpus(1).AntiAffinity(
         TermSelecting("batch.hybridjob.io/role", "worker", "kubernetes.io/hostname"));
   };
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 2, 5, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 5, 0}}));
   job.AddMembers("worker", 0, 5, spread_out);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed()) << plan.reason;
@@ -293,7 +293,7 @@ TEST_F(PlannerTest, AntiAffinityBetweenGangMembers) {
   EXPECT_EQ(nodes.size(), 3u);  // one per node
   EXPECT_THAT(Names(plan.surplus), ElementsAre("job-worker-3", "job-worker-4"));
 
-  GroupFixture strict("strict", MakeSpec({RoleSpec{"worker", 4, 4, 0}}));
+  GroupFixture strict("strict", MakeSpec({GroupRole{"worker", 4, 4, 0}}));
   strict.AddMembers("worker", 0, 4, spread_out);
   std::vector<std::string> before = Fingerprint();
   GroupPlan waiting = PlanGroup(snapshot_, strict.Group(snapshot_), config_);
@@ -310,7 +310,7 @@ TEST_F(PlannerTest, AffinityToAnotherRoleOfTheGang) {
   }
   // Workers (higher priority, yet placed after the ps they follow) must share
   // the ps's zone; the ps is pinned to zone b.
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 2, 6, 10}, RoleSpec{"ps", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 6, 10}, GroupRole{"ps", 1, 1, 0}}));
   job.AddMembers("worker", 0, 6, [](PodBuilder& pod) {
     pod.Gpus(1).Affinity(TermSelecting("batch.hybridjob.io/role", "ps", "zone"));
   });
@@ -328,7 +328,7 @@ TEST_F(PlannerTest, SelfAffinityKeepsTheGangInOneZone) {
   AddNode(NodeBuilder("a2").Gpus(1).Label("zone", "a"));
   AddNode(NodeBuilder("b1").Gpus(2).Label("zone", "b"));
   AddNode(NodeBuilder("b2").Gpus(2).Label("zone", "b"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 2, 3, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 3, 0}}));
   job.AddMembers("worker", 0, 3, [](PodBuilder& pod) {
     pod.Gpus(1).Affinity(TermSelecting("batch.hybridjob.io/job-name", "job", "zone"));
   });
@@ -351,7 +351,7 @@ TEST_F(PlannerTest, ExistingPodsAntiAffinityAppliesToGangMembers) {
                   .AntiAffinity(
                       TermSelecting("batch.hybridjob.io/job-name", "job", "kubernetes.io/hostname"))
                   .OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 4, 0}}));
   job.AddMembers("worker", 0, 4, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed());
@@ -369,7 +369,7 @@ TEST_F(PlannerTest, AntiAffinitySelectingOneIndexTreatsMembersApart) {
       PodBuilder("guard")
           .AntiAffinity(TermSelecting("batch.hybridjob.io/index", "1", "kubernetes.io/hostname"))
           .OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 0, 3, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 0, 3, 0}}));
   job.AddMembers("worker", 0, 3, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed()) << plan.reason;
@@ -380,7 +380,7 @@ TEST_F(PlannerTest, AntiAffinitySelectingOneIndexTreatsMembersApart) {
 
 TEST_F(PlannerTest, HostPortsLimitMembersPerNode) {
   AddNodes("n", 2, 8);
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 4, 0}}));
   job.AddMembers("worker", 0, 4, [](PodBuilder& pod) { pod.Gpus(1).HostPortUsed(8080); });
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed());
@@ -395,7 +395,7 @@ TEST_F(PlannerTest, NodeSelectorTaintsAndAffinityApplyToEveryMember) {
               .Label("accelerator", "a100")
               .Taint("nvidia.com/gpu", "", TaintEffect::kNoSchedule));
   AddNode(NodeBuilder("a100-cordoned").Gpus(8).Label("accelerator", "a100").Unschedulable());
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 12, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 12, 0}}));
   job.AddMembers("worker", 0, 12, [](PodBuilder& pod) {
     pod.Gpus(1)
         .RequiredNodeAffinity({TermRequiring("accelerator", SelectorOperator::kIn, {"a100"})})
@@ -412,7 +412,7 @@ TEST_F(PlannerTest, NodeSelectorTaintsAndAffinityApplyToEveryMember) {
 TEST_F(PlannerTest, PreferredNodeAffinityBreaksPackingTies) {
   AddNode(NodeBuilder("x").Gpus(8).Label("zone", "a"));
   AddNode(NodeBuilder("y").Gpus(8).Label("zone", "b"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 1, 0}}));
   job.AddMembers("worker", 0, 1, [](PodBuilder& pod) {
     pod.Gpus(1).PreferredNodeAffinity(10, TermRequiring("zone", SelectorOperator::kIn, {"b"}));
   });
@@ -423,7 +423,7 @@ TEST_F(PlannerTest, PreferredNodeAffinityBreaksPackingTies) {
 
 TEST_F(PlannerTest, AssignmentsAreLowestIndexFirstWhateverTheInputOrder) {
   AddNodes("n", 1, 3);
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 10, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 10, 0}}));
   job.AddMembers("worker", 0, 5, OneGpu);
   PodGroup group = job.Group(snapshot_);
   std::reverse(group.pending.begin(), group.pending.end());
@@ -435,7 +435,7 @@ TEST_F(PlannerTest, AssignmentsAreLowestIndexFirstWhateverTheInputOrder) {
 
 TEST_F(PlannerTest, PodsOfUnknownRolesAreIgnored) {
   AddNodes("n", 1, 8);
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 1, 1, 0}}));
   job.AddMembers("worker", 0, 1, OneGpu);
   job.AddMembers("ghost", 0, 1, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -448,7 +448,7 @@ TEST_F(PlannerTest, PodsOfUnknownRolesAreIgnored) {
 TEST_F(PlannerTest, DuplicateAndOutOfRangeIndicesAreIgnored) {
   AddNodes("n", 1, 8);
   AddBoundPod(PodBuilder("job-w-0").Member("job", "w", 0).Gpus(1).OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 1, 3, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 1, 3, 0}}));
   job.AddMembers("w", 0, 3, OneGpu);  // w-0 duplicates the bound member
   job.AddMembers("w", 5, 1, OneGpu);  // beyond max 3
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -462,7 +462,7 @@ TEST_F(PlannerTest, IndicesPastAGapAreNotPlaced) {
   AddNodes("n", 1, 8);
   // Planned after its timeout with worker 2 never created: 0 and 1 run, 3 waits
   // as surplus so the role stays numbered 0..k-1.
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 2, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 4, 0}}));
   job.AddMembers("worker", 0, 2, OneGpu);
   job.AddMembers("worker", 3, 1, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -470,7 +470,7 @@ TEST_F(PlannerTest, IndicesPastAGapAreNotPlaced) {
   EXPECT_THAT(AssignedNames(plan), ElementsAre("job-worker-0", "job-worker-1"));
   EXPECT_THAT(Names(plan.surplus), ElementsAre("job-worker-3"));
 
-  GroupFixture needs_three("three", MakeSpec({RoleSpec{"worker", 3, 4, 0}}));
+  GroupFixture needs_three("three", MakeSpec({GroupRole{"worker", 3, 4, 0}}));
   needs_three.AddMembers("worker", 0, 1, OneGpu);
   needs_three.AddMembers("worker", 2, 2, OneGpu);
   GroupPlan waiting = PlanGroup(snapshot_, needs_three.Group(snapshot_), config_);
@@ -482,7 +482,7 @@ TEST_F(PlannerTest, IndicesPastAGapAreNotPlaced) {
 TEST_F(PlannerTest, BoundMembersFillTheirOwnPlacesInTheNumbering) {
   AddNodes("n", 1, 8);
   AddBoundPod(PodBuilder("job-w-1").Member("job", "w", 1).Gpus(1).OnNode("n0"));
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 3, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 3, 4, 0}}));
   job.AddMembers("w", 0, 1, OneGpu);
   job.AddMembers("w", 2, 2, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -504,7 +504,7 @@ TEST_F(PlannerTest, InvalidGroupIsNotPlanned) {
 
 TEST_F(PlannerTest, PlanningLeavesTheSnapshotUntilCommitted) {
   AddNodes("n", 2, 8);
-  GroupFixture job("job", MakeSpec({RoleSpec{"worker", 2, 4, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 4, 0}}));
   job.AddMembers("worker", 0, 4, [](PodBuilder& pod) { pod.Gpus(2).HostPortUsed(7000); });
   std::vector<std::string> before = Fingerprint();
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -527,7 +527,7 @@ TEST_F(PlannerTest, ScansAShareOfALargeClusterAndRotates) {
   for (int i = 0; i < 300; ++i) {
     AddNode(NodeBuilder("node-" + std::to_string(i)));
   }
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   job.AddMembers("w", 0, 1, NoChange);
   // 300 nodes: 48% of them, 144, are examined before choosing.
   GroupPlan first = PlanGroup(snapshot_, job.Group(snapshot_), config_);
@@ -549,7 +549,7 @@ TEST_F(PlannerTest, ScansAShareOfALargeClusterAndRotates) {
 TEST_F(PlannerTest, PlaceholderNodesNeverReceivePods) {
   AddBoundPod(PodBuilder("orphan").OnNode("gone"));
   AddNodes("n", 1, 0);
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 1, 2, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 1, 2, 0}}));
   job.AddMembers("w", 0, 2, NoChange);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed());
@@ -559,7 +559,7 @@ TEST_F(PlannerTest, PlaceholderNodesNeverReceivePods) {
 }
 
 TEST_F(PlannerTest, EmptyClusterWaits) {
-  GroupFixture job("job", MakeSpec({RoleSpec{"w", 1, 1, 0}}));
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 1, 1, 0}}));
   job.AddMembers("w", 0, 1, OneGpu);
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);

@@ -26,7 +26,7 @@ class PolicyCycleTest : public testing::PolicyTest {};
 
 TEST_F(PolicyCycleTest, WithoutQueuesEverythingRunsInDefaultLikeRunCycle) {
   AddNodes("n", 2, 4);
-  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 3, 3, 0}});
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 3, 3, 0}});
   AddPending("early", spec, "worker", 0, 3, 2, /*created=*/100);
   AddPending("late", spec, "worker", 0, 3, 2, /*created=*/200);
 
@@ -50,7 +50,7 @@ TEST_F(PolicyCycleTest, WithoutQueuesEverythingRunsInDefaultLikeRunCycle) {
 TEST_F(PolicyCycleTest, UnknownQueueLeavesTheGroupQueuedWithAReason) {
   AddNodes("n", 1, 8);
   policy_.queues = {Queue("research")};
-  AddPending("lost", QueueSpecFor("nowhere", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("lost", QueueSpecFor("nowhere", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
 
   PolicyCycleResult result = Run();
   const PolicyDecision* lost = Find(result, "lost");
@@ -78,7 +78,7 @@ TEST_F(PolicyCycleTest, LonePodsGoToTheDefaultQueue) {
 
 TEST_F(PolicyCycleTest, InvalidAndAssemblingGroupsAreReportedNotPlanned) {
   AddNodes("n", 1, 8);
-  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 2, 4, 0}}, /*timeout=*/300);
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 2, 4, 0}}, /*timeout=*/300);
   AddPending("young", spec, "worker", 0, 2, 1, /*created=*/900);
   pods_.push_back(std::make_unique<PodInfo>(
       PodBuilder("broken-worker-0").Member("broken", "worker", 0).Build()));
@@ -107,8 +107,8 @@ TEST_F(PolicyCycleTest, WeightedDrfSharesGpusTwoToOne) {
   policy_.queues = {Queue("a", 2.0), Queue("b", 1.0)};
   for (int i = 0; i < 40; ++i) {
     std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
-    AddPending("a" + suffix, QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
-    AddPending("b" + suffix, QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+    AddPending("a" + suffix, QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+    AddPending("b" + suffix, QueueSpecFor("b", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   }
   PolicyCycleResult result = Run();
   EXPECT_EQ(QueueGpus("a"), 20);
@@ -133,14 +133,14 @@ TEST_F(PolicyCycleTest, DrfComparesDominantResourcesAcrossCpuAndMemory) {
     pods_.push_back(
         std::make_unique<PodInfo>(PodBuilder("a" + index + "-task-0")
                                       .Member("a" + index, "task", 0)
-                                      .Spec(QueueSpecFor("a", {RoleSpec{"task", 1, 1, 0}}))
+                                      .Spec(QueueSpecFor("a", {GroupRole{"task", 1, 1, 0}}))
                                       .Cpu(1000)
                                       .Memory(4 * testing::kGi)
                                       .Build()));
     pods_.push_back(
         std::make_unique<PodInfo>(PodBuilder("b" + index + "-task-0")
                                       .Member("b" + index, "task", 0)
-                                      .Spec(QueueSpecFor("b", {RoleSpec{"task", 1, 1, 0}}))
+                                      .Spec(QueueSpecFor("b", {GroupRole{"task", 1, 1, 0}}))
                                       .Cpu(3000)
                                       .Memory(testing::kGi)
                                       .Build()));
@@ -162,10 +162,10 @@ TEST_F(PolicyCycleTest, QueueBelowItsGuaranteeGoesFirst) {
   // b is already far ahead in share, but a heavy weight makes a look richer
   // than b; a guarantee still puts a first.
   policy_.queues = {Queue("a", 0.1, /*guaranteed=*/2), Queue("b", 1.0)};
-  AddRunning("bx", QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
-  AddRunning("ax", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
-  AddPending("a1", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 100);
-  AddPending("b1", QueueSpecFor("b", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 50);
+  AddRunning("bx", QueueSpecFor("b", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
+  AddRunning("ax", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n0");
+  AddPending("a1", QueueSpecFor("a", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 100);
+  AddPending("b1", QueueSpecFor("b", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 50);
 
   PolicyCycleResult result = Run();
   EXPECT_TRUE(Find(result, "a1")->plan.placed());
@@ -177,7 +177,7 @@ TEST_F(PolicyCycleTest, IdleGuaranteeIsLentUpToTheBorrowersMax) {
   policy_.queues = {Queue("a", 1.0, /*guaranteed=*/16), Queue("b", 1.0, 0, /*max=*/24)};
   for (int i = 0; i < 32; ++i) {
     std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
-    AddPending("b" + suffix, QueueSpecFor("b", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+    AddPending("b" + suffix, QueueSpecFor("b", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   }
   PolicyCycleResult result = Run();
   EXPECT_EQ(QueueGpus("b"), 24);
@@ -195,9 +195,9 @@ TEST_F(PolicyCycleTest, IdleGuaranteeIsLentUpToTheBorrowersMax) {
 
 TEST_F(PolicyCycleTest, ElasticGroupStartsAtMinimumWhileAnotherWaitsThenGrows) {
   AddNodes("n", 1, 8);
-  AddPending("elastic", QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}}), "worker", 0, 8, 1,
+  AddPending("elastic", QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}}), "worker", 0, 8, 1,
              /*created=*/100);
-  AddPending("rigid", QueueSpecFor("default", {RoleSpec{"worker", 6, 6, 0}}), "worker", 0, 6, 1,
+  AddPending("rigid", QueueSpecFor("default", {GroupRole{"worker", 6, 6, 0}}), "worker", 0, 6, 1,
              /*created=*/200);
 
   PolicyCycleResult result = Run();
@@ -216,11 +216,11 @@ TEST_F(PolicyCycleTest, ElasticGroupStartsAtMinimumWhileAnotherWaitsThenGrows) {
 TEST_F(PolicyCycleTest, GroupsGrowTowardMaxWhenNothingWaits) {
   AddNodes("n", 1, 8);
   AddPending("elastic",
-             QueueSpecFor("default", {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", 2, 10, 0}}),
+             QueueSpecFor("default", {GroupRole{"ps", 1, 1, 1}, GroupRole{"worker", 2, 10, 0}}),
              "worker", 0, 10, 1);
   AddPending("elastic",
-             QueueSpecFor("default", {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", 2, 10, 0}}), "ps",
-             0, 1, 0);
+             QueueSpecFor("default", {GroupRole{"ps", 1, 1, 1}, GroupRole{"worker", 2, 10, 0}}),
+             "ps", 0, 1, 0);
   PolicyCycleResult result = Run();
   const PolicyDecision* elastic = Find(result, "elastic");
   ASSERT_NE(elastic, nullptr);
@@ -237,8 +237,8 @@ TEST_F(PolicyCycleTest, GroupsGrowTowardMaxWhenNothingWaits) {
 TEST_F(PolicyCycleTest, RunningGroupsGrowFairlyAcrossQueues) {
   AddNodes("n", 2, 8);
   policy_.queues = {Queue("a", 1.0), Queue("b", 1.0)};
-  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 2, 10, 0}});
-  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 2, 10, 0}});
+  GroupSpec spec_a = QueueSpecFor("a", {GroupRole{"worker", 2, 10, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {GroupRole{"worker", 2, 10, 0}});
   AddRunning("ga", spec_a, "worker", 0, 2, 1, "n0");
   AddRunning("gb", spec_b, "worker", 0, 2, 1, "n1");
   AddPending("ga", spec_a, "worker", 2, 8, 1);
@@ -261,8 +261,8 @@ TEST_F(PolicyCycleTest, RunningGroupsGrowFairlyAcrossQueues) {
 TEST_F(PolicyCycleTest, WithRoomForEveryoneEveryGroupGrowsFully) {
   AddNodes("n", 3, 8);
   policy_.queues = {Queue("a", 1.0), Queue("b", 1.0)};
-  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 2, 6, 0}});
-  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 2, 6, 0}});
+  GroupSpec spec_a = QueueSpecFor("a", {GroupRole{"worker", 2, 6, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {GroupRole{"worker", 2, 6, 0}});
   AddRunning("ga", spec_a, "worker", 0, 2, 1, "n0");
   AddRunning("gb", spec_b, "worker", 0, 2, 1, "n1");
   AddPending("ga", spec_a, "worker", 2, 4, 1);
@@ -275,8 +275,8 @@ TEST_F(PolicyCycleTest, WithRoomForEveryoneEveryGroupGrowsFully) {
 TEST_F(PolicyCycleTest, GrowthFollowsWeights) {
   AddNodes("n", 2, 12);
   policy_.queues = {Queue("a", 2.0), Queue("b", 1.0)};
-  GroupSpec spec_a = QueueSpecFor("a", {RoleSpec{"worker", 1, 24, 0}});
-  GroupSpec spec_b = QueueSpecFor("b", {RoleSpec{"worker", 1, 24, 0}});
+  GroupSpec spec_a = QueueSpecFor("a", {GroupRole{"worker", 1, 24, 0}});
+  GroupSpec spec_b = QueueSpecFor("b", {GroupRole{"worker", 1, 24, 0}});
   AddRunning("ga", spec_a, "worker", 0, 1, 1, "n0");
   AddRunning("gb", spec_b, "worker", 0, 1, 1, "n1");
   AddPending("ga", spec_a, "worker", 1, 23, 1);
@@ -289,12 +289,12 @@ TEST_F(PolicyCycleTest, GrowthFollowsWeights) {
 
 TEST_F(PolicyCycleTest, GrowthIsDeferredWhileAGroupWaitsForCapacity) {
   AddNodes("n", 1, 8);
-  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  GroupSpec elastic = QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}});
   AddRunning("run", elastic, "worker", 0, 4, 1, "n0", /*priority=*/5);
   AddPending("run", elastic, "worker", 4, 4, 1);
   // A rigid gang needing 6 GPUs cannot start (4 free), and cannot reclaim
   // from a group of higher priority in its own queue.
-  AddPending("wait", QueueSpecFor("default", {RoleSpec{"worker", 6, 6, 0}}), "worker", 0, 6, 1);
+  AddPending("wait", QueueSpecFor("default", {GroupRole{"worker", 6, 6, 0}}), "worker", 0, 6, 1);
 
   PolicyCycleResult result = Run();
   EXPECT_EQ(Find(result, "wait")->cause, WaitCause::kNoCapacity);
@@ -307,10 +307,10 @@ TEST_F(PolicyCycleTest, GrowthIsDeferredWhileAGroupWaitsForCapacity) {
 
 TEST_F(PolicyCycleTest, AGroupThatCouldNeverFitDoesNotBlockGrowth) {
   AddNodes("n", 1, 8);
-  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  GroupSpec elastic = QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}});
   AddRunning("run", elastic, "worker", 0, 4, 1, "n0");
   AddPending("run", elastic, "worker", 4, 4, 1);
-  AddPending("huge", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 16);
+  AddPending("huge", QueueSpecFor("default", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 16);
 
   PolicyCycleResult result = Run();
   EXPECT_EQ(Find(result, "huge")->cause, WaitCause::kNoCapacity);
@@ -320,7 +320,7 @@ TEST_F(PolicyCycleTest, AGroupThatCouldNeverFitDoesNotBlockGrowth) {
 TEST_F(PolicyCycleTest, GrowthStopsAtTheQueueMax) {
   AddNodes("n", 1, 8);
   policy_.queues = {Queue("a", 1.0, 0, /*max=*/5)};
-  GroupSpec spec = QueueSpecFor("a", {RoleSpec{"worker", 2, 8, 0}});
+  GroupSpec spec = QueueSpecFor("a", {GroupRole{"worker", 2, 8, 0}});
   AddPending("g", spec, "worker", 0, 8, 1);
   PolicyCycleResult result = Run();
   const PolicyDecision* g = Find(result, "g");
@@ -333,7 +333,7 @@ TEST_F(PolicyCycleTest, GrowthStopsAtTheQueueMax) {
 TEST_F(PolicyCycleTest, GrowthCanBeTurnedOff) {
   AddNodes("n", 1, 8);
   policy_.reclaim.growth = false;
-  GroupSpec elastic = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  GroupSpec elastic = QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}});
   AddRunning("run", elastic, "worker", 0, 2, 1, "n0");
   AddPending("run", elastic, "worker", 2, 6, 1);
   PolicyCycleResult result = Run();
@@ -343,9 +343,9 @@ TEST_F(PolicyCycleTest, GrowthCanBeTurnedOff) {
 
 TEST_F(PolicyCycleTest, GroupWithEveryMinimumZeroStartsWithOneMember) {
   AddNodes("n", 1, 2);
-  AddPending("zero", QueueSpecFor("default", {RoleSpec{"worker", 0, 4, 0}}), "worker", 0, 4, 1);
+  AddPending("zero", QueueSpecFor("default", {GroupRole{"worker", 0, 4, 0}}), "worker", 0, 4, 1);
   // Something that waits keeps "zero" from growing past its start.
-  AddPending("wait", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+  AddPending("wait", QueueSpecFor("default", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
              /*created=*/10);
   PolicyCycleResult result = Run();
   const PolicyDecision* zero = Find(result, "zero");
@@ -356,7 +356,7 @@ TEST_F(PolicyCycleTest, GroupWithEveryMinimumZeroStartsWithOneMember) {
 
 TEST_F(PolicyCycleTest, RunningGroupBelowItsMinimumIsToppedUpFirst) {
   AddNodes("n", 1, 8);
-  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 3, 4, 0}});
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 3, 4, 0}});
   AddRunning("hurt", spec, "worker", 0, 2, 1, "n0");
   AddPending("hurt", spec, "worker", 2, 2, 1);
   PolicyCycleResult result = Run();
@@ -380,7 +380,7 @@ class QueueTreeTest : public testing::PolicyTest {
   void AddSmallJobs(const std::string& prefix, const std::string& queue, int count) {
     for (int i = 0; i < count; ++i) {
       std::string suffix = (i < 10 ? "0" : "") + std::to_string(i);
-      AddPending(prefix + suffix, QueueSpecFor(queue, {RoleSpec{"worker", 1, 1, 0}}), "worker", 0,
+      AddPending(prefix + suffix, QueueSpecFor(queue, {GroupRole{"worker", 1, 1, 0}}), "worker", 0,
                  1, 1);
     }
   }
@@ -486,7 +486,7 @@ TEST_F(QueueTreeTest, GrowthStopsAtAParentsMaxAndGoesOnOutsideIt) {
   for (const auto& [job, queue, node] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"ga", "team-a", "n0"}, {"gb", "team-b", "n0"}, {"go", "other", "n1"}}) {
-    GroupSpec spec = QueueSpecFor(queue, {RoleSpec{"worker", 1, 24, 0}});
+    GroupSpec spec = QueueSpecFor(queue, {GroupRole{"worker", 1, 24, 0}});
     AddRunning(job, spec, "worker", 0, 1, 1, node);
     AddPending(job, spec, "worker", 1, 23, 1);
   }
@@ -504,8 +504,8 @@ TEST_F(QueueTreeTest, JobsRunOnlyInLeafQueues) {
   policy_.queues = {Queue("org"), Under(Queue("team-b"), "org"), Under(Queue("team-a"), "org"),
                     Queue("other")};
   policy_.starvation.max_wait_seconds = 60;
-  AddRunning("el", QueueSpecFor("other", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
-  AddPending("lost", QueueSpecFor("org", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddRunning("el", QueueSpecFor("other", {GroupRole{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("lost", QueueSpecFor("org", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
 
   PolicyCycleResult result = Run(At(1000));
   const PolicyDecision* lost = Find(result, "lost");
@@ -532,9 +532,9 @@ TEST_F(QueueTreeTest, AQueueAdmitsOnlyTheNamespacesItAndItsAncestorsAdmit) {
   QueueSpec fallback = Queue("default");
   fallback.namespaces = {"ml"};
   policy_.queues = {vip, org, Under(Queue("open"), "org"), fallback};
-  AddPending("v", QueueSpecFor("vip", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
-  AddPending("silver", QueueSpecFor("open", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
-  AddPending("gold", QueueSpecFor("open", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("v", QueueSpecFor("vip", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("silver", QueueSpecFor("open", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("gold", QueueSpecFor("open", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   pods_.push_back(std::make_unique<PodInfo>(PodBuilder("solo").Gpus(1).Build()));
   for (auto& pod : pods_) {
     if (pod->job_name == "gold") {
@@ -615,8 +615,8 @@ class EvictionOrderTest : public testing::PolicyTest {};
 TEST_F(EvictionOrderTest, EvictionsCarryTheVictimsRoleAndIndex) {
   AddNodes("n", 1, 8);
   policy_.queues = {testing::Queue("a"), testing::Queue("b")};
-  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}}), "worker", 0, 8, 1, "n0");
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddRunning("el", QueueSpecFor("b", {GroupRole{"worker", 2, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
   PolicyCycleResult result = Run();
   ASSERT_EQ(result.evictions.size(), 3u);
   std::vector<Eviction> evictions = result.evictions;

@@ -37,7 +37,7 @@ inline QueueSpec Queue(const std::string& name, double weight = 1.0, int64_t gua
   return queue;
 }
 
-inline GroupSpec QueueSpecFor(const std::string& queue, std::vector<RoleSpec> roles,
+inline GroupSpec QueueSpecFor(const std::string& queue, std::vector<GroupRole> roles,
                               int64_t timeout_seconds = 0) {
   GroupSpec spec = MakeSpec(std::move(roles), timeout_seconds);
   spec.queue = queue;

@@ -26,10 +26,10 @@ class PreemptionTest : public testing::PolicyTest {
   }
 
   GroupSpec Elastic(int32_t min, int32_t max, const std::string& queue = "default") {
-    return QueueSpecFor(queue, {RoleSpec{"worker", min, max, 0}});
+    return QueueSpecFor(queue, {GroupRole{"worker", min, max, 0}});
   }
   GroupSpec Rigid(int32_t count, const std::string& queue = "default") {
-    return QueueSpecFor(queue, {RoleSpec{"worker", count, count, 0}});
+    return QueueSpecFor(queue, {GroupRole{"worker", count, count, 0}});
   }
 
   // Victims by group, in the order evicted.

@@ -266,7 +266,7 @@ TEST(QueueTableTest, AdmitsANamespaceOnlyWhenEveryAncestorDoes) {
 
 TEST(QueueOfPodTest, GroupQueueElseDefault) {
   EXPECT_EQ(QueueOfPod(PodBuilder("lone").Build()), "default");
-  EXPECT_EQ(QueueOfPod(PodBuilder("m").Spec(QueueSpecFor("x", {RoleSpec{"w", 1, 1, 0}})).Build()),
+  EXPECT_EQ(QueueOfPod(PodBuilder("m").Spec(QueueSpecFor("x", {GroupRole{"w", 1, 1, 0}})).Build()),
             "x");
   PolicyConfig policy;
   PodInfo foreign = PodBuilder("f").Build();
@@ -308,7 +308,7 @@ class GroupShapeTest : public ::testing::Test {
 
 TEST_F(GroupShapeTest, AtMinimumAndMinimumRequest) {
   ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n0").Gpus(8).Build()).ok());
-  GroupSpec spec = MakeSpec({RoleSpec{"ps", 1, 2, 1}, RoleSpec{"worker", 3, 6, 0}});
+  GroupSpec spec = MakeSpec({GroupRole{"ps", 1, 2, 1}, GroupRole{"worker", 3, 6, 0}});
   GroupFixture fixture("job", spec);
   fixture.AddMembers("ps", 0, 2, [](PodBuilder& pod) { pod.Cpu(2000); });
   fixture.AddMembers("worker", 1, 5, [](PodBuilder& pod) { pod.Gpus(2); });
@@ -339,7 +339,7 @@ TEST_F(GroupShapeTest, AtMinimumAndMinimumRequest) {
 }
 
 TEST_F(GroupShapeTest, AllMinimumsZeroStartWithOneMemberOfTheTopRole) {
-  GroupSpec spec = MakeSpec({RoleSpec{"eval", 0, 2, 0}, RoleSpec{"worker", 0, 4, 5}});
+  GroupSpec spec = MakeSpec({GroupRole{"eval", 0, 2, 0}, GroupRole{"worker", 0, 4, 5}});
   GroupFixture fixture("zero", spec);
   fixture.AddMembers("eval", 0, 2, [](PodBuilder&) {});
   fixture.AddMembers("worker", 0, 4, [](PodBuilder&) {});

@@ -27,7 +27,7 @@ class ReclaimTest : public testing::PolicyTest {
   void ElasticInB() {
     AddNodes("n", 1, 8);
     policy_.queues = {Queue("a"), Queue("b")};
-    elastic_ = QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}});
+    elastic_ = QueueSpecFor("b", {GroupRole{"worker", 2, 8, 0}});
     AddRunning("el", elastic_, "worker", 0, 8, 1, "n0");
   }
 
@@ -37,7 +37,7 @@ class ReclaimTest : public testing::PolicyTest {
     ElasticInB();
     policy_.refused_eviction_backoff_seconds = backoff;
     policy_.refused_eviction_backoff_max_seconds = backoff_max;
-    AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+    AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   }
 
   GroupSpec elastic_;
@@ -45,7 +45,7 @@ class ReclaimTest : public testing::PolicyTest {
 
 TEST_F(ReclaimTest, ElasticUnitsAreTheMembersAboveMinimumHighestIndexFirst) {
   AddNodes("n", 1, 8);
-  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"ps", 1, 2, 1}, RoleSpec{"worker", 2, 5, 0}});
+  GroupSpec spec = QueueSpecFor("b", {GroupRole{"ps", 1, 2, 1}, GroupRole{"worker", 2, 5, 0}});
   AddRunning("g", spec, "worker", 0, 5, 1, "n0");
   AddRunning("g", spec, "ps", 0, 2, 0, "n0");
   RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
@@ -81,7 +81,7 @@ TEST_F(ReclaimTest, GroupsWithoutASpecOrWithStrangersAreOnlyEvictableWhole) {
                               .OnNode("n0")
                               .Build())
                   .ok());
-  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"worker", 1, 2, 0}});
+  GroupSpec spec = QueueSpecFor("b", {GroupRole{"worker", 1, 2, 0}});
   AddRunning("odd", spec, "worker", 0, 2, 1, "n0");
   AddRunning("odd", spec, "evaluator", 0, 1, 1, "n0");
   RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
@@ -95,7 +95,7 @@ TEST_F(ReclaimTest, GroupsWithoutASpecOrWithStrangersAreOnlyEvictableWhole) {
 
 TEST_F(ReclaimTest, AllMinimumsZeroStillKeepsOneMember) {
   AddNodes("n", 1, 8);
-  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"worker", 0, 3, 0}});
+  GroupSpec spec = QueueSpecFor("b", {GroupRole{"worker", 0, 3, 0}});
   AddRunning("g", spec, "worker", 0, 3, 1, "n0");
   RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
   EXPECT_EQ(ElasticUnits(running, 0, EvictionCause::kReclaim).size(), 2u);
@@ -103,7 +103,7 @@ TEST_F(ReclaimTest, AllMinimumsZeroStillKeepsOneMember) {
 
 TEST_F(ReclaimTest, ShrinksHighestIndicesOnlyAsMuchAsNeededAndDoesNotPlaceTheWaiterYet) {
   ElasticInB();
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
 
   PolicyCycleResult result = Run(At(1000));
   EXPECT_THAT(Evicted(result), ElementsAre("el-worker-7", "el-worker-6", "el-worker-5"));
@@ -152,11 +152,11 @@ TEST_F(ReclaimTest, ShrinksHighestIndicesOnlyAsMuchAsNeededAndDoesNotPlaceTheWai
 TEST_F(ReclaimTest, TheReservationKeepsFreedCapacityForTheWaiter) {
   ElasticInB();
   policy_.queues.push_back(Queue("0-first"));  // sorts before "a": planned first on ties
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_EQ(result.evictions.size(), 3u);
   ApplyEvictions(result);
-  AddPending("sneaky", QueueSpecFor("0-first", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("sneaky", QueueSpecFor("0-first", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   policy_.reclaim.enabled = false;  // sneaky could reclaim for itself; not the point here
 
   result = Run(At(1010));
@@ -170,11 +170,11 @@ TEST_F(ReclaimTest, TheReservationKeepsFreedCapacityForTheWaiter) {
 TEST_F(ReclaimTest, QueueFurthestOverItsShareGivesFirst) {
   AddNodes("n", 3, 8);
   policy_.queues = {Queue("a"), Queue("b"), Queue("c"), Queue("d", 100.0)};
-  AddRunning("eb", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
-  AddRunning("ec", QueueSpecFor("c", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 7, 1, "n1");
-  AddRunning("rd", QueueSpecFor("d", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n1");
-  AddRunning("fd", QueueSpecFor("d", {RoleSpec{"worker", 8, 8, 0}}), "worker", 0, 8, 1, "n2");
-  AddPending("wa", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
+  AddRunning("eb", QueueSpecFor("b", {GroupRole{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddRunning("ec", QueueSpecFor("c", {GroupRole{"worker", 1, 8, 0}}), "worker", 0, 7, 1, "n1");
+  AddRunning("rd", QueueSpecFor("d", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1, "n1");
+  AddRunning("fd", QueueSpecFor("d", {GroupRole{"worker", 8, 8, 0}}), "worker", 0, 8, 1, "n2");
+  AddPending("wa", QueueSpecFor("a", {GroupRole{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
 
   PolicyCycleResult result = Run();
   // b (8 GPUs) is over c (7): b gives one; then they are level and b, first by
@@ -186,10 +186,10 @@ TEST_F(ReclaimTest, QueueFurthestOverItsShareGivesFirst) {
 TEST_F(ReclaimTest, LowestRolePriorityGivesFirst) {
   AddNodes("n", 1, 6);
   policy_.queues = {Queue("a"), Queue("b")};
-  GroupSpec spec = QueueSpecFor("b", {RoleSpec{"chief", 1, 3, 1}, RoleSpec{"worker", 1, 3, 0}});
+  GroupSpec spec = QueueSpecFor("b", {GroupRole{"chief", 1, 3, 1}, GroupRole{"worker", 1, 3, 0}});
   AddRunning("g", spec, "chief", 0, 3, 1, "n0");
   AddRunning("g", spec, "worker", 0, 3, 1, "n0");
-  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddPending("w", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
 
   PolicyCycleResult result = Run();
   EXPECT_THAT(Evicted(result), ElementsAre("g-worker-2", "g-worker-1", "g-chief-2"));
@@ -198,15 +198,15 @@ TEST_F(ReclaimTest, LowestRolePriorityGivesFirst) {
 TEST_F(ReclaimTest, NeverTakesAQueueBelowItsGuaranteeAndThenTakesNothing) {
   AddNodes("n", 1, 8);
   policy_.queues = {Queue("a"), Queue("b", 1.0, /*guaranteed=*/6)};
-  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
-  AddPending("needs3", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddRunning("el", QueueSpecFor("b", {GroupRole{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("needs3", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
 
   PolicyCycleResult result = Run();
   EXPECT_THAT(result.evictions, IsEmpty());  // two would be allowed, three are needed
   EXPECT_EQ(Find(result, "needs3")->cause, WaitCause::kNoCapacity);
   EXPECT_THAT(result.reservations, IsEmpty());
 
-  AddPending("needs2", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 5);
+  AddPending("needs2", QueueSpecFor("a", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 5);
   Forget("needs3-worker-0");
   Forget("needs3-worker-1");
   Forget("needs3-worker-2");
@@ -218,8 +218,8 @@ TEST_F(ReclaimTest, AQueueWithinItsGuaranteeReclaimsEvenFromALowerShare) {
   AddNodes("n", 1, 8);
   // b's weight makes its share tiny; a is only entitled through its guarantee.
   policy_.queues = {Queue("a", 1.0, /*guaranteed=*/4), Queue("b", 10.0)};
-  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
-  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
+  AddRunning("el", QueueSpecFor("b", {GroupRole{"worker", 1, 8, 0}}), "worker", 0, 8, 1, "n0");
+  AddPending("w", QueueSpecFor("a", {GroupRole{"worker", 4, 4, 0}}), "worker", 0, 4, 1);
   PolicyCycleResult result = Run();
   EXPECT_EQ(result.evictions.size(), 4u);
 
@@ -232,14 +232,14 @@ TEST_F(ReclaimTest, AQueueWithinItsGuaranteeReclaimsEvenFromALowerShare) {
 
 TEST_F(ReclaimTest, WithinAQueueOnlyGroupsOfNoHigherPriorityGiveBack) {
   AddNodes("n", 1, 8);
-  GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", 2, 8, 0}});
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}});
   AddRunning("high", spec, "worker", 0, 8, 1, "n0", /*priority=*/10);
-  AddPending("low", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+  AddPending("low", QueueSpecFor("default", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
              /*created=*/0, /*priority=*/5);
   PolicyCycleResult result = Run();
   EXPECT_THAT(result.evictions, IsEmpty());
 
-  AddPending("peer", QueueSpecFor("default", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
+  AddPending("peer", QueueSpecFor("default", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1,
              /*created=*/0, /*priority=*/10);
   result = Run();
   EXPECT_THAT(Evicted(result), ElementsAre("high-worker-7", "high-worker-6"));
@@ -249,10 +249,10 @@ TEST_F(ReclaimTest, WithinAQueueOnlyGroupsOfNoHigherPriorityGiveBack) {
 TEST_F(ReclaimTest, DropsVictimsThatTurnOutNotToBeNeeded) {
   AddNodes("n", 2, 4);
   policy_.queues = {Queue("a"), Queue("b"), Queue("c")};
-  AddRunning("x", QueueSpecFor("b", {RoleSpec{"worker", 3, 4, 0}}), "worker", 0, 4, 1, "n0");
-  AddRunning("y", QueueSpecFor("c", {RoleSpec{"worker", 2, 4, 0}}), "worker", 0, 4, 1, "n1");
+  AddRunning("x", QueueSpecFor("b", {GroupRole{"worker", 3, 4, 0}}), "worker", 0, 4, 1, "n0");
+  AddRunning("y", QueueSpecFor("c", {GroupRole{"worker", 2, 4, 0}}), "worker", 0, 4, 1, "n1");
   // One member that needs two GPUs on one node.
-  AddPending("w", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 2);
+  AddPending("w", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 2);
 
   PolicyCycleResult result = Run();
   // x-worker-3 went first (b and c level, b first by name) but freed a lone
@@ -263,9 +263,9 @@ TEST_F(ReclaimTest, DropsVictimsThatTurnOutNotToBeNeeded) {
 TEST_F(ReclaimTest, AWaiterOverItsShareDoesNotReclaimFromALowerShare) {
   AddNodes("n", 2, 4);
   policy_.queues = {Queue("a"), Queue("b")};
-  AddRunning("ra", QueueSpecFor("a", {RoleSpec{"worker", 4, 4, 0}}), "worker", 0, 4, 1, "n0");
-  AddRunning("el", QueueSpecFor("b", {RoleSpec{"worker", 1, 4, 0}}), "worker", 0, 4, 1, "n1");
-  AddPending("more", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddRunning("ra", QueueSpecFor("a", {GroupRole{"worker", 4, 4, 0}}), "worker", 0, 4, 1, "n0");
+  AddRunning("el", QueueSpecFor("b", {GroupRole{"worker", 1, 4, 0}}), "worker", 0, 4, 1, "n1");
+  AddPending("more", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   PolicyCycleResult result = Run();
   EXPECT_THAT(result.evictions, IsEmpty());
   EXPECT_EQ(Find(result, "more")->cause, WaitCause::kNoCapacity);
@@ -274,7 +274,7 @@ TEST_F(ReclaimTest, AWaiterOverItsShareDoesNotReclaimFromALowerShare) {
 TEST_F(ReclaimTest, ReclaimCanBeTurnedOff) {
   ElasticInB();
   policy_.reclaim.enabled = false;
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 1);
   PolicyCycleResult result = Run();
   EXPECT_THAT(result.evictions, IsEmpty());
   EXPECT_EQ(Find(result, "big")->cause, WaitCause::kNoCapacity);
@@ -282,8 +282,8 @@ TEST_F(ReclaimTest, ReclaimCanBeTurnedOff) {
 
 TEST_F(ReclaimTest, SeveralWaitersInOneCycleNeverShareVictims) {
   ElasticInB();
-  AddPending("w1", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 1);
-  AddPending("w2", QueueSpecFor("a", {RoleSpec{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 2);
+  AddPending("w1", QueueSpecFor("a", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 1);
+  AddPending("w2", QueueSpecFor("a", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 1, 2);
   PolicyCycleResult result = Run();
   EXPECT_THAT(Evicted(result),
               ElementsAre("el-worker-7", "el-worker-6", "el-worker-5", "el-worker-4"));
@@ -335,10 +335,10 @@ TEST_F(ReclaimTest, ABackOffIsCappedAndForgottenAfterAQuietMaxPeriod) {
 TEST_F(ReclaimTest, AShieldedGroupIsPassedOverForAnother) {
   AddNodes("n", 2, 8);
   policy_.queues = {Queue("a"), Queue("b")};
-  elastic_ = QueueSpecFor("b", {RoleSpec{"worker", 2, 8, 0}});
+  elastic_ = QueueSpecFor("b", {GroupRole{"worker", 2, 8, 0}});
   AddRunning("el", elastic_, "worker", 0, 8, 1, "n0");
   AddRunning("other", elastic_, "worker", 0, 8, 1, "n1");
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_EQ(result.evictions.size(), 1u);
   const std::string first = result.evictions[0].victim_group;
@@ -351,7 +351,7 @@ TEST_F(ReclaimTest, AShieldedGroupIsPassedOverForAnother) {
 TEST_F(ReclaimTest, InFlightEvictionsAreForgottenAfterTheTimeout) {
   ElasticInB();
   policy_.eviction_timeout_seconds = 60;
-  AddPending("big", QueueSpecFor("a", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
+  AddPending("big", QueueSpecFor("a", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1);
   PolicyCycleResult result = Run(At(1000));
   ASSERT_EQ(result.evictions.size(), 1u);
   result = Run(At(1030));
@@ -371,17 +371,18 @@ class TreeReclaimTest : public testing::PolicyTest {
   // An elastic group (worker min 1, max 8) of `members` one-GPU members on `node`.
   void Elastic(const std::string& job, const std::string& queue, int members,
                const std::string& node) {
-    AddRunning(job, QueueSpecFor(queue, {RoleSpec{"worker", 1, 8, 0}}), "worker", 0, members, 1,
+    AddRunning(job, QueueSpecFor(queue, {GroupRole{"worker", 1, 8, 0}}), "worker", 0, members, 1,
                node);
   }
   // A rigid group of `members` one-GPU members on `node`.
   void Rigid(const std::string& job, const std::string& queue, int members,
              const std::string& node) {
-    AddRunning(job, QueueSpecFor(queue, {RoleSpec{"worker", members, members, 0}}), "worker", 0,
+    AddRunning(job, QueueSpecFor(queue, {GroupRole{"worker", members, members, 0}}), "worker", 0,
                members, 1, node);
   }
   void Waits(const std::string& job, const std::string& queue, int gpus) {
-    AddPending(job, QueueSpecFor(queue, {RoleSpec{"worker", gpus, gpus, 0}}), "worker", 0, gpus, 1);
+    AddPending(job, QueueSpecFor(queue, {GroupRole{"worker", gpus, gpus, 0}}), "worker", 0, gpus,
+               1);
   }
 };
 
@@ -528,7 +529,7 @@ TEST_F(TreeReclaimTest, TheCousinGivesAfterTheSibling) {
                     Under(Queue("team-b"), "dept"),
                     Under(Queue("lab"), "org"),
                     Queue("other")};
-  AddRunning("eb", QueueSpecFor("team-b", {RoleSpec{"worker", 4, 8, 0}}), "worker", 0, 5, 1, "n0");
+  AddRunning("eb", QueueSpecFor("team-b", {GroupRole{"worker", 4, 8, 0}}), "worker", 0, 5, 1, "n0");
   Elastic("el2", "lab", 3, "n0");
   Elastic("el", "lab", 8, "n1");
   Elastic("eo", "other", 8, "n2");

@@ -29,7 +29,7 @@ class StarvationTest : public testing::PolicyTest {
     ASSERT_TRUE(snapshot_.AddPod(PodBuilder(name).Gpus(1).OnNode(node).Build()).ok());
   }
   PodGroup GangGroup(const std::string& job, int32_t members, int64_t gpus) {
-    GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", members, members, 0}});
+    GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", members, members, 0}});
     AddPending(job, spec, "worker", 0, members, gpus);
     for (PodGroup& group : BuildGroups(Pending(), snapshot_)) {
       if (group.name == job) {
@@ -110,7 +110,7 @@ TEST_F(StarvationTest, AStarvedGroupGetsNodesReservedAndOthersStayOff) {
     AddSmallRunning("y" + std::to_string(i), "n1");
   }
   // 8 free GPUs, but 4 per node: the 8-GPU member fits nowhere.
-  AddPending("gang", QueueSpecFor("default", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 8,
+  AddPending("gang", QueueSpecFor("default", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 8,
              /*created=*/0);
   PolicyCycleResult result = Run(At(100));
   EXPECT_THAT(result.reservations, IsEmpty());  // not starved yet
@@ -159,8 +159,8 @@ TEST_F(StarvationTest, OnlyMaxReservedGroupsHoldNodesAtOnce) {
   for (int n = 0; n < 4; ++n) {
     AddSmallRunning("s" + std::to_string(n), "n" + std::to_string(n));
   }
-  AddPending("g1", QueueSpecFor("default", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 8, 1);
-  AddPending("g2", QueueSpecFor("default", {RoleSpec{"worker", 1, 1, 0}}), "worker", 0, 1, 8, 2);
+  AddPending("g1", QueueSpecFor("default", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 8, 1);
+  AddPending("g2", QueueSpecFor("default", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 8, 2);
   PolicyCycleResult result = Run(At(100));
   ASSERT_EQ(result.reservations.size(), 1u);
   EXPECT_EQ(result.reservations[0].group_key, "team/g1");
@@ -219,7 +219,7 @@ class StreamSimulation {
     for (int i = 0; i < 20; ++i) {
       AddSmall(0);
     }
-    GroupSpec spec = QueueSpecFor("default", {RoleSpec{"worker", gang_members, gang_members, 0}});
+    GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", gang_members, gang_members, 0}});
     for (int i = 0; i < gang_members; ++i) {
       pending_.push_back(std::make_unique<PodInfo>(PodBuilder("gang-worker-" + std::to_string(i))
                                                        .Member("gang", "worker", i)

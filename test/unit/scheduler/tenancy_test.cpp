@@ -18,7 +18,7 @@ TrustedJob Job(int32_t min_replicas = 2, int32_t max_replicas = 4) {
   job.namespace_name = "team-a";
   job.name = "train";
   job.uid = "uid-1";
-  job.spec.roles = {RoleSpec{"ps", 1, 1, 1}, RoleSpec{"worker", min_replicas, max_replicas, 0}};
+  job.spec.roles = {GroupRole{"ps", 1, 1, 1}, GroupRole{"worker", min_replicas, max_replicas, 0}};
   job.spec.queue = "";
   job.spec.schedule_timeout_seconds = 60;
   return job;
@@ -63,7 +63,8 @@ TEST_F(TenancyTest, AControlledMemberGetsTheJobsShapeAndTheDefaultQueue) {
 // minimums for members that succeeded), never for more, nor another queue.
 TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
   GroupSpec asked;
-  asked.roles = {RoleSpec{"ps", 1, 1, 9}, RoleSpec{"worker", 1, 64, 9}, RoleSpec{"extra", 5, 5, 0}};
+  asked.roles = {GroupRole{"ps", 1, 1, 9}, GroupRole{"worker", 1, 64, 9},
+                 GroupRole{"extra", 5, 5, 0}};
   asked.queue = "vip";
   asked.schedule_timeout_seconds = 0;
   GroupSpec effective = EffectiveGroupSpec(Job(), asked);
@@ -77,7 +78,7 @@ TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
   asked.schedule_timeout_seconds = 900;
   EXPECT_EQ(EffectiveGroupSpec(Job(), asked).schedule_timeout_seconds, 60);
 
-  asked.roles = {RoleSpec{"worker", 3, 2, 0}};
+  asked.roles = {GroupRole{"worker", 3, 2, 0}};
   effective = EffectiveGroupSpec(Job(), asked);
   EXPECT_EQ(effective.roles[1].max_replicas, 2);
   EXPECT_EQ(effective.roles[1].min_replicas, 2);  // never above max
@@ -87,7 +88,7 @@ TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
 TEST_F(TenancyTest, APodWithoutTheJobAsControllerIsUntrusted) {
   PodInfo pod = Member("worker", 0);
   pod.controller.reset();
-  pod.group_spec = GroupSpec{{RoleSpec{"worker", 1, 1, 0}}, "vip", 0};
+  pod.group_spec = GroupSpec{{GroupRole{"worker", 1, 1, 0}}, "vip", 0};
   ResolvePod(pod, directory_);
   EXPECT_EQ(MembershipOf(pod), Membership::kUntrusted);
   EXPECT_TRUE(pod.job_name.empty());
@@ -221,7 +222,7 @@ TEST(TenancyParseTest, ObjectsWithoutWhatTrustNeedsAreRefused) {
   EXPECT_EQ(job->spec.queue, "q");
   EXPECT_EQ(job->spec.schedule_timeout_seconds, 30);
   ASSERT_EQ(job->spec.roles.size(), 1u);
-  EXPECT_EQ(job->spec.roles[0], (RoleSpec{"worker", 2, 8, 3}));
+  EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 8, 3}));
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+#include <algorithm>
+
+#include <hybridjob/api/group_spec.h>
+#include <hybridjob/common/json_fields.h>
+
+namespace hybridjob::api {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// A bound on replicas per role so a bad annotation cannot make the scheduler
+// allocate without limit when it checks which members exist.
+constexpr int64_t kMaxReplicasPerRole = 100000;
+
+}  // namespace
+
+const GroupRole* GroupSpec::FindRole(std::string_view name) const {
+  for (const GroupRole& role : roles) {
+    if (role.name == name) {
+      return &role;
+    }
+  }
+  return nullptr;
+}
+
+GroupSpec GroupSpecOf(const HybridJob& job) {
+  GroupSpec spec;
+  for (const ReplicaSpec& role : job.spec.replica_specs) {
+    spec.roles.push_back(
+        {role.name, role.min_replicas, role.EffectiveMaxReplicas(), role.priority});
+  }
+  spec.queue = job.spec.queue.value_or("");
+  spec.schedule_timeout_seconds = job.spec.run_policy.schedule_timeout_seconds;
+  return spec;
+}
+
+Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
+  json object = json::parse(annotation_json, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) {
+    return InvalidArgument("group spec: not valid JSON");
+  }
+  if (!object.is_object()) {
+    return InvalidArgument("group spec: must be an object");
+  }
+  JsonFields fields;
+  GroupSpec spec;
+  int64_t total_max = 0;
+  const json* roles = fields.Array(object, "roles", "");
+  if (roles == nullptr || roles->empty()) {
+    fields.Error("roles", "at least one role is required");
+  }
+  for (size_t i = 0; roles != nullptr && i < roles->size(); ++i) {
+    const std::string path = IndexPath("roles", i);
+    const json& item = (*roles)[i];
+    if (!item.is_object()) {
+      fields.Error(path, "must be an object");
+      continue;
+    }
+    GroupRole role;
+    role.name = fields.String(item, "name", path).value_or("");
+    if (role.name.empty()) {
+      fields.Error(JoinPath(path, "name"), "required");
+    } else if (spec.FindRole(role.name) != nullptr) {
+      fields.Error(JoinPath(path, "name"), "duplicate role \"" + role.name + "\"");
+    }
+    // Bounds are read as 64-bit so that an out-of-range value is refused by
+    // the checks below rather than wrapped.
+    const int64_t min = fields.Int64(item, "min", path).value_or(1);
+    const int64_t max = fields.Int64(item, "max", path).value_or(std::max<int64_t>(min, 1));
+    if (min < 0 || max < 0 || min > max) {
+      fields.Error(path, "need 0 <= min <= max, got min " + std::to_string(min) + " max " +
+                             std::to_string(max));
+    } else if (max > kMaxReplicasPerRole) {
+      fields.Error(JoinPath(path, "max"), "more than " + std::to_string(kMaxReplicasPerRole));
+    } else {
+      role.min_replicas = static_cast<int32_t>(min);
+      role.max_replicas = static_cast<int32_t>(max);
+      total_max += max;
+    }
+    role.priority = fields.Int32(item, "priority", path).value_or(0);
+    spec.roles.push_back(std::move(role));
+  }
+  if (fields.ok() && total_max == 0) {
+    fields.Error("roles", "every role has max 0");
+  }
+  spec.queue = fields.String(object, "queue", "").value_or("");
+  spec.schedule_timeout_seconds = fields.Int64(object, "scheduleTimeoutSeconds", "");
+  if (spec.schedule_timeout_seconds && *spec.schedule_timeout_seconds < 0) {
+    fields.Error("scheduleTimeoutSeconds", "must not be negative");
+  }
+  if (!fields.ok()) {
+    return Status(StatusCode::kInvalidArgument, "group spec: " + fields.ToStatus().message());
+  }
+  return spec;
+}
+
+std::string FormatGroupSpec(const GroupSpec& spec) {
+  ordered_json roles = ordered_json::array();
+  for (const GroupRole& role : spec.roles) {
+    roles.push_back({{"name", role.name},
+                     {"min", role.min_replicas},
+                     {"max", role.max_replicas},
+                     {"priority", role.priority}});
+  }
+  ordered_json object = {{"roles", std::move(roles)}};
+  if (!spec.queue.empty()) {
+    object["queue"] = spec.queue;
+  }
+  if (spec.schedule_timeout_seconds) {
+    object["scheduleTimeoutSeconds"] = *spec.schedule_timeout_seconds;
+  }
+  return object.dump();
+}
+
+}  // namespace hybridjob::api
