@@ -2,6 +2,7 @@
 #include <cmath>
 #include <thread>
 
+#include <hybridjob/common/backoff.h>
 #include <hybridjob/k8s/rate_limiter.h>
 
 namespace hybridjob::k8s {
@@ -59,19 +60,10 @@ void BlockingRateLimiter::Wait() {
 }
 
 Duration ItemExponentialBackoff::When(const std::string& item) {
-  const int failures = failures_[item]++;
-  // 2^failures overflows quickly; cap the exponent before multiplying.
-  const double factor = std::pow(2.0, std::min(failures, 62));
-  const double nanos =
-      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(base_).count()) *
-      factor;
-  const double cap_nanos =
-      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(cap_).count());
-  if (nanos >= cap_nanos) {
-    return cap_;
-  }
-  return std::chrono::duration_cast<Duration>(
-      std::chrono::nanoseconds(static_cast<int64_t>(nanos)));
+  int& failures = failures_[item];
+  const Duration delay = ExponentialBackoff(base_, cap_, failures);
+  failures = std::min(failures + 1, 64);  // the delay is at its cap long before
+  return delay;
 }
 
 int ItemExponentialBackoff::NumRequeues(const std::string& item) const {

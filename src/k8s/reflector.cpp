@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/common/backoff.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/reflector.h>
@@ -39,10 +40,7 @@ void Reflector::ReportError(std::string_view what, const Status& status) {
 }
 
 Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorSink& sink)
-    : client_(client),
-      options_(std::move(options)),
-      sink_(sink),
-      backoff_(options_.initial_backoff) {}
+    : client_(client), options_(std::move(options)), sink_(sink) {}
 
 std::string Reflector::LastResourceVersion() const {
   std::lock_guard lock(mu_);
@@ -60,15 +58,17 @@ void Reflector::Stop() {
 
 bool Reflector::Backoff() {
   std::unique_lock lock(mu_);
+  const Duration backoff =
+      ExponentialBackoff(options_.initial_backoff, options_.max_backoff, failures_);
+  failures_ = std::min(failures_ + 1, 64);  // the back-off is at its cap long before
   // Full jitter on top of half the backoff keeps retries spread but bounded.
-  const auto delay = std::chrono::duration_cast<Duration>(backoff_ * (0.5 + 0.5 * Jitter()));
-  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  const auto delay = std::chrono::duration_cast<Duration>(backoff * (0.5 + 0.5 * Jitter()));
   return !stop_cv_.wait_for(lock, delay, [this] { return stopped_.load(); });
 }
 
 void Reflector::ResetBackoff() {
   std::lock_guard lock(mu_);
-  backoff_ = options_.initial_backoff;
+  failures_ = 0;
 }
 
 bool Reflector::ListAndReplace() {
@@ -84,7 +84,7 @@ bool Reflector::ListAndReplace() {
         sink_.Replace({}, "");
         absent_reported_ = true;
       }
-      backoff_ = options_.max_backoff;
+      failures_ = 64;  // poll for the collection at the longest back-off
       return false;
     }
     ++stats_.errors;

@@ -34,9 +34,6 @@ struct DecisionCopy {
   Timestamp creation_time{};
 };
 
-// A pod that claims a job's membership without belonging to the job.
-constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
-
 // The PodScheduled=False reason written on a waiting group's pods: the
 // Kubernetes one for lack of capacity, the policy's cause otherwise.
 std::string WaitingReason(const DecisionCopy& decision) {
@@ -44,7 +41,8 @@ std::string WaitingReason(const DecisionCopy& decision) {
     case WaitCause::kNoCapacity:
       return std::string(api::kWaitingReason);
     case WaitCause::kInvalid:
-      return decision.untrusted ? std::string(kUntrustedMemberReason) : "InvalidGroup";
+      return std::string(decision.untrusted ? api::kUntrustedMemberReason
+                                            : api::kInvalidGroupReason);
     default:
       return std::string(WaitCauseName(decision.cause));
   }
@@ -511,7 +509,7 @@ void GangScheduler::RunOneCycle() {
         decision.cause != WaitCause::kSchedulingGated) {
       if (decision.untrusted) {
         events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
-                        std::string(kUntrustedMemberReason), decision.reason);
+                        std::string(api::kUntrustedMemberReason), decision.reason);
       } else {
         events_->Record(PodReference(decision.pending.front()), k8s::EventType::kWarning,
                         "FailedScheduling",

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <hybridjob/common/backoff.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/fair_share.h>
 #include <hybridjob/scheduler/policy_cycle.h>
@@ -1174,13 +1175,9 @@ void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const P
         state.refused.end(), RefusedEviction{eviction.namespace_name, eviction.name, eviction.uid});
   }
   it->refusals = std::min(it->refusals + 1, 30);
-  int64_t backoff = policy.refused_eviction_backoff_seconds;
-  for (int32_t i = 1; i < it->refusals && backoff < policy.refused_eviction_backoff_max_seconds;
-       ++i) {
-    backoff *= 2;
-  }
-  backoff = std::min(backoff, policy.refused_eviction_backoff_max_seconds);
-  it->retry_after = now + std::chrono::seconds{backoff};
+  it->retry_after = now + ExponentialBackoff(seconds{policy.refused_eviction_backoff_seconds},
+                                             seconds{policy.refused_eviction_backoff_max_seconds},
+                                             it->refusals - 1);
 }
 
 }  // namespace hybridjob::scheduler

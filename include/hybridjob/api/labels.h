@@ -32,6 +32,14 @@ inline constexpr std::string_view kGroupSpecAnnotation = "batch.hybridjob.io/gro
 inline constexpr std::string_view kSurplusReason = "GangSurplus";
 // kWaitingReason: the group cannot reach every role's minimum yet.
 inline constexpr std::string_view kWaitingReason = "Unschedulable";
+// kUntrustedMemberReason: the pod claims a job's membership without belonging
+// to the job (see scheduler/tenancy.h); it is never planned.
+inline constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
+// kInvalidGroupReason: the group's shape cannot be planned (a refused
+// group-spec annotation, members that disagree).
+inline constexpr std::string_view kInvalidGroupReason = "InvalidGroup";
+// Other reasons name the scheduling policy's cause (WaitCauseName in
+// scheduler/policy_cycle.h): QueueLimit, NotAllowedInQueue, ...
 
 // Pod condition the gang scheduler sets (status True) on a member just before
 // it evicts it, with reason kReclaimedReason or kPreemptedReason: the job

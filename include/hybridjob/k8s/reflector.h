@@ -87,7 +87,7 @@ class Reflector {
   std::atomic<bool> stopped_{false};
   std::string last_resource_version_;
   WatchStream* active_watch_ = nullptr;  // owned by WatchOnce; guarded by mu_
-  Duration backoff_;
+  int failures_ = 0;  // failed lists or watches since the last success; Run's thread only
   std::string last_error_;
   bool absent_reported_ = false;  // the sink holds the empty snapshot of an absent collection
   std::chrono::steady_clock::time_point last_error_logged_{};
