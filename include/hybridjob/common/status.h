@@ -32,7 +32,9 @@ enum class StatusCode {
 
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+// [[nodiscard]]: a dropped Status is a dropped error. A caller that means to
+// drop one casts it to void.
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
