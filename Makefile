@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
 .PHONY: all deps k8s configure build asan-build fuzz-build tsan-build test soak fuzz unit integration \
-	e2e fault bench demo format clean
+	e2e fault bench demo demo-build format clean
 
 all: build
 
@@ -37,10 +37,13 @@ asan-build: deps
 
 # The libFuzzer targets of test/fuzz/, built with Clang, every library
 # instrumented for coverage, AddressSanitizer and UndefinedBehaviorSanitizer.
+# The shells' libraries are built too, so that Clang checks their locking
+# (-Wthread-safety, see include/hybridjob/common/mutex.h).
 fuzz-build: deps
 	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDJOB_FUZZ=ON \
 	  -DHYBRIDJOB_UNIT_TESTS_ONLY=ON -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hybridjob_fuzzers
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hybridjob_fuzzers hybridjob_controller \
+	  hybridjob_sim hybridjob_observability
 
 # Everything but the benchmarks, built with ThreadSanitizer.
 tsan-build: deps
@@ -74,7 +77,14 @@ fault: k8s build
 bench: k8s build
 	@hack/bench.sh $(BUILD_DIR)
 
-demo: k8s build
+# The demo runs only the three binaries: build those, not every test and
+# benchmark (`make build` builds everything).
+DEMO_TARGETS := hybridjob-sim gang-scheduler hybridjob-controller
+demo-build: configure
+	@echo "demo: building $(DEMO_TARGETS) in $(BUILD_DIR)" >&2
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
+
+demo: k8s demo-build
 	@hack/demo.sh $(BUILD_DIR)
 
 format:

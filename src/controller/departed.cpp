@@ -9,7 +9,7 @@ void DepartedMembers::PodDeleted(const std::string& key, const ObservedPod& pod,
   if (!pod.reclaimed || pod.index < 0) {
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Record>& records = records_[key];
   std::erase_if(records, [&](const Record& record) {
     return record.pod.role == pod.role && record.pod.index == pod.index;
@@ -20,7 +20,7 @@ void DepartedMembers::PodDeleted(const std::string& key, const ObservedPod& pod,
 std::vector<ObservedPod> DepartedMembers::For(const std::string& key,
                                               const std::vector<ObservedPod>& pods,
                                               Clock::time_point now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = records_.find(key);
   if (it == records_.end()) {
     return {};
@@ -47,12 +47,12 @@ std::vector<ObservedPod> DepartedMembers::For(const std::string& key,
 }
 
 void DepartedMembers::Forget(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   records_.erase(key);
 }
 
 size_t DepartedMembers::JobCount() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return records_.size();
 }
 

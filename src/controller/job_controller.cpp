@@ -198,7 +198,7 @@ bool JobController::WaitForCacheSync(std::chrono::milliseconds timeout) {
 }
 
 void JobController::StartWorkers() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (active_ || stopping_) {
     return;
   }
@@ -218,7 +218,7 @@ void JobController::StartWorkers() {
 
 void JobController::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       return;
     }

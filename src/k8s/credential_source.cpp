@@ -358,12 +358,12 @@ CredentialSource::CredentialSource(std::string token, std::string token_file, st
 }
 
 uint64_t CredentialSource::plugin_runs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return runs_;
 }
 
 Result<Credentials> CredentialSource::Get() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!fetch_) {
     return token_file_.empty() ? current_ : ReadTokenFileLocked();
   }
@@ -385,7 +385,7 @@ bool CredentialSource::RefreshAfterUnauthorized(const Credentials& used) {
   if (!fetch_) {
     return false;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (cached_ && current_.generation != used.generation) {
     return true;  // another request already got newer credentials
   }

@@ -49,7 +49,7 @@ EventRecorder::~EventRecorder() {
 
 void EventRecorder::Record(const ObjectReference& object, EventType type, std::string reason,
                            std::string message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) {
     return;
   }
@@ -62,13 +62,14 @@ void EventRecorder::Record(const ObjectReference& object, EventType type, std::s
 }
 
 bool EventRecorder::Flush(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return idle_cv_.wait_for(lock, timeout, [this] { return queue_.empty() && !writing_; });
+  MutexLock lock(mu_);
+  return lock.WaitFor(idle_cv_, timeout,
+                      [this]() HJ_REQUIRES(mu_) { return queue_.empty() && !writing_; });
 }
 
 void EventRecorder::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       return;
     }
@@ -84,8 +85,8 @@ void EventRecorder::Run() {
   while (true) {
     Pending next;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      lock.Wait(cv_, [this]() HJ_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) {
         return;  // stopping and drained
       }
@@ -95,7 +96,7 @@ void EventRecorder::Run() {
     }
     Write(next);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       writing_ = false;
       if (queue_.empty()) {
         idle_cv_.notify_all();

@@ -69,7 +69,7 @@ LeaderElector::~LeaderElector() {
 }
 
 void LeaderElector::Start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) {
     return;
   }
@@ -79,7 +79,7 @@ void LeaderElector::Start() {
 
 void LeaderElector::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -89,13 +89,13 @@ void LeaderElector::Stop() {
 }
 
 std::string LeaderElector::ObservedLeader() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return observed_holder_;
 }
 
 bool LeaderElector::SleepUnlessStopped(std::chrono::milliseconds duration) {
-  std::unique_lock lock(mu_);
-  return !cv_.wait_for(lock, duration, [this] { return stopping_; });
+  MutexLock lock(mu_);
+  return !lock.WaitFor(cv_, duration, [this]() HJ_REQUIRES(mu_) { return stopping_; });
 }
 
 void LeaderElector::SetLeading(bool leading) {
@@ -134,7 +134,7 @@ bool LeaderElector::TryAcquireOrRenew() {
       LogFailure("create", created.status());
       return false;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     observed_holder_ = config_.identity;
     observed_renew_time_ = now;
     observed_at_ = Clock::now();
@@ -150,7 +150,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   const std::string renew_time = spec.value("renewTime", "");
   const int held_seconds = spec.value("leaseDurationSeconds", lease_seconds);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (holder != observed_holder_ || renew_time != observed_renew_time_) {
       observed_holder_ = holder;
       observed_renew_time_ = renew_time;
@@ -177,7 +177,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
     return false;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   observed_holder_ = config_.identity;
   observed_renew_time_ = now;
   observed_at_ = Clock::now();

@@ -51,7 +51,7 @@ void BlockingRateLimiter::Wait() {
   }
   Duration delay;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     delay = bucket_.Reserve(std::chrono::steady_clock::now());
   }
   if (delay > Duration::zero()) {

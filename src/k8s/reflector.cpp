@@ -25,7 +25,7 @@ void Reflector::ReportError(std::string_view what, const Status& status) {
   std::string message =
       std::string(what) + " " + options_.resource.plural + ": " + status.ToString();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (message == last_error_ && now - last_error_logged_ < std::chrono::seconds(30)) {
       return;
     }
@@ -43,12 +43,12 @@ Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorSink&
     : client_(client), options_(std::move(options)), sink_(sink) {}
 
 std::string Reflector::LastResourceVersion() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_resource_version_;
 }
 
 void Reflector::Stop() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stopped_ = true;
   if (active_watch_ != nullptr) {
     active_watch_->Cancel();
@@ -57,17 +57,17 @@ void Reflector::Stop() {
 }
 
 bool Reflector::Backoff() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const Duration backoff =
       ExponentialBackoff(options_.initial_backoff, options_.max_backoff, failures_);
   failures_ = std::min(failures_ + 1, 64);  // the back-off is at its cap long before
   // Full jitter on top of half the backoff keeps retries spread but bounded.
   const auto delay = std::chrono::duration_cast<Duration>(backoff * (0.5 + 0.5 * Jitter()));
-  return !stop_cv_.wait_for(lock, delay, [this] { return stopped_.load(); });
+  return !lock.WaitFor(stop_cv_, delay, [this] { return stopped_.load(); });
 }
 
 void Reflector::ResetBackoff() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   failures_ = 0;
 }
 
@@ -93,7 +93,7 @@ bool Reflector::ListAndReplace() {
   }
   absent_reported_ = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     last_resource_version_ = list->resource_version;
   }
   sink_.Replace(std::move(list->items), list->resource_version);
@@ -122,14 +122,14 @@ Reflector::WatchEnd Reflector::WatchOnce() {
   }
   std::unique_ptr<WatchStream> stream = std::move(*opened);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) {
       return WatchEnd::kStopped;
     }
     active_watch_ = stream.get();
   }
   auto detach = [this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     active_watch_ = nullptr;
   };
   bool received_any = false;
@@ -169,7 +169,7 @@ Reflector::WatchEnd Reflector::WatchOnce() {
       sink_.Apply(event.type, std::move(event.object));
     }
     if (!rv.empty()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       last_resource_version_ = rv;
     }
   }

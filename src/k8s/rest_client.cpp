@@ -7,6 +7,7 @@
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/credential_source.h>
 #include <hybridjob/k8s/rate_limiter.h>
@@ -214,7 +215,7 @@ class RestClient::Impl {
   }
 
   Result<std::shared_ptr<const Transport>> TransportFor(const Credentials& credentials) {
-    std::lock_guard lock(transport_mu_);
+    MutexLock lock(transport_mu_);
     if (transport_->cert_generation == credentials.cert_generation) {
       return transport_;
     }
@@ -327,7 +328,7 @@ class RestClient::Impl {
     if (fresh.empty()) {
       return;
     }
-    std::lock_guard lock(observer_mu_);
+    MutexLock lock(observer_mu_);
     for (const std::string& text : fresh) {
       if (warning_handler_) {
         warning_handler_(text);
@@ -339,7 +340,7 @@ class RestClient::Impl {
 
   void Observe(std::string_view verb, std::string_view resource, int code,
                Clock::duration latency) {
-    std::lock_guard lock(observer_mu_);
+    MutexLock lock(observer_mu_);
     if (observer_) {
       observer_(verb, resource, code, latency);
     }
@@ -395,11 +396,11 @@ class RestClient::Impl {
   std::unique_ptr<CredentialSource> credentials_;
   BlockingRateLimiter limiter_;
   std::counting_semaphore<> in_flight_;
-  std::mutex transport_mu_;  // guards transport_ (the pointer, not the clients)
-  std::shared_ptr<const Transport> transport_;
-  std::mutex observer_mu_;  // guards observer_ and warning_handler_
-  RequestObserver observer_;
-  WarningHandler warning_handler_;
+  Mutex transport_mu_;
+  std::shared_ptr<const Transport> transport_ HJ_GUARDED_BY(transport_mu_);  // not the clients
+  Mutex observer_mu_;
+  RequestObserver observer_ HJ_GUARDED_BY(observer_mu_);
+  WarningHandler warning_handler_ HJ_GUARDED_BY(observer_mu_);
   WarningDeduplicator warnings_;
   static thread_local std::optional<std::chrono::seconds> retry_after_;
 };
@@ -443,12 +444,12 @@ const std::string& RestClient::DefaultNamespace() const {
 }
 
 void RestClient::SetRequestObserver(RequestObserver observer) {
-  std::lock_guard lock(impl_->observer_mu_);
+  MutexLock lock(impl_->observer_mu_);
   impl_->observer_ = std::move(observer);
 }
 
 void RestClient::SetWarningHandler(WarningHandler handler) {
-  std::lock_guard lock(impl_->observer_mu_);
+  MutexLock lock(impl_->observer_mu_);
   impl_->warning_handler_ = std::move(handler);
 }
 

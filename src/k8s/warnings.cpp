@@ -91,7 +91,7 @@ void LogServerWarning(std::string_view text) {
 
 std::vector<std::string> WarningDeduplicator::New(const std::vector<std::string>& texts) {
   std::vector<std::string> fresh;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& text : texts) {
     if (seen_.count(text) != 0) {
       continue;

@@ -32,7 +32,7 @@ void WorkQueue::AddLocked(const std::string& key, Time now) {
 void WorkQueue::Add(const std::string& key) {
   size_t depth;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     AddLocked(key, std::chrono::steady_clock::now());
     depth = queue_.size();
   }
@@ -44,7 +44,7 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
     Add(key);
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) {
     return;
   }
@@ -64,7 +64,7 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
 void WorkQueue::AddRateLimited(const std::string& key) {
   Duration delay;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     delay = limiter_->When(key, std::chrono::steady_clock::now());
   }
   if (observer_.on_retry) {
@@ -74,12 +74,12 @@ void WorkQueue::AddRateLimited(const std::string& key) {
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   limiter_->Forget(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return limiter_->NumRequeues(key);
 }
 
@@ -97,19 +97,19 @@ std::optional<std::string> WorkQueue::Get() {
   Duration waited{};
   size_t depth;
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
       PromoteDueLocked(std::chrono::steady_clock::now());
       if (!queue_.empty() || shutting_down_) {
         break;
       }
       if (delayed_.empty()) {
-        cv_.wait(lock);
+        lock.Wait(cv_);
       } else {
         // A copy: another worker may promote (and free) that entry while
         // this one waits, and wait_until reads the time again on waking.
         const Time due = delayed_.begin()->first;
-        cv_.wait_until(lock, due);
+        lock.WaitUntil(cv_, due);
       }
     }
     if (queue_.empty()) {
@@ -137,7 +137,7 @@ std::optional<std::string> WorkQueue::Get() {
 void WorkQueue::Done(const std::string& key) {
   Duration worked{};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     processing_.erase(key);
     if (auto it = started_at_.find(key); it != started_at_.end()) {
       worked = std::chrono::steady_clock::now() - it->second;
@@ -154,7 +154,7 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   delayed_.clear();
   delayed_index_.clear();
@@ -162,17 +162,17 @@ void WorkQueue::ShutDown() {
 }
 
 bool WorkQueue::ShuttingDown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return shutting_down_;
 }
 
 size_t WorkQueue::Len() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::DelayedLen() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return delayed_.size();
 }
 

@@ -84,7 +84,7 @@ Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
 
 void Histogram::Observe(double value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t bucket = 0;
   while (bucket < upper_bounds_.size() && value > upper_bounds_[bucket]) {
     ++bucket;
@@ -95,7 +95,7 @@ void Histogram::Observe(double value) {
 }
 
 Histogram::Snapshot Histogram::Read() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Snapshot snapshot;
   snapshot.upper_bounds = upper_bounds_;
   uint64_t running = 0;
@@ -135,7 +135,7 @@ Registry::Family& Registry::FamilyFor(const std::string& name, const std::string
 
 Counter& Registry::GetCounter(const std::string& name, const std::string& help,
                               const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, Type::kCounter).counters[labels];
   if (!slot) {
     slot = std::make_unique<Counter>();
@@ -144,7 +144,7 @@ Counter& Registry::GetCounter(const std::string& name, const std::string& help,
 }
 
 Gauge& Registry::GetGauge(const std::string& name, const std::string& help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, Type::kGauge).gauges[labels];
   if (!slot) {
     slot = std::make_unique<Gauge>();
@@ -154,7 +154,7 @@ Gauge& Registry::GetGauge(const std::string& name, const std::string& help, cons
 
 Histogram& Registry::GetHistogram(const std::string& name, const std::string& help,
                                   const std::vector<double>& buckets, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, Type::kHistogram).histograms[labels];
   if (!slot) {
     slot = std::make_unique<Histogram>(buckets);
@@ -163,20 +163,20 @@ Histogram& Registry::GetHistogram(const std::string& name, const std::string& he
 }
 
 void Registry::AddCollector(std::function<void(Registry&)> collector) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   collectors_.push_back(std::move(collector));
 }
 
 std::string Registry::Render() {
   std::vector<std::function<void(Registry&)>> collectors;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     collectors = collectors_;
   }
   for (const auto& collector : collectors) {
     collector(*this);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::ostringstream out;
   for (const auto& [name, family] : families_) {
     out << "# HELP " << name << " " << family.help << "\n";

@@ -57,11 +57,11 @@ bool BindMayHaveTaken(const Status& bind_status) {
 struct GangBinder::Progress {
   GangBind gang;
   std::atomic<size_t> remaining{0};
-  std::mutex mu;
-  std::vector<PodRef> bound;
-  std::vector<PodRef> failed;
-  std::vector<PodRef> maybe_bound;  // failed, but the binding may have taken
-  Status first_error;
+  Mutex mu;
+  std::vector<PodRef> bound HJ_GUARDED_BY(mu);
+  std::vector<PodRef> failed HJ_GUARDED_BY(mu);
+  std::vector<PodRef> maybe_bound HJ_GUARDED_BY(mu);  // failed, but the binding may have taken
+  Status first_error HJ_GUARDED_BY(mu);
 };
 
 GangBinder::GangBinder(k8s::ApiClient& client, BindFunction bind, k8s::EventRecorder& events,
@@ -85,7 +85,7 @@ void GangBinder::Start(int workers) {
 
 void GangBinder::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -96,7 +96,7 @@ void GangBinder::Stop() {
 }
 
 void GangBinder::SetLatencyObserver(GangLatencyObserver observer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   latency_observer_ = std::move(observer);
 }
 
@@ -105,7 +105,7 @@ void GangBinder::Submit(GangBind gang) {
   progress->remaining = gang.members.size();
   progress->gang = std::move(gang);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const PodRef& member : progress->gang.members) {
       queue_.push_back({progress, member});
     }
@@ -117,8 +117,8 @@ void GangBinder::Work() {
   while (true) {
     Task task;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      lock.Wait(cv_, [this]() HJ_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) {
         return;
       }
@@ -128,7 +128,7 @@ void GangBinder::Work() {
     const PodRef& member = task.member;
     Status status = bind_(client_, member.namespace_name, member.name, member.uid, member.node);
     {
-      std::lock_guard lock(task.gang->mu);
+      MutexLock lock(task.gang->mu);
       if (status.ok()) {
         task.gang->bound.push_back(member);
       } else {
@@ -175,7 +175,7 @@ void GangBinder::Finish(const Progress& progress) {
                    "gang " + gang.group_name + " placed: " + gang.summary);
     GangLatencyObserver observer;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       observer = latency_observer_;
     }
     if (observer && gang.creation_time != Timestamp{}) {

@@ -80,7 +80,7 @@ void ConfigFileWatcher::Start() {
 
 void ConfigFileWatcher::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -90,11 +90,11 @@ void ConfigFileWatcher::Stop() {
 }
 
 void ConfigFileWatcher::Run() {
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, poll_interval_, [this] { return stopping_; })) {
-    lock.unlock();
+  MutexLock lock(mu_);
+  while (!lock.WaitFor(cv_, poll_interval_, [this]() HJ_REQUIRES(mu_) { return stopping_; })) {
+    lock.Unlock();
     CheckOnce();
-    lock.lock();
+    lock.Lock();
   }
 }
 

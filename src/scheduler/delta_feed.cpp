@@ -83,15 +83,15 @@ DeltaFeed::~DeltaFeed() = default;
 
 void DeltaFeed::Push(Delta delta) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     queued_.push_back(std::move(delta));
   }
   cv_.notify_all();
 }
 
 std::vector<Delta> DeltaFeed::Take(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  cv_.wait_until(lock, deadline, [this] { return woken_ || !queued_.empty(); });
+  MutexLock lock(mu_);
+  lock.WaitUntil(cv_, deadline, [this]() HJ_REQUIRES(mu_) { return woken_ || !queued_.empty(); });
   woken_ = false;
   std::vector<Delta> out;
   out.swap(queued_);
@@ -100,7 +100,7 @@ std::vector<Delta> DeltaFeed::Take(std::chrono::steady_clock::time_point deadlin
 
 void DeltaFeed::Wake() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     woken_ = true;
   }
   cv_.notify_all();

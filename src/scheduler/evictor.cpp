@@ -11,7 +11,7 @@ Evictor::Evictor(k8s::ApiClient& client, k8s::EventRecorder& events, SchedulerSt
     : client_(client), events_(events), stats_(stats) {}
 
 std::map<std::string, std::pair<uint64_t, uint64_t>> Evictor::EvictedPerQueue() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return evicted_per_queue_;
 }
 
@@ -44,7 +44,7 @@ void Evictor::Evict(const Eviction& eviction, const PolicyConfig& policy, Timest
   if (status.ok() || k8s::IsNotFound(status)) {
     ++stats_.evictions;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto& counts = evicted_per_queue_[eviction.victim_queue];
       (eviction.cause == EvictionCause::kReclaim ? counts.first : counts.second) += 1;
     }

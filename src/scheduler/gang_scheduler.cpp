@@ -116,7 +116,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   PolicyConfig policy = PolicyConfigFrom(config);
   policy.scheduler_name = config_.scheduler_name;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     planner_config_ = std::move(planner);
     policy_config_ = std::move(policy);
     cycle_interval_ = std::chrono::seconds(std::max<int64_t>(1, config.gang_backoff_seconds));
@@ -129,7 +129,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
 std::vector<QueueReport> GangScheduler::QueueReports() const {
   std::vector<QueueReport> reports;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     reports = queue_reports_;
   }
   if (evictor_ == nullptr) {
@@ -147,7 +147,7 @@ std::vector<QueueReport> GangScheduler::QueueReports() const {
 }
 
 void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (binder_ != nullptr) {
     binder_->SetLatencyObserver(std::move(observer));
   } else {
@@ -156,12 +156,12 @@ void GangScheduler::SetGangLatencyObserver(GangLatencyObserver observer) {
 }
 
 std::map<std::string, std::pair<double, double>> GangScheduler::ResourceTotals() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return resource_totals_;
 }
 
 size_t GangScheduler::PendingPods() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return pending_pods_;
 }
 
@@ -195,7 +195,7 @@ void GangScheduler::PublishCacheFigures() {
       totals[gpu_resources_[i]] = gpus[i];
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   resource_totals_ = std::move(totals);
   pending_pods_ = cache_.PendingCount();
   synced_ = cache_.HasSynced();
@@ -206,11 +206,11 @@ void GangScheduler::Start() {
   reporter_ = std::make_unique<PodStatusReporter>(client_);
   evictor_ = std::make_unique<Evictor>(client_, *events_, stats_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     binder_ = std::make_unique<GangBinder>(client_, bind_, *events_, *reporter_, stats_,
                                            [this](BindOutcome outcome) {
                                              {
-                                               std::lock_guard lock(mu_);
+                                               MutexLock lock(mu_);
                                                bind_outcomes_.push_back(std::move(outcome));
                                              }
                                              feed_.Wake();
@@ -251,7 +251,7 @@ void GangScheduler::Start() {
 
 void GangScheduler::SetActive(bool active) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     active_ = active;
     cycle_requested_ = active;
   }
@@ -260,7 +260,7 @@ void GangScheduler::SetActive(bool active) {
 
 void GangScheduler::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       return;
     }
@@ -298,7 +298,7 @@ bool GangScheduler::WaitForCacheSync(std::chrono::milliseconds timeout) {
   const auto deadline = SteadyClock::now() + timeout;
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (synced_) {
         return true;
       }
@@ -320,7 +320,7 @@ void GangScheduler::Loop() {
     bool active = false;
     std::chrono::seconds interval;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         return;
       }
@@ -349,7 +349,7 @@ bool GangScheduler::TakeInbox(SteadyClock::time_point deadline) {
   }
   std::vector<BindOutcome> outcomes;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     outcomes.swap(bind_outcomes_);
   }
   for (BindOutcome& outcome : outcomes) {
@@ -379,7 +379,7 @@ void GangScheduler::RunOneCycle() {
   PlannerConfig planner;
   PolicyConfig policy;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     planner = planner_config_;
     policy = policy_config_;
   }
@@ -452,7 +452,7 @@ void GangScheduler::RunOneCycle() {
       report.status = std::move(status);
       queues.push_back(std::move(report));
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     queue_reports_ = std::move(queues);
   }
 

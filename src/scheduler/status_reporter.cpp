@@ -71,7 +71,7 @@ void PodStatusReporter::Mark(const std::string& namespace_name, const std::strin
                              std::vector<PodConditionWrite> conditions) {
   const std::string key = PodKey(namespace_name, name);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Queued& queued = queued_[key];
     queued.namespace_name = namespace_name;
     queued.name = name;
@@ -84,7 +84,7 @@ void PodStatusReporter::Work() {
   while (std::optional<std::string> key = queue_.Get()) {
     Queued taken;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = queued_.find(*key);
       if (it != queued_.end()) {
         taken = std::move(it->second);
@@ -105,7 +105,7 @@ void PodStatusReporter::Work() {
     } else {
       // Back in the queue, under anything newer queued meanwhile.
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         auto [it, inserted] = queued_.try_emplace(*key);
         std::vector<PodConditionWrite> newer = std::move(it->second.conditions);
         it->second.namespace_name = taken.namespace_name;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/time.h>
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects.h>
@@ -27,15 +28,15 @@ std::string MicroTimeNow() {
 // Runs fn(i) for i in [0, count) on `threads` threads; returns the first error.
 Status ParallelFor(int64_t count, int threads, const std::function<Status(int64_t)>& fn) {
   std::atomic<int64_t> next{0};
-  std::mutex mu;
-  Status first_error;
+  Mutex mu;
+  Status first_error;  // guarded by mu
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
       for (int64_t i = next++; i < count; i = next++) {
         Status s = fn(i);
         if (!s.ok()) {
-          std::lock_guard lock(mu);
+          MutexLock lock(mu);
           if (first_error.ok()) {
             first_error = s;
           }
@@ -161,7 +162,7 @@ Status Simulator::Start() {
     return s;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (started_) {
       return Status::Ok();
     }
@@ -193,7 +194,7 @@ Status Simulator::Start() {
   handler.on_update = [enqueue](const auto&, const auto& pod) { enqueue(pod); };
   handler.on_delete = [this](const std::shared_ptr<const SimPod>& pod, bool) {
     TrackAdmitted(*pod, /*gone=*/true);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     written_phase_.erase(pod->uid);
   };
   pods_->AddEventHandler(std::move(handler));
@@ -233,7 +234,7 @@ Status Simulator::Start() {
 
 void Simulator::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!started_ || stopping_) {
       return;
     }
@@ -291,7 +292,7 @@ void Simulator::Handle(const std::string& key) {
   std::string written_phase;
   if (decision.step == KubeletStep::kStart || decision.step == KubeletStep::kFinish) {
     written_phase = decision.status_patch["status"]["phase"].get<std::string>();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = written_phase_.find(pod->uid);
     // Already reported; the cache has not caught up yet.
     if (it != written_phase_.end() &&
@@ -320,7 +321,7 @@ void Simulator::Handle(const std::string& key) {
                                    k8s::PatchType::kMerge, decision.status_patch.dump(), options);
       result = patched ? Status::Ok() : patched.status();
       if (patched) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         written_phase_[pod->uid] = written_phase;
         ++(decision.step == KubeletStep::kStart ? stats_.pods_started : stats_.pods_finished);
       }
@@ -350,7 +351,7 @@ void Simulator::Handle(const std::string& key) {
 }
 
 void Simulator::TrackAdmitted(const SimPod& pod, bool gone) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (gone || pod.phase == "Succeeded" || pod.phase == "Failed") {
     auto node = admitted_.find(pod.node_name);
     if (node != admitted_.end()) {
@@ -367,7 +368,7 @@ void Simulator::TrackAdmitted(const SimPod& pod, bool gone) {
 std::optional<AdmissionRefusal> Simulator::Admit(const SimPod& pod) {
   // One lock for the check and the record: two pods racing for the last GPU
   // of a node are admitted one at a time, as by one kubelet.
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& on_node = admitted_[pod.node_name];
   if (on_node.contains(pod.uid)) {
     return std::nullopt;
@@ -398,8 +399,8 @@ void Simulator::HeartbeatLoop(int64_t shard, int64_t shards) {
       std::max<std::chrono::steady_clock::duration>(interval / mine, std::chrono::milliseconds(1));
   auto next = std::chrono::steady_clock::now() + step * shard / shards;
   int64_t index = shard;
-  std::unique_lock lock(mu_);
-  while (!stop_cv_.wait_until(lock, next, [this] { return stopping_; })) {
+  MutexLock lock(mu_);
+  while (!lock.WaitUntil(stop_cv_, next, [this]() HJ_REQUIRES(mu_) { return stopping_; })) {
     const std::string name = NodeName(options_.nodes, index);
     index = index + shards < options_.nodes.count ? index + shards : shard;
     next += step;
@@ -411,19 +412,19 @@ void Simulator::HeartbeatLoop(int64_t shard, int64_t shards) {
     if (lost_nodes_.contains(name)) {
       continue;  // a lost kubelet renews nothing
     }
-    lock.unlock();
+    lock.Unlock();
     const nlohmann::json patch = {{"spec", {{"renewTime", MicroTimeNow()}}}};
     if (client_.Patch(k8s::resources::Leases(), kNodeLeaseNamespace, name, k8s::PatchType::kMerge,
                       patch.dump())) {
       ++stats_.heartbeats;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void Simulator::MarkLost(const std::string& node, const std::string& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!lost_nodes_.insert(node).second) {
       return;
     }
@@ -433,7 +434,7 @@ void Simulator::MarkLost(const std::string& node, const std::string& why) {
 }
 
 bool Simulator::IsLost(const std::string& node) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lost_nodes_.contains(node);
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/observed.h>
 
 namespace hybridjob::controller {
@@ -48,8 +49,8 @@ class DepartedMembers {
   };
 
   const Clock::duration ttl_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<Record>> records_;  // by job key
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<Record>> records_ HJ_GUARDED_BY(mu_);  // by job key
 };
 
 }  // namespace hybridjob::controller

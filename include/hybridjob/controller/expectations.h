@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/observed.h>
 
 namespace hybridjob::controller {
@@ -54,7 +55,7 @@ class Expectations {
   // object's ("" if unknown: then any pod of that name meets it).
   void ExpectCreation(const std::string& key, const std::string& name, const std::string& uid,
                       Clock::time_point now) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Record& record = records_[key];
     record.creations[name] = uid;
     record.last_set = now;
@@ -65,7 +66,7 @@ class Expectations {
     if (uid.empty()) {
       return;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Record& record = records_[key];
     record.deletions.insert(uid);
     record.last_set = now;
@@ -79,7 +80,7 @@ class Expectations {
     if (stale_resource_version.empty()) {
       return;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Record& record = records_[key];
     record.stale_job_version = stale_resource_version;
     record.last_set = now;
@@ -87,7 +88,7 @@ class Expectations {
 
   // Pod informer: a pod of job `key` was added or updated.
   void PodSeen(const std::string& key, const ObservedPod& pod) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return;
@@ -97,7 +98,7 @@ class Expectations {
 
   // Pod informer: a pod of job `key` was deleted (or found gone by a relist).
   void PodGone(const std::string& key, const ObservedPod& pod) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return;
@@ -117,7 +118,7 @@ class Expectations {
   // cleared; expired ones are dropped.
   State Check(const std::string& key, const std::vector<ObservedPod>& cached_pods,
               std::string_view job_resource_version, Clock::time_point now) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return State::kSatisfied;
@@ -152,7 +153,7 @@ class Expectations {
 
   // How long until the expectations of `key` expire (zero if none).
   Clock::duration TimeToExpiry(const std::string& key, Clock::time_point now) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return Clock::duration::zero();
@@ -162,14 +163,14 @@ class Expectations {
 
   // The job is gone: expect nothing more for it.
   void Forget(const std::string& key) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     records_.erase(key);
   }
 
   // Outstanding expectations of `key`, for logs: "create a-worker-1, delete
   // uid 1234, status write".
   std::string Describe(const std::string& key) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return "";
@@ -190,7 +191,7 @@ class Expectations {
 
   // Number of outstanding expectations of `key`.
   size_t Pending(const std::string& key) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
       return 0;
@@ -201,7 +202,7 @@ class Expectations {
 
   // Jobs with outstanding expectations.
   size_t Size() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return records_.size();
   }
 
@@ -227,8 +228,8 @@ class Expectations {
   }
 
   const Clock::duration timeout_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Record> records_;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Record> records_ HJ_GUARDED_BY(mu_);
 };
 
 }  // namespace hybridjob::controller

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/actions.h>
 #include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/expectations.h>
@@ -104,9 +105,9 @@ class JobController {
   std::unique_ptr<k8s::Informer<nlohmann::json>> claims_;
   std::unique_ptr<k8s::Informer<nlohmann::json>> deployments_;
 
-  std::mutex mu_;
-  bool active_ = false;
-  bool stopping_ = false;
+  Mutex mu_;
+  bool active_ HJ_GUARDED_BY(mu_) = false;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
   std::atomic<bool> halting_{false};  // Stop() began: reconcile nothing more
   std::vector<std::thread> workers_;
 };

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/config.h>
 #include <hybridjob/k8s/exec_credential.h>
@@ -105,23 +106,23 @@ class CredentialSource {
  private:
   CredentialSource(std::string token, std::string token_file, std::string cert_pem,
                    std::string key_pem);
-  Result<Credentials> RunPluginLocked();
-  Credentials ReadTokenFileLocked();
+  Result<Credentials> RunPluginLocked() HJ_REQUIRES(mu_);
+  Credentials ReadTokenFileLocked() HJ_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  Credentials current_;
+  mutable Mutex mu_;
+  Credentials current_ HJ_GUARDED_BY(mu_);
   // Plugin mode.
   Fetch fetch_;
   Now now_;
-  bool cached_ = false;
-  std::optional<WallClock::time_point> refresh_at_;
-  std::optional<WallClock::time_point> expiry_;
-  uint64_t runs_ = 0;
+  bool cached_ HJ_GUARDED_BY(mu_) = false;
+  std::optional<WallClock::time_point> refresh_at_ HJ_GUARDED_BY(mu_);
+  std::optional<WallClock::time_point> expiry_ HJ_GUARDED_BY(mu_);
+  uint64_t runs_ HJ_GUARDED_BY(mu_) = 0;
   // Token file mode.
   std::string token_file_;
-  std::filesystem::file_time_type token_mtime_{};
-  std::chrono::steady_clock::time_point last_check_{};
-  bool token_loaded_ = false;
+  std::filesystem::file_time_type token_mtime_ HJ_GUARDED_BY(mu_){};
+  std::chrono::steady_clock::time_point last_check_ HJ_GUARDED_BY(mu_){};
+  bool token_loaded_ HJ_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace hybridjob::k8s

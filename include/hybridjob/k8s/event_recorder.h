@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 
 namespace hybridjob::k8s {
@@ -70,12 +71,12 @@ class EventRecorder {
   std::string component_;
   size_t max_pending_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
-  std::deque<Pending> queue_;
-  bool writing_ = false;
-  bool stopping_ = false;
+  std::deque<Pending> queue_ HJ_GUARDED_BY(mu_);
+  bool writing_ HJ_GUARDED_BY(mu_) = false;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> dropped_{0};
   std::unordered_map<std::string, Aggregate> aggregates_;  // worker thread only
   std::thread thread_;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/reflector.h>
 #include <hybridjob/k8s/store.h>
 
@@ -60,7 +61,7 @@ class Informer final : private ReflectorSink {
   }
 
   void Start() {
-    std::lock_guard lock(lifecycle_mu_);
+    MutexLock lock(lifecycle_mu_);
     if (started_) {
       return;
     }
@@ -72,10 +73,10 @@ class Informer final : private ReflectorSink {
   }
 
   void Stop() {
-    std::lock_guard lock(lifecycle_mu_);
+    MutexLock lock(lifecycle_mu_);
     reflector_.Stop();
     {
-      std::lock_guard sync_lock(sync_mu_);
+      MutexLock sync_lock(sync_mu_);
       stopping_ = true;
       sync_cv_.notify_all();
     }
@@ -88,13 +89,15 @@ class Informer final : private ReflectorSink {
   }
 
   bool HasSynced() const {
-    std::lock_guard lock(sync_mu_);
+    MutexLock lock(sync_mu_);
     return synced_;
   }
 
   bool WaitForSync(Duration timeout) const {
-    std::unique_lock lock(sync_mu_);
-    return sync_cv_.wait_for(lock, timeout, [this] { return synced_ || stopping_; }) && synced_;
+    MutexLock lock(sync_mu_);
+    return lock.WaitFor(sync_cv_, timeout, [this]() HJ_REQUIRES(sync_mu_) {
+      return synced_ || stopping_;
+    }) && synced_;
   }
 
   const Store<T>& store() const { return store_; }
@@ -119,7 +122,7 @@ class Informer final : private ReflectorSink {
   }
 
   void Replace(std::vector<nlohmann::json> items, const std::string&) override {
-    std::lock_guard handler_lock(handler_mu_);
+    MutexLock handler_lock(handler_mu_);
     std::unordered_set<std::string> seen;
     seen.reserve(items.size());
     for (auto& item : items) {
@@ -142,13 +145,13 @@ class Informer final : private ReflectorSink {
         }
       }
     }
-    std::lock_guard sync_lock(sync_mu_);
+    MutexLock sync_lock(sync_mu_);
     synced_ = true;
     sync_cv_.notify_all();
   }
 
   void Apply(WatchEventType type, nlohmann::json object) override {
-    std::lock_guard handler_lock(handler_mu_);
+    MutexLock handler_lock(handler_mu_);
     std::string key = ObjectKeyOf(object);
     if (key.empty()) {
       return;
@@ -169,7 +172,7 @@ class Informer final : private ReflectorSink {
     Notify(old, *decoded);
   }
 
-  void Notify(const Ptr& old, const Ptr& current) {
+  void Notify(const Ptr& old, const Ptr& current) HJ_REQUIRES(handler_mu_) {
     for (const auto& handler : handlers_) {
       if (old == nullptr) {
         if (handler.on_add) {
@@ -181,7 +184,7 @@ class Informer final : private ReflectorSink {
     }
   }
 
-  void NotifyDelete(const Ptr& last, bool final_state_unknown) {
+  void NotifyDelete(const Ptr& last, bool final_state_unknown) HJ_REQUIRES(handler_mu_) {
     for (const auto& handler : handlers_) {
       if (handler.on_delete) {
         handler.on_delete(last, final_state_unknown);
@@ -190,19 +193,20 @@ class Informer final : private ReflectorSink {
   }
 
   void ResyncLoop() {
-    std::unique_lock lock(sync_mu_);
-    while (!sync_cv_.wait_for(lock, options_.resync_period, [this] { return stopping_; })) {
+    MutexLock lock(sync_mu_);
+    while (!lock.WaitFor(sync_cv_, options_.resync_period,
+                         [this]() HJ_REQUIRES(sync_mu_) { return stopping_; })) {
       if (!synced_) {
         continue;
       }
-      lock.unlock();
+      lock.Unlock();
       {
-        std::lock_guard handler_lock(handler_mu_);
+        MutexLock handler_lock(handler_mu_);
         for (const auto& object : store_.List()) {
           Notify(object, object);
         }
       }
-      lock.lock();
+      lock.Lock();
     }
   }
 
@@ -211,15 +215,15 @@ class Informer final : private ReflectorSink {
   std::vector<EventHandler<T>> handlers_;
   Reflector reflector_;
 
-  std::mutex lifecycle_mu_;
-  std::mutex handler_mu_;  // handlers never run concurrently with each other
-  mutable std::mutex sync_mu_;
+  Mutex lifecycle_mu_;
+  Mutex handler_mu_;  // handlers never run concurrently with each other
+  mutable Mutex sync_mu_;
   mutable std::condition_variable sync_cv_;
-  bool synced_ = false;
-  bool stopping_ = false;
-  bool started_ = false;
-  std::thread reflector_thread_;
-  std::thread resync_thread_;
+  bool synced_ HJ_GUARDED_BY(sync_mu_) = false;
+  bool stopping_ HJ_GUARDED_BY(sync_mu_) = false;
+  bool started_ HJ_GUARDED_BY(lifecycle_mu_) = false;
+  std::thread reflector_thread_ HJ_GUARDED_BY(lifecycle_mu_);
+  std::thread resync_thread_ HJ_GUARDED_BY(lifecycle_mu_);
 };
 
 }  // namespace hybridjob::k8s

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 
 namespace hybridjob::k8s {
@@ -67,15 +68,15 @@ class LeaderElector {
   LeaderElectionConfig config_;
   std::atomic<bool> leading_{false};
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
   std::thread thread_;
 
   // Last record seen and when (our clock).
-  std::string observed_holder_;
-  std::string observed_renew_time_;
-  std::chrono::steady_clock::time_point observed_at_{};
+  std::string observed_holder_ HJ_GUARDED_BY(mu_);
+  std::string observed_renew_time_ HJ_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point observed_at_ HJ_GUARDED_BY(mu_){};
   std::string last_error_;
   std::chrono::steady_clock::time_point last_error_logged_{};
 };

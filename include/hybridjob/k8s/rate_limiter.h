@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <hybridjob/common/mutex.h>
+
 namespace hybridjob::k8s {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -42,9 +44,9 @@ class BlockingRateLimiter {
   void Wait();
 
  private:
-  std::mutex mu_;
-  TokenBucket bucket_;
-  bool enabled_;
+  Mutex mu_;
+  TokenBucket bucket_ HJ_GUARDED_BY(mu_);
+  const bool enabled_;
 };
 
 // Per-item exponential backoff: base * 2^failures, capped (client-go's

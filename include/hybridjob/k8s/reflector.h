@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/rate_limiter.h>
 
@@ -82,15 +83,15 @@ class Reflector {
   ReflectorSink& sink_;
   ReflectorStats stats_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable stop_cv_;
   std::atomic<bool> stopped_{false};
-  std::string last_resource_version_;
-  WatchStream* active_watch_ = nullptr;  // owned by WatchOnce; guarded by mu_
+  std::string last_resource_version_ HJ_GUARDED_BY(mu_);
+  WatchStream* active_watch_ HJ_GUARDED_BY(mu_) = nullptr;  // owned by WatchOnce
   int failures_ = 0;  // failed lists or watches since the last success; Run's thread only
-  std::string last_error_;
+  std::string last_error_ HJ_GUARDED_BY(mu_);
   bool absent_reported_ = false;  // the sink holds the empty snapshot of an absent collection
-  std::chrono::steady_clock::time_point last_error_logged_{};
+  std::chrono::steady_clock::time_point last_error_logged_ HJ_GUARDED_BY(mu_){};
 };
 
 }  // namespace hybridjob::k8s

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::k8s {
@@ -28,18 +29,18 @@ class Store {
 
   // Indexers are registered before the store is filled.
   void AddIndexer(const std::string& name, IndexFunc func) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     indexers_[name] = std::move(func);
   }
 
   Ptr Get(const std::string& key) const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = items_.find(key);
     return it == items_.end() ? nullptr : it->second;
   }
 
   std::vector<Ptr> List() const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     std::vector<Ptr> out;
     out.reserve(items_.size());
     for (const auto& [key, item] : items_) {
@@ -49,7 +50,7 @@ class Store {
   }
 
   std::vector<std::string> Keys() const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     std::vector<std::string> out;
     out.reserve(items_.size());
     for (const auto& [key, item] : items_) {
@@ -60,7 +61,7 @@ class Store {
 
   // Objects whose index `index` yields `value`.
   std::vector<Ptr> ByIndex(const std::string& index, const std::string& value) const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     std::vector<Ptr> out;
     auto idx = indices_.find(index);
     if (idx == indices_.end()) {
@@ -80,13 +81,13 @@ class Store {
   }
 
   size_t Size() const {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     return items_.size();
   }
 
   // Mutations, used by the informer. Each returns the previous object.
   Ptr Upsert(const std::string& key, Ptr object) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     Ptr old;
     if (auto it = items_.find(key); it != items_.end()) {
       old = it->second;
@@ -100,7 +101,7 @@ class Store {
   }
 
   Ptr Remove(const std::string& key) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     auto it = items_.find(key);
     if (it == items_.end()) {
       return nullptr;
@@ -112,7 +113,7 @@ class Store {
   }
 
  private:
-  void Index(const std::string& key, const T& object) {
+  void Index(const std::string& key, const T& object) HJ_REQUIRES(mu_) {
     for (const auto& [name, func] : indexers_) {
       for (auto& value : func(object)) {
         indices_[name][value].insert(key);
@@ -120,7 +121,7 @@ class Store {
     }
   }
 
-  void Unindex(const std::string& key, const T& object) {
+  void Unindex(const std::string& key, const T& object) HJ_REQUIRES(mu_) {
     for (const auto& [name, func] : indexers_) {
       auto& index = indices_[name];
       for (const auto& value : func(object)) {
@@ -135,11 +136,11 @@ class Store {
     }
   }
 
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, Ptr> items_;
-  std::unordered_map<std::string, IndexFunc> indexers_;
+  mutable SharedMutex mu_;
+  std::unordered_map<std::string, Ptr> items_ HJ_GUARDED_BY(mu_);
+  std::unordered_map<std::string, IndexFunc> indexers_ HJ_GUARDED_BY(mu_);
   std::unordered_map<std::string, std::unordered_map<std::string, std::unordered_set<std::string>>>
-      indices_;
+      indices_ HJ_GUARDED_BY(mu_);
 };
 
 // Common index functions over raw JSON objects.

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
+
 namespace hybridjob::k8s {
 
 // The texts of a Warning header value (RFC 7234 section 5.5): one or more
@@ -28,8 +30,8 @@ class WarningDeduplicator {
 
  private:
   const size_t capacity_;
-  std::mutex mu_;
-  std::set<std::string> seen_;
+  Mutex mu_;
+  std::set<std::string> seen_ HJ_GUARDED_BY(mu_);
 };
 
 // What a client without a handler of its own does with a new warning: logs it

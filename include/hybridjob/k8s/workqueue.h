@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/rate_limiter.h>
 
 namespace hybridjob::k8s {
@@ -63,22 +64,23 @@ class WorkQueue {
  private:
   using Time = std::chrono::steady_clock::time_point;
 
-  void AddLocked(const std::string& key, Time now);
-  void PromoteDueLocked(Time now);
+  void AddLocked(const std::string& key, Time now) HJ_REQUIRES(mu_);
+  void PromoteDueLocked(Time now) HJ_REQUIRES(mu_);
   void NotifyDepth(size_t depth);
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::unordered_set<std::string> dirty_;
-  std::unordered_set<std::string> processing_;
-  std::unordered_map<std::string, Time> added_at_;
-  std::unordered_map<std::string, Time> started_at_;
+  std::deque<std::string> queue_ HJ_GUARDED_BY(mu_);
+  std::unordered_set<std::string> dirty_ HJ_GUARDED_BY(mu_);
+  std::unordered_set<std::string> processing_ HJ_GUARDED_BY(mu_);
+  std::unordered_map<std::string, Time> added_at_ HJ_GUARDED_BY(mu_);
+  std::unordered_map<std::string, Time> started_at_ HJ_GUARDED_BY(mu_);
   // Delayed keys by ready time, plus each key's entry for de-duplication.
-  std::multimap<Time, std::string> delayed_;
-  std::unordered_map<std::string, std::multimap<Time, std::string>::iterator> delayed_index_;
-  bool shutting_down_ = false;
-  std::unique_ptr<WorkqueueRateLimiter> limiter_;
+  std::multimap<Time, std::string> delayed_ HJ_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::multimap<Time, std::string>::iterator> delayed_index_
+      HJ_GUARDED_BY(mu_);
+  bool shutting_down_ HJ_GUARDED_BY(mu_) = false;
+  std::unique_ptr<WorkqueueRateLimiter> limiter_ HJ_PT_GUARDED_BY(mu_);
   WorkQueueObserver observer_;
 };
 

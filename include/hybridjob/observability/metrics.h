@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
+
 namespace hybridjob::observability {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
@@ -48,11 +50,11 @@ class Histogram {
   Snapshot Read() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<double> upper_bounds_;
-  std::vector<uint64_t> counts_;  // per bucket, not cumulative; last = +Inf
-  double sum_ = 0;
-  uint64_t count_ = 0;
+  mutable Mutex mu_;
+  std::vector<double> upper_bounds_;                 // fixed at construction
+  std::vector<uint64_t> counts_ HJ_GUARDED_BY(mu_);  // per bucket, not cumulative; last = +Inf
+  double sum_ HJ_GUARDED_BY(mu_) = 0;
+  uint64_t count_ HJ_GUARDED_BY(mu_) = 0;
 };
 
 // Bucket layouts.
@@ -83,11 +85,11 @@ class Registry {
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
     std::map<Labels, std::unique_ptr<Histogram>> histograms;
   };
-  Family& FamilyFor(const std::string& name, const std::string& help, Type type);
+  Family& FamilyFor(const std::string& name, const std::string& help, Type type) HJ_REQUIRES(mu_);
 
-  std::mutex mu_;
-  std::map<std::string, Family> families_;
-  std::vector<std::function<void(Registry&)>> collectors_;
+  Mutex mu_;
+  std::map<std::string, Family> families_ HJ_GUARDED_BY(mu_);
+  std::vector<std::function<void(Registry&)>> collectors_ HJ_GUARDED_BY(mu_);
 };
 
 // Escapes a label value for the exposition format.

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/event_recorder.h>
@@ -95,8 +96,11 @@ class GangBinder {
   };
 
   void Work();
-  void Finish(const Progress& gang);
-  std::optional<RollbackHold> RollBack(const Progress& gang);
+  // Run by the gang's last worker, after every other worker's last write to
+  // the gang's results (the atomic countdown orders them): the results are no
+  // longer shared, so they are read without the gang's mutex.
+  void Finish(const Progress& gang) HJ_NO_THREAD_SAFETY_ANALYSIS;
+  std::optional<RollbackHold> RollBack(const Progress& gang) HJ_NO_THREAD_SAFETY_ANALYSIS;
 
   k8s::ApiClient& client_;
   BindFunction bind_;
@@ -105,11 +109,11 @@ class GangBinder {
   SchedulerStats& stats_;
   OutcomeSink outcomes_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> queue_;
-  bool stopping_ = false;
-  GangLatencyObserver latency_observer_;
+  std::deque<Task> queue_ HJ_GUARDED_BY(mu_);
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
+  GangLatencyObserver latency_observer_ HJ_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

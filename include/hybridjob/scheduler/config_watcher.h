@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/config.h>
 
@@ -51,9 +52,9 @@ class ConfigFileWatcher {
   std::string last_text_;  // the last version seen, good or bad
   bool last_readable_ = true;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

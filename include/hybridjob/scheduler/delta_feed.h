@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/reflector.h>
 #include <hybridjob/scheduler/deltas.h>
 
@@ -46,10 +47,10 @@ class DeltaFeed {
   std::unique_ptr<k8s::ReflectorSink> namespace_sink_;
   std::unique_ptr<k8s::ReflectorSink> priority_class_sink_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<Delta> queued_;
-  bool woken_ = false;
+  std::vector<Delta> queued_ HJ_GUARDED_BY(mu_);
+  bool woken_ HJ_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace hybridjob::scheduler

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/scheduler/policy_cycle.h>
@@ -45,8 +46,8 @@ class Evictor {
   SchedulerStats& stats_;
   std::string eviction_api_version_;  // loop thread only
 
-  mutable std::mutex mu_;  // metrics read the counts
-  std::map<std::string, std::pair<uint64_t, uint64_t>> evicted_per_queue_;
+  mutable Mutex mu_;  // metrics read the counts
+  std::map<std::string, std::pair<uint64_t, uint64_t>> evicted_per_queue_ HJ_GUARDED_BY(mu_);
 };
 
 }  // namespace hybridjob::scheduler

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/reflector.h>
@@ -112,21 +113,23 @@ class GangScheduler {
   std::vector<std::thread> reflector_threads_;
   std::thread loop_thread_;
 
-  mutable std::mutex mu_;
-  bool stopping_ = false;
-  bool active_ = false;
+  mutable Mutex mu_;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
+  bool active_ HJ_GUARDED_BY(mu_) = false;
   // What Reconfigure may change; read by the loop at the start of each cycle.
-  PlannerConfig planner_config_;
-  PolicyConfig policy_config_;
-  std::chrono::seconds cycle_interval_{5};
-  bool cycle_requested_ = false;            // a reconfiguration or a new leader: plan now
-  std::vector<BindOutcome> bind_outcomes_;  // binder -> loop
-  GangLatencyObserver latency_observer_;    // until Start hands it to the binder
+  PlannerConfig planner_config_ HJ_GUARDED_BY(mu_);
+  PolicyConfig policy_config_ HJ_GUARDED_BY(mu_);
+  std::chrono::seconds cycle_interval_ HJ_GUARDED_BY(mu_){5};
+  // A reconfiguration or a new leader: plan now.
+  bool cycle_requested_ HJ_GUARDED_BY(mu_) = false;
+  std::vector<BindOutcome> bind_outcomes_ HJ_GUARDED_BY(mu_);  // binder -> loop
+  // Until Start hands it to the binder.
+  GangLatencyObserver latency_observer_ HJ_GUARDED_BY(mu_);
   // Published by the loop.
-  std::vector<QueueReport> queue_reports_;
-  bool synced_ = false;
-  size_t pending_pods_ = 0;
-  std::map<std::string, std::pair<double, double>> resource_totals_;
+  std::vector<QueueReport> queue_reports_ HJ_GUARDED_BY(mu_);
+  bool synced_ HJ_GUARDED_BY(mu_) = false;
+  size_t pending_pods_ HJ_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::pair<double, double>> resource_totals_ HJ_GUARDED_BY(mu_);
 
   // Loop thread only.
   SchedulerCache cache_;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/workqueue.h>
@@ -59,8 +60,8 @@ class PodStatusReporter {
 
   k8s::ApiClient& client_;
   k8s::WorkQueue queue_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Queued> queued_;  // by pod key
+  Mutex mu_;
+  std::unordered_map<std::string, Queued> queued_ HJ_GUARDED_BY(mu_);  // by pod key
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> written_{0};
   std::atomic<uint64_t> given_up_{0};

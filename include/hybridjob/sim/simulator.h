@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/workqueue.h>
@@ -95,21 +96,21 @@ class Simulator {
   std::vector<std::thread> workers_;
   std::vector<std::thread> heartbeat_threads_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  bool started_ = false;
+  bool stopping_ HJ_GUARDED_BY(mu_) = false;
+  bool started_ HJ_GUARDED_BY(mu_) = false;
   // Phase this simulator last wrote per pod uid, so a stale cache entry does
   // not make it report the same transition twice.
-  std::unordered_map<std::string, std::string> written_phase_;
+  std::unordered_map<std::string, std::string> written_phase_ HJ_GUARDED_BY(mu_);
   // Nodes given up: deleted, or reported not Ready, by someone else. Their
   // Leases are no longer renewed nor their pods acted on, as with a crashed
   // kubelet, and they are not registered again while the simulator runs.
-  std::unordered_set<std::string> lost_nodes_;
+  std::unordered_set<std::string> lost_nodes_ HJ_GUARDED_BY(mu_);
   // Pods the kubelet admitted and that still hold their node's resources:
   // node -> pod uid -> requests.
   std::unordered_map<std::string, std::unordered_map<std::string, scheduler::ResourceList>>
-      admitted_;
+      admitted_ HJ_GUARDED_BY(mu_);
 };
 
 }  // namespace hybridjob::sim
