@@ -29,9 +29,17 @@ TEST(EndToEndTest, TensorflowJobSucceedsAndItsParameterServersAreCleanedUp) {
   ASSERT_TRUE(WaitFor([&] { return system.Phase("tf") == "Running"; }, 60s))
       << "phase " << system.Phase("tf") << "\n"
       << system.Logs();
-  // The cluster spec lists the bound members.
-  auto cluster = system.client().Get(k8s::resources::ConfigMaps(), "default", "tf-cluster");
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  // The cluster spec lists the bound members. The controller commits the
+  // membership to the status first and publishes the ConfigMap with the next
+  // write of the same pass, so Running may be seen a moment before it exists.
+  Result<json> cluster = NotFound("not read yet");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        cluster = system.client().Get(k8s::resources::ConfigMaps(), "default", "tf-cluster");
+        return cluster.ok();
+      },
+      10s))
+      << cluster.status().ToString();
   const json spec = json::parse((*cluster)["data"]["cluster.json"].get<std::string>());
   EXPECT_EQ(spec["ps"].size(), 2u);
   EXPECT_EQ(spec["worker"].size(), 4u);
