@@ -78,7 +78,7 @@ void CheckTrust(sched::PodInfo pod, std::string_view input) {
   if (!pod.group_spec || pod.group_spec->roles.size() != job->spec.roles.size()) {
     Fail("a member's group spec is not its job's", input);
   }
-  if (pod.group_spec->schedule_timeout_seconds > job->spec.schedule_timeout_seconds) {
+  if (pod.group_spec->ScheduleTimeoutSeconds() > job->spec.ScheduleTimeoutSeconds()) {
     Fail("a member waits longer to assemble than its job allows", input);
   }
   for (size_t i = 0; i < job->spec.roles.size(); ++i) {
