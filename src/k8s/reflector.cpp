@@ -10,6 +10,10 @@
 namespace hybridjob::k8s {
 namespace {
 
+// A failure count at which ExponentialBackoff is at its cap for any sane
+// initial/max pair (2^64 times the initial back-off); counting stops there.
+constexpr int kFailuresAtLongestBackoff = 64;
+
 double Jitter() {
   static thread_local std::mt19937 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
@@ -60,7 +64,7 @@ bool Reflector::Backoff() {
   MutexLock lock(mu_);
   const Duration backoff =
       ExponentialBackoff(options_.initial_backoff, options_.max_backoff, failures_);
-  failures_ = std::min(failures_ + 1, 64);  // the back-off is at its cap long before
+  failures_ = std::min(failures_ + 1, kFailuresAtLongestBackoff);
   // Full jitter on top of half the backoff keeps retries spread but bounded.
   const auto delay = std::chrono::duration_cast<Duration>(backoff * (0.5 + 0.5 * Jitter()));
   return !lock.WaitFor(stop_cv_, delay, [this] { return stopped_.load(); });
@@ -84,7 +88,7 @@ bool Reflector::ListAndReplace() {
         sink_.Replace({}, "");
         absent_reported_ = true;
       }
-      failures_ = 64;  // poll for the collection at the longest back-off
+      failures_ = kFailuresAtLongestBackoff;  // poll for the collection at the longest back-off
       return false;
     }
     ++stats_.errors;

@@ -52,11 +52,7 @@ bool BoolMember(const json& object, std::string_view key, const std::string& pat
 }
 
 LabelMap StringMapMember(const json& object, std::string_view key, const std::string& path) {
-  LabelMap map;
-  for (auto& [name, value] : Strict().StringMap(object, key, path)) {
-    map.Set(name, std::move(value));
-  }
-  return map;
+  return LabelMap(Strict().StringMap(object, key, path));
 }
 
 std::vector<std::string> StringArrayMember(const json& object, std::string_view key,
@@ -655,6 +651,14 @@ Result<nlohmann::json> ParseJsonText(std::string_view what, std::string_view tex
 LabelMap::LabelMap(std::initializer_list<std::pair<std::string, std::string>> entries) {
   for (const auto& [key, value] : entries) {
     Set(key, value);
+  }
+}
+
+LabelMap::LabelMap(std::map<std::string, std::string>&& entries) {
+  entries_.reserve(entries.size());
+  while (!entries.empty()) {
+    auto node = entries.extract(entries.begin());
+    entries_.emplace_back(std::move(node.key()), std::move(node.mapped()));
   }
 }
 

@@ -11,14 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-LabelMap ToLabelMap(const std::map<std::string, std::string>& entries) {
-  LabelMap out;
-  for (const auto& [key, value] : entries) {
-    out.Set(key, value);
-  }
-  return out;
-}
-
 // The API group of an apiVersion ("batch.hybridjob.io/v1alpha1" ->
 // "batch.hybridjob.io"; "v1" -> "").
 std::string_view ApiGroupOf(std::string_view api_version) {
@@ -93,8 +85,8 @@ Result<NamespaceInfo> ParseNamespaceInfo(const nlohmann::json& object) {
   if (out.name.empty()) {
     return InvalidArgument("namespace: metadata.name is required");
   }
-  out.labels = ToLabelMap(k8s::LabelsOf(object));
-  const LabelMap annotations = ToLabelMap(k8s::AnnotationsOf(object));
+  out.labels = LabelMap(k8s::LabelsOf(object));
+  const LabelMap annotations(k8s::AnnotationsOf(object));
   if (const std::string* queue = out.labels.Find(kDefaultQueueKey)) {
     out.default_queue = *queue;
   } else if (const std::string* annotated = annotations.Find(kDefaultQueueKey)) {

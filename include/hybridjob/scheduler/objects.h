@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ class LabelMap {
  public:
   LabelMap() = default;
   LabelMap(std::initializer_list<std::pair<std::string, std::string>> entries);
+  // Takes the entries of a map (already sorted by key) without copying them.
+  explicit LabelMap(std::map<std::string, std::string>&& entries);
 
   // The value for `key`, or nullptr.
   const std::string* Find(std::string_view key) const;

@@ -1,7 +1,14 @@
 // Test support: HybridJob manifests to start tests from.
 #pragma once
 
+#include <string>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <hybridjob/api/defaults.h>
+#include <hybridjob/api/json.h>
+#include <hybridjob/api/types.h>
 
 namespace hybridjob::testing {
 
@@ -36,6 +43,16 @@ inline nlohmann::json TfJobJson() {
            {"restartPolicy", "OnFailure"},
            {"template", PodTemplate(1)}}}}}},
   };
+}
+
+// The job as the controller works on it: parsed and defaulted. A manifest that
+// does not parse fails the test and yields an empty job.
+inline api::HybridJob DefaultedJob(const nlohmann::json& object) {
+  Result<api::HybridJob> parsed = api::ParseHybridJob(object);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  api::HybridJob job = parsed.ok() ? *parsed : api::HybridJob{};
+  api::ApplyDefaults(job);
+  return job;
 }
 
 }  // namespace hybridjob::testing

@@ -22,14 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-api::HybridJob Defaulted(const json& object) {
-  Result<api::HybridJob> parsed = api::ParseHybridJob(object);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-  api::HybridJob job = parsed.ok() ? *parsed : api::HybridJob{};
-  api::ApplyDefaults(job);
-  return job;
-}
-
 // The member pod as the API server would hand it to the scheduler: the
 // controller's object plus what the server fills in.
 scheduler::PodInfo MemberAsTheSchedulerSeesIt(const api::HybridJob& job, size_t role,
@@ -53,7 +45,7 @@ class GroupSpecContractTest : public ::testing::TestWithParam<Variant> {};
 TEST_P(GroupSpecContractTest, TheSchedulerReadsWhatTheControllerWrote) {
   json object = hybridjob::testing::TfJobJson();
   object["spec"].merge_patch(GetParam().spec_changes);
-  const api::HybridJob job = Defaulted(object);
+  const api::HybridJob job = hybridjob::testing::DefaultedJob(object);
   const api::GroupSpec written = api::GroupSpecOf(job);
 
   scheduler::TenancyDirectory directory;
@@ -98,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
 // The controller lowers the shape on waiting members when some have
 // succeeded; the scheduler takes those lower bounds, and nothing higher.
 TEST(GroupSpecContractTest, ALoweredShapeIsHonouredAndARaisedOneIsNot) {
-  const api::HybridJob job = Defaulted(hybridjob::testing::TfJobJson());
+  const api::HybridJob job = hybridjob::testing::DefaultedJob(hybridjob::testing::TfJobJson());
   scheduler::TenancyDirectory directory;
   Result<scheduler::TrustedJob> trusted = scheduler::ParseTrustedJob(api::ToJson(job));
   ASSERT_TRUE(trusted.ok()) << trusted.status().ToString();

@@ -19,14 +19,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-api::HybridJob Defaulted(const json& object) {
-  Result<api::HybridJob> parsed = api::ParseHybridJob(object);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-  api::HybridJob job = parsed.ok() ? *parsed : api::HybridJob{};
-  api::ApplyDefaults(job);
-  return job;
-}
-
 const json* FindNamed(const json& list, const std::string& name) {
   for (const json& item : list) {
     if (item.value("name", "") == name) {
@@ -63,7 +55,7 @@ TEST_F(ControllerChildrenTest, MemberPodIdentity) {
   object_["spec"]["replicaSpecs"][1]["template"]["metadata"] = {
       {"labels", {{"team", "vision"}, {"batch.hybridjob.io/role", "spoofed"}}},
       {"annotations", {{"sim.hybridjob.io/duration", "30s"}}}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 2, options_);
 
   EXPECT_EQ(pod["apiVersion"], "v1");
@@ -101,7 +93,7 @@ TEST_F(ControllerChildrenTest, GroupSpecAnnotationDescribesTheWholeGang) {
   object_["spec"]["replicaSpecs"][1]["priority"] = 5;
   object_["spec"]["queue"] = "research";
   object_["spec"]["runPolicy"] = {{"scheduleTimeoutSeconds", 120}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
   const std::string annotation = pod["metadata"]["annotations"]["batch.hybridjob.io/group-spec"];
   EXPECT_EQ(annotation, R"({"roles":[{"name":"ps","min":1,"max":1,"priority":0},)"
@@ -109,12 +101,12 @@ TEST_F(ControllerChildrenTest, GroupSpecAnnotationDescribesTheWholeGang) {
                         R"("queue":"research","scheduleTimeoutSeconds":120})");
   EXPECT_EQ(api::FormatGroupSpec(api::GroupSpecOf(job)), annotation);
   object_["spec"].erase("runPolicy");
-  EXPECT_THAT(api::FormatGroupSpec(api::GroupSpecOf(Defaulted(object_))),
+  EXPECT_THAT(api::FormatGroupSpec(api::GroupSpecOf(hybridjob::testing::DefaultedJob(object_))),
               Not(HasSubstr("scheduleTimeoutSeconds")));
 }
 
 TEST_F(ControllerChildrenTest, EveryMemberMountsTheClusterConfigMap) {
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
   const json* volume = FindNamed(pod["spec"]["volumes"], "hybridjob-cluster");
   ASSERT_NE(volume, nullptr);
@@ -131,7 +123,7 @@ TEST_F(ControllerChildrenTest, ElasticJobsWrapTheCommand) {
                                                                                         "train.py"};
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["args"] = {"--lr=$(LR)",
                                                                                      "--epochs=3"};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   ASSERT_TRUE(job.spec.IsElastic());
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 1, options_);
   const json& container = pod["spec"]["containers"][0];
@@ -176,7 +168,7 @@ TEST_F(ControllerChildrenTest, WrapperSourcesTheEnvFileThenExecsTheCommand) {
 TEST_F(ControllerChildrenTest, ContainersWithoutCommandAreLeftAlone) {
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0].erase("command");
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["args"] = {"--x"};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
   EXPECT_FALSE(pod["spec"]["containers"][0].contains("command"));
   EXPECT_EQ(pod["spec"]["containers"][0]["args"], json({"--x"}));
@@ -186,7 +178,7 @@ TEST_F(ControllerChildrenTest, StaticJobsGetPlainEnvironment) {
   object_["spec"]["replicaSpecs"][1]["maxReplicas"] = 2;
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["env"] = {
       {{"name", "TF_CONFIG"}, {"value", "stale"}}, {{"name", "KEEP"}, {"value", "me"}}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   ASSERT_FALSE(job.spec.IsElastic());
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 1, options_);
   const json& container = pod["spec"]["containers"][0];
@@ -208,7 +200,7 @@ TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
       {{"name", "AWS_REGION"}, {"value", "eu-west-1"}}, {{"name", "SECRET_OTHER"}, {"value", "x"}}};
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["initContainers"] = {
       hybridjob::testing::Container("prepare")};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
   const json& init = pod["spec"]["initContainers"];
   ASSERT_EQ(init.size(), 2u);
@@ -264,7 +256,7 @@ TEST_F(ControllerChildrenTest, JobVolumesMountIntoTheirRoles) {
       {{"name", "data"}, {"size", "10Gi"}, {"mountPath", "/data"}},
       {{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}, {"roles", {"worker"}}},
       {{"name", "shared"}, {"existingClaim", "team-share"}, {"mountPath", "/shared"}}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json ps = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
   json worker = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
   EXPECT_EQ((*FindNamed(ps["spec"]["volumes"], "data"))["persistentVolumeClaim"]["claimName"],
@@ -283,7 +275,7 @@ TEST_F(ControllerChildrenTest, HeadlessService) {
                                              {"minReplicas", 0},
                                              {"maxReplicas", 1},
                                              {"template", hybridjob::testing::PodTemplate()}});
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json service = BuildHeadlessService(job);
   EXPECT_EQ(service["metadata"]["name"], "mnist");
   EXPECT_EQ(service["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
@@ -305,7 +297,7 @@ TEST_F(ControllerChildrenTest, VolumeClaims) {
        {"mountPath", "/keep"},
        {"retain", true},
        {"accessModes", {"ReadWriteMany"}}}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json data = BuildVolumeClaim(job, job.spec.volumes[0]);
   EXPECT_EQ(data["kind"], "PersistentVolumeClaim");
   EXPECT_EQ(data["metadata"]["name"], "mnist-data");
@@ -324,7 +316,7 @@ TEST_F(ControllerChildrenTest, Tensorboard) {
   object_["spec"]["volumes"] = {{{"name", "logs"}, {"size", "1Gi"}, {"mountPath", "/logs/"}},
                                 {{"name", "other"}, {"size", "1Gi"}, {"mountPath", "/logsx"}}};
   object_["spec"]["tensorboard"] = {{"logDir", "/logs/run1"}, {"serviceType", "NodePort"}};
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json deployment = BuildTensorboardDeployment(job, options_);
   EXPECT_EQ(deployment["kind"], "Deployment");
   EXPECT_EQ(deployment["metadata"]["name"], "mnist-tensorboard");
@@ -349,7 +341,7 @@ TEST_F(ControllerChildrenTest, Tensorboard) {
 }
 
 TEST_F(ControllerChildrenTest, ClusterConfigMap) {
-  api::HybridJob job = Defaulted(object_);
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   Membership membership{{{"ps", 1}, {"worker", 3}}};
   json config_map = BuildClusterConfigMap(job, membership);
   EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");

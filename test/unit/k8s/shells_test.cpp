@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <future>
 #include <k8s/fake_api_client.h>
+#include <k8s/request_gate.h>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,6 +34,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::FakeApiClient;
+using testing::OpenOnExit;
+using testing::RequestGate;
 using Request = FakeApiClient::Request;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -952,36 +955,10 @@ TEST(EventRecorderTest, ARefusedCountUpdateStartsAFreshEvent) {
   recorder.Stop();
 }
 
-// Holds event creates at the server until opened, as a hung API server would.
-class WriteGate {
- public:
-  void PassWhenOpen() {
-    std::unique_lock lock(mu_);
-    ++waiting_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-  }
-  bool WaitForAWriter() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kPatience, [this] { return waiting_ > 0; });
-  }
-  void Open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int waiting_ = 0;
-  bool open_ = false;
-};
-
 TEST(EventRecorderTest, RecordNeverWaitsForAHungServerAndDropsBeyondItsQueue) {
   FakeApiClient api;
   const json pod = api.Seed(resources::Pods(), Pod("worker-0"));
-  WriteGate gate;
+  RequestGate gate;
   api.SetFault([&](const Request& request) -> std::optional<Status> {
     if (IsEventCreate(request)) {
       gate.PassWhenOpen();
@@ -990,13 +967,10 @@ TEST(EventRecorderTest, RecordNeverWaitsForAHungServerAndDropsBeyondItsQueue) {
   });
   EventRecorder recorder(api, "gang-scheduler", /*max_pending=*/2);
   // Opened before the recorder stops, even when an assertion below fails.
-  struct OpenOnExit {
-    WriteGate& gate;
-    ~OpenOnExit() { gate.Open(); }
-  } open_on_exit{gate};
+  const OpenOnExit open_on_exit(gate);
 
   recorder.Record(ReferenceTo(pod), EventType::kNormal, "Step", "first");
-  ASSERT_TRUE(gate.WaitForAWriter());
+  ASSERT_TRUE(gate.WaitForARequest(kPatience));
   // The writer is stuck on "first"; these return at once, the last dropped.
   recorder.Record(ReferenceTo(pod), EventType::kNormal, "Step", "second");
   recorder.Record(ReferenceTo(pod), EventType::kNormal, "Step", "third");

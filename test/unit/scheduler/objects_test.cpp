@@ -1,4 +1,6 @@
+#include <map>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -406,6 +408,16 @@ TEST(LabelMapTest, SortedLookupAndReplace) {
   EXPECT_EQ(*labels.Find("a"), "one");
   EXPECT_EQ(labels.Find("z"), nullptr);
   EXPECT_TRUE(labels.Contains("c"));
+}
+
+TEST(LabelMapTest, TakesAMapAsItIs) {
+  std::map<std::string, std::string> entries{{"zone", "b"}, {"app", "x"}, {"tier", ""}};
+  const LabelMap labels(std::move(entries));
+  EXPECT_EQ(labels, (LabelMap{{"tier", ""}, {"app", "x"}, {"zone", "b"}}));
+  ASSERT_NE(labels.Find("tier"), nullptr);
+  EXPECT_EQ(*labels.Find("tier"), "");
+  EXPECT_EQ(labels.Find("other"), nullptr);
+  EXPECT_TRUE(LabelMap(std::map<std::string, std::string>{}).empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <functional>
 #include <k8s/fake_api_client.h>
+#include <k8s/request_gate.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,8 @@ namespace hybridjob::scheduler {
 namespace {
 
 using k8s::testing::FakeApiClient;
+using k8s::testing::OpenOnExit;
+using k8s::testing::RequestGate;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -65,48 +68,23 @@ Status ServerError() {
       .WithHttp(500, "InternalError");
 }
 
-// One gate a fault waits at, opened by the test.
-class Gate {
- public:
-  void Wait() {
-    std::unique_lock lock(mu_);
-    waiting_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-  }
-  void AwaitWaiter() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return waiting_; });
-  }
-  void Open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool waiting_ = false;
-  bool open_ = false;
-};
-
 // While one write to a pod is in flight, newer writes of the same condition
 // replace each other: the next write carries only the newest.
 TEST(PodStatusReporterTest, WritesToOnePodAreCoalesced) {
   FakeApiClient api;
   api.Seed(k8s::resources::Pods(), PlainPod("p"));
-  Gate gate;
+  RequestGate gate;
   std::atomic<int> patches{0};
   api.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
     if (request.verb == "patch" && patches++ == 0) {
-      gate.Wait();
+      gate.PassWhenOpen();
     }
     return std::nullopt;
   });
   PodStatusReporter reporter(api);
   reporter.Mark("team-a", "p", {{"PodScheduled", false, "First", "1"}});
-  gate.AwaitWaiter();
+  const OpenOnExit open_on_exit(gate);
+  ASSERT_TRUE(gate.WaitForARequest());
   reporter.Mark("team-a", "p", {{"PodScheduled", false, "Second", "2"}});
   reporter.Mark("team-a", "p", {{"PodScheduled", false, "Third", "3"}});
   gate.Open();
