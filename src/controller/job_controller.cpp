@@ -281,7 +281,9 @@ void JobController::Worker() {
       } else {
         spdlog::warn("job {}: {} (requeued)", *key, status.ToString());
       }
-      queue_->AddRateLimited(*key);
+      // A server that said when to come back (429 Retry-After) is not asked
+      // sooner; the key's back-off grows either way.
+      queue_->AddRateLimited(*key, status.retry_after().value_or(std::chrono::seconds{0}));
     }
     queue_->Done(*key);
   }
@@ -360,8 +362,7 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
     spdlog::debug("job {}: {}", key, Describe(actions[i]));
     Status status = Apply(key, job, actions[i]);
     if (!status.ok()) {
-      return Status(status.code(), Describe(actions[i]) + ": " + status.message())
-          .WithHttp(status.http_status(), status.reason());
+      return status.WithContext(Describe(actions[i]));
     }
     ++stats_.actions_applied;
     return status;

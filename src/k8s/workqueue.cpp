@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <hybridjob/k8s/workqueue.h>
 
 namespace hybridjob::k8s {
@@ -33,22 +35,38 @@ void WorkQueue::Add(const std::string& key) {
   size_t depth;
   {
     MutexLock lock(mu_);
-    AddLocked(key, std::chrono::steady_clock::now());
+    const Time now = std::chrono::steady_clock::now();
+    if (auto held = HeldUntilLocked(key, now)) {
+      AddAtLocked(key, *held);
+      return;
+    }
+    AddLocked(key, now);
     depth = queue_.size();
   }
   NotifyDepth(depth);
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
-  if (delay <= Duration::zero()) {
-    Add(key);
+  MutexLock lock(mu_);
+  const Time now = std::chrono::steady_clock::now();
+  Time ready = now + delay;
+  if (auto held = HeldUntilLocked(key, now)) {
+    ready = std::max(ready, *held);
+  }
+  if (ready <= now) {
+    AddLocked(key, now);
+    const size_t depth = queue_.size();
+    lock.Unlock();
+    NotifyDepth(depth);
     return;
   }
-  MutexLock lock(mu_);
+  AddAtLocked(key, ready);
+}
+
+void WorkQueue::AddAtLocked(const std::string& key, Time ready) {
   if (shutting_down_) {
     return;
   }
-  const Time ready = std::chrono::steady_clock::now() + delay;
   if (auto it = delayed_index_.find(key); it != delayed_index_.end()) {
     if (it->second->first <= ready) {
       return;  // already due sooner
@@ -61,11 +79,28 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
   cv_.notify_all();
 }
 
-void WorkQueue::AddRateLimited(const std::string& key) {
+std::optional<WorkQueue::Time> WorkQueue::HeldUntilLocked(const std::string& key, Time now) {
+  auto it = hold_until_.find(key);
+  if (it == hold_until_.end()) {
+    return std::nullopt;
+  }
+  if (it->second <= now) {
+    hold_until_.erase(it);
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void WorkQueue::AddRateLimited(const std::string& key, Duration at_least) {
   Duration delay;
   {
     MutexLock lock(mu_);
-    delay = limiter_->When(key, std::chrono::steady_clock::now());
+    const Time now = std::chrono::steady_clock::now();
+    delay = std::max(limiter_->When(key, now), at_least);
+    if (at_least > Duration::zero()) {
+      Time& hold = hold_until_[key];
+      hold = std::max(hold, now + at_least);
+    }
   }
   if (observer_.on_retry) {
     observer_.on_retry();
@@ -76,6 +111,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
 void WorkQueue::Forget(const std::string& key) {
   MutexLock lock(mu_);
   limiter_->Forget(key);
+  hold_until_.erase(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) {
@@ -88,7 +124,11 @@ void WorkQueue::PromoteDueLocked(Time now) {
     const std::string key = delayed_.begin()->second;
     delayed_index_.erase(key);
     delayed_.erase(delayed_.begin());
-    AddLocked(key, now);
+    if (auto held = HeldUntilLocked(key, now)) {
+      AddAtLocked(key, *held);  // delayed before the server asked for a pause
+    } else {
+      AddLocked(key, now);
+    }
   }
 }
 
@@ -144,8 +184,16 @@ void WorkQueue::Done(const std::string& key) {
       started_at_.erase(it);
     }
     if (dirty_.contains(key)) {
-      queue_.push_back(key);
-      cv_.notify_one();
+      if (auto held = HeldUntilLocked(key, std::chrono::steady_clock::now())) {
+        // Added while it was being processed, but the server asked for a
+        // pause: it comes back when the pause ends.
+        dirty_.erase(key);
+        added_at_.erase(key);
+        AddAtLocked(key, *held);
+      } else {
+        queue_.push_back(key);
+        cv_.notify_one();
+      }
     }
   }
   if (observer_.on_work_duration) {
@@ -158,6 +206,7 @@ void WorkQueue::ShutDown() {
   shutting_down_ = true;
   delayed_.clear();
   delayed_index_.clear();
+  hold_until_.clear();
   cv_.notify_all();
 }
 

@@ -61,6 +61,14 @@ class [[nodiscard]] Status {
     return *this;
   }
 
+  // The same status with "context: " before its message; the HTTP status,
+  // reason and Retry-After are kept.
+  Status WithContext(std::string_view context) const {
+    Status out = *this;
+    out.message_ = std::string(context) + ": " + message_;
+    return out;
+  }
+
   // "Conflict: Operation cannot be fulfilled ..." — for logs and conditions.
   std::string ToString() const;
 

@@ -42,9 +42,12 @@ class WorkQueue {
   void Add(const std::string& key);
   // Adds after `delay`; a key already waiting keeps the earlier of the two times.
   void AddAfter(const std::string& key, Duration delay);
-  // Adds after the rate limiter's delay for this key (backoff grows per retry).
-  void AddRateLimited(const std::string& key);
-  // Resets the key's backoff: call when it was processed successfully.
+  // Adds after the rate limiter's delay for this key (backoff grows per retry),
+  // or after `at_least` when that is longer. A positive `at_least` (a server's
+  // Retry-After) also holds the key: adds of it before that time, by events or
+  // by Done, are deferred to it.
+  void AddRateLimited(const std::string& key, Duration at_least = Duration::zero());
+  // Resets the key's backoff and hold: call when it was processed successfully.
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key);
 
@@ -65,6 +68,10 @@ class WorkQueue {
   using Time = std::chrono::steady_clock::time_point;
 
   void AddLocked(const std::string& key, Time now) HJ_REQUIRES(mu_);
+  // Into the delayed set at `ready`, unless already due sooner.
+  void AddAtLocked(const std::string& key, Time ready) HJ_REQUIRES(mu_);
+  // The end of the key's hold, if it is held at `now` (an expired hold is dropped).
+  std::optional<Time> HeldUntilLocked(const std::string& key, Time now) HJ_REQUIRES(mu_);
   void PromoteDueLocked(Time now) HJ_REQUIRES(mu_);
   void NotifyDepth(size_t depth);
 
@@ -77,6 +84,8 @@ class WorkQueue {
   std::unordered_map<std::string, Time> started_at_ HJ_GUARDED_BY(mu_);
   // Delayed keys by ready time, plus each key's entry for de-duplication.
   std::multimap<Time, std::string> delayed_ HJ_GUARDED_BY(mu_);
+  // Keys a server asked to wait for (AddRateLimited's at_least), until when.
+  std::unordered_map<std::string, Time> hold_until_ HJ_GUARDED_BY(mu_);
   std::unordered_map<std::string, std::multimap<Time, std::string>::iterator> delayed_index_
       HJ_GUARDED_BY(mu_);
   bool shutting_down_ HJ_GUARDED_BY(mu_) = false;

@@ -204,6 +204,50 @@ TEST(WorkQueueTest, RateLimitedAddsBackOffAndForgetResets) {
   EXPECT_EQ(queue.NumRequeues("k"), 0);
 }
 
+// A server's Retry-After outranks a shorter back-off, and still counts as a
+// retry for the key's next back-off.
+TEST(WorkQueueTest, RateLimitedAddWaitsAtLeastWhatTheServerAsked) {
+  auto limiter = std::make_unique<WorkqueueRateLimiter>(1ms, 1s, 1000, 1000);
+  WorkQueue queue(std::move(limiter));
+  const auto start = std::chrono::steady_clock::now();
+  queue.AddRateLimited("k", 200ms);
+  EXPECT_EQ(queue.NumRequeues("k"), 1);
+  EXPECT_EQ(queue.Len(), 0u);
+  EXPECT_EQ(queue.DelayedLen(), 1u);
+  EXPECT_EQ(queue.Get(), "k");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
+  queue.Done("k");
+}
+
+// While a server's pause lasts, every other way of adding the key (an event's
+// Add, a shorter AddAfter, a re-add by Done) waits for its end; Forget (a
+// success) ends it.
+TEST(WorkQueueTest, AServersPauseHoldsTheKeyAgainstOtherAdds) {
+  auto limiter = std::make_unique<WorkqueueRateLimiter>(1ms, 1s, 1000, 1000);
+  WorkQueue queue(std::move(limiter));
+  queue.Add("k");
+  ASSERT_EQ(queue.Get(), "k");
+  const auto start = std::chrono::steady_clock::now();
+  queue.Add("k");  // an event while it is processed: Done would re-add it
+  queue.AddRateLimited("k", 300ms);
+  queue.Done("k");
+  queue.Add("k");
+  queue.AddAfter("k", 1ms);
+  queue.Add("other");
+  EXPECT_EQ(queue.Len(), 1u);
+  EXPECT_EQ(queue.Get(), "other");
+  queue.Done("other");
+  EXPECT_EQ(queue.Get(), "k");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+  queue.Done("k");
+  EXPECT_EQ(queue.Len() + queue.DelayedLen(), 0u);
+
+  queue.AddRateLimited("k", 10s);
+  queue.Forget("k");
+  queue.Add("k");
+  EXPECT_EQ(queue.Len(), 1u);
+}
+
 TEST(WorkQueueTest, ShutDownWakesWaitersAndDrains) {
   WorkQueue queue;
   std::optional<std::string> got = "unset";

@@ -1,0 +1,292 @@
+// The controller's shell (informers, work queue, workers applying the
+// planner's actions) against the fake API server, with the faults a real one
+// gives: conflicts on status writes, 429 with Retry-After, quota refusals,
+// server errors and watches that end and come back after compaction. What the
+// plans contain is planner_test's business; here, that the shell applies them
+// once, retries what can succeed and reports what cannot.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <k8s/fake_api_client.h>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/api/names.h>
+#include <hybridjob/controller/job_controller.h>
+#include <hybridjob/k8s/object_meta.h>
+#include <hybridjob/k8s/resource.h>
+
+#include "job_fixtures.h"
+
+namespace hybridjob::controller {
+namespace {
+
+using k8s::testing::FakeApiClient;
+using nlohmann::json;
+using Request = FakeApiClient::Request;
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr std::string_view kNamespace = "team-a";
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = SteadyClock::now() + limit;
+  while (SteadyClock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return condition();
+}
+
+bool IsPodCreate(const Request& request) {
+  return request.verb == "create" && request.resource == "pods";
+}
+
+// A TensorFlow job (ps 1, worker 2..4): five member pods.
+json TfJob(const std::string& name) {
+  json job = hybridjob::testing::TfJobJson();
+  job["metadata"] = {{"name", name}, {"namespace", kNamespace}};
+  return job;
+}
+
+std::set<std::string> MembersOf(const std::string& job) {
+  return {api::MemberPodName(job, "ps", 0), api::MemberPodName(job, "worker", 0),
+          api::MemberPodName(job, "worker", 1), api::MemberPodName(job, "worker", 2),
+          api::MemberPodName(job, "worker", 3)};
+}
+
+class JobControllerShellTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (controller_) {
+      controller_->Stop();
+    }
+  }
+
+  void StartController() {
+    ControllerOptions options;
+    options.workers = 2;
+    options.expectations_timeout = 5s;
+    controller_ = std::make_unique<JobController>(api_, options);
+    controller_->Start();
+    ASSERT_TRUE(controller_->WaitForCacheSync(10s));
+    controller_->StartWorkers();
+  }
+
+  json SeedJob(const std::string& name) {
+    return api_.Seed(k8s::resources::HybridJobs(), TfJob(name));
+  }
+
+  std::set<std::string> PodsOf(const std::string& job) {
+    std::set<std::string> names;
+    auto pods = api_.List(k8s::resources::Pods(), kNamespace, {});
+    if (!pods.ok()) {
+      return names;
+    }
+    for (const json& pod : pods->items) {
+      if (k8s::ControllerUidOf(pod) == JobUid(job)) {
+        names.insert(k8s::NameOf(pod));
+      }
+    }
+    return names;
+  }
+
+  std::string JobUid(const std::string& job) {
+    auto object = api_.Object(k8s::resources::HybridJobs(), kNamespace, job);
+    return object ? k8s::UidOf(*object) : "";
+  }
+
+  std::string Phase(const std::string& job) {
+    auto object = api_.Object(k8s::resources::HybridJobs(), kNamespace, job);
+    if (!object || !object->contains("status")) {
+      return {};
+    }
+    return (*object)["status"].value("phase", "");
+  }
+
+  // Event reasons recorded about the job.
+  std::multiset<std::string> EventReasons(const std::string& job) {
+    std::multiset<std::string> reasons;
+    auto events = api_.List(k8s::resources::Events(), kNamespace, {});
+    if (!events.ok()) {
+      return reasons;
+    }
+    for (const json& event : events->items) {
+      const json& involved = event.value("involvedObject", json::object());
+      if (involved.value("kind", "") == "HybridJob" && involved.value("name", "") == job) {
+        reasons.insert(event.value("reason", ""));
+      }
+    }
+    return reasons;
+  }
+
+  size_t Count(const std::function<bool(const Request&)>& which) {
+    const auto requests = api_.Requests();
+    return static_cast<size_t>(std::count_if(requests.begin(), requests.end(), which));
+  }
+
+  FakeApiClient api_;
+  std::unique_ptr<JobController> controller_;
+};
+
+TEST_F(JobControllerShellTest, ANewJobGetsItsMembersAndServiceOnceAndIsQueued) {
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return Phase("mnist") == "Queued"; })) << Phase("mnist");
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  EXPECT_TRUE(
+      api_.Object(k8s::resources::Services(), kNamespace, api::HeadlessServiceName("mnist")));
+  // No cluster spec before the scheduler has placed a membership.
+  EXPECT_FALSE(
+      api_.Object(k8s::resources::ConfigMaps(), kNamespace, api::ClusterConfigMapName("mnist")));
+  EXPECT_TRUE(Eventually([&] { return EventReasons("mnist").count("Created") == 1; }));
+  // Level-based, but each write once: nothing the caches show is re-created.
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(Count(IsPodCreate), 5u);
+  EXPECT_EQ(controller_->stats().reconcile_errors.load(), 0u);
+}
+
+// Another writer changed the job between the controller's read and its status
+// write: the 409 is retried from the caches, and no member is created twice.
+TEST_F(JobControllerShellTest, AConflictOnTheStatusWriteIsRetried) {
+  std::atomic<int> status_writes{0};
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if (request.verb == "update" && request.subresource == "status" && status_writes++ == 0) {
+      return Status(StatusCode::kConflict,
+                    "Operation cannot be fulfilled on hybridjobs.batch.hybridjob.io \"mnist\": "
+                    "the object has been modified; please apply your changes to the latest "
+                    "version and try again")
+          .WithHttp(409, "Conflict");
+    }
+    return std::nullopt;
+  });
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return Phase("mnist") == "Queued"; })) << Phase("mnist");
+  EXPECT_GE(status_writes.load(), 2);
+  EXPECT_GE(controller_->stats().conflicts.load(), 1u);
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  EXPECT_EQ(Count(IsPodCreate), 5u);
+}
+
+// An API server under load answers 429 with Retry-After: the job is not tried
+// again sooner, and then completes.
+TEST_F(JobControllerShellTest, TooManyRequestsIsRetriedNoSoonerThanTheServerAsked) {
+  std::mutex mu;
+  std::vector<SteadyClock::time_point> pod_creates;
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if (!IsPodCreate(request)) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(mu);
+    pod_creates.push_back(SteadyClock::now());
+    if (pod_creates.size() == 1) {
+      return Status(StatusCode::kTooManyRequests, "the server is busy")
+          .WithHttp(429, "TooManyRequests")
+          .WithRetryAfter(1s);
+    }
+    return std::nullopt;
+  });
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  std::lock_guard lock(mu);
+  // Pod creates start one at a time (slow start), so the refused one was alone.
+  ASSERT_GE(pod_creates.size(), 2u);
+  EXPECT_GE(pod_creates[1] - pod_creates[0], 1s);
+  EXPECT_EQ(pod_creates.size(), 6u);
+}
+
+// A refusal retrying cannot fix (a quota, admission) is said on the job as an
+// Event; the job gets no pods until the refusal ends, then all of them.
+TEST_F(JobControllerShellTest, AQuotaRefusalIsReportedOnTheJobAndRetried) {
+  std::atomic<bool> refuse{true};
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if (IsPodCreate(request) && refuse) {
+      return Status(StatusCode::kForbidden,
+                    "pods \"mnist-ps-0\" is forbidden: exceeded quota: gpus, requested: "
+                    "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: "
+                    "requests.nvidia.com/gpu=8")
+          .WithHttp(403, "Forbidden");
+    }
+    return std::nullopt;
+  });
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return EventReasons("mnist").count("FailedCreate") > 0; }));
+  EXPECT_TRUE(PodsOf("mnist").empty());
+  // Slow start: each attempt stops at its first refused create (one attempt
+  // may be between its create and its error count).
+  const size_t creates = Count(IsPodCreate);
+  EXPECT_LE(creates, controller_->stats().reconcile_errors.load() + 1);
+  refuse = false;
+  EXPECT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }, 15s));
+}
+
+// Server errors (etcd leader change) are retried with back-off until they pass.
+TEST_F(JobControllerShellTest, ServerErrorsAreRetriedUntilTheyPass) {
+  std::atomic<int> failures_left{4};
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if ((IsPodCreate(request) || request.resource == "services") && request.verb == "create" &&
+        failures_left-- > 0) {
+      return Status(StatusCode::kUnavailable, "etcdserver: leader changed")
+          .WithHttp(500, "InternalError");
+    }
+    return std::nullopt;
+  });
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  EXPECT_GE(controller_->stats().reconcile_errors.load(), 4u);
+  // Server errors are not the user's to fix: no FailedCreate on the job.
+  EXPECT_EQ(EventReasons("mnist").count("FailedCreate"), 0u);
+}
+
+// A job created while the controller's watch was down, after the server
+// compacted the history the watch would resume from (410 Gone): the
+// relist finds it.
+TEST_F(JobControllerShellTest, AJobCreatedWhileTheWatchWasGoneIsReconciled) {
+  SeedJob("first");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("first") == MembersOf("first"); }));
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if (request.verb == "watch" && request.resource == "hybridjobs") {
+      return Status(StatusCode::kUnavailable, "connection refused");
+    }
+    return std::nullopt;
+  });
+  api_.CloseWatches();
+  SeedJob("second");
+  api_.Compact();
+  api_.SetFault(nullptr);
+  ASSERT_TRUE(Eventually([&] { return PodsOf("second") == MembersOf("second"); }, 15s));
+  EXPECT_EQ(PodsOf("first"), MembersOf("first"));
+  EXPECT_EQ(Count(IsPodCreate), 10u);
+}
+
+// A job deleted while its reconcile waits in the queue is forgotten without
+// an error, and its key stops coming back.
+TEST_F(JobControllerShellTest, ADeletedJobIsForgotten) {
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  ASSERT_TRUE(api_.Delete(k8s::resources::HybridJobs(), kNamespace, "mnist").ok());
+  ASSERT_TRUE(Eventually([&] { return controller_->QueueDepth() == 0; }));
+  const uint64_t errors = controller_->stats().reconcile_errors.load();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(controller_->stats().reconcile_errors.load(), errors);
+  EXPECT_EQ(Count(IsPodCreate), 5u);
+}
+
+}  // namespace
+}  // namespace hybridjob::controller
