@@ -13,33 +13,12 @@
 #include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/preemption.h>
 
+#include "policy_cycle_internal.h"
+
 namespace hybridjob::scheduler {
-namespace {
+namespace policy_internal {
 
 using std::chrono::seconds;
-
-// One input group through the cycle.
-struct Entry {
-  PodGroup group;
-  std::string key;
-  std::string queue;
-  size_t input_order = 0;
-  int64_t sequence = -1;   // when it was planned; -1: never
-  bool lone = false;       // a pod outside any group
-  bool had_bound = false;  // members were bound before this cycle
-  bool running = false;    // every role had its minimum before this cycle
-  bool starting = false;   // to be placed at its minimum in this cycle
-  WaitCause cause = WaitCause::kNone;
-  GroupPlan plan;       // the plan at minimum (placed or not), or a plan carrying the reason
-  bool placed = false;  // placed at its minimum in this cycle
-  std::vector<Assignment> assignments;  // everything committed in this cycle
-  int32_t grown = 0;
-  ResourceList need;  // MinimumRequest
-  // The ancestor of its queue whose max holds it back (kOverQueueMax): reclaim
-  // within that ancestor's subtree may still make room for it.
-  std::string ceiling_queue;
-  std::vector<std::string> notes;  // appended to the reason
-};
 
 std::string Plural(size_t count, std::string_view one, std::string_view many) {
   return std::to_string(count) + " " + std::string(count == 1 ? one : many);
@@ -66,79 +45,6 @@ std::string ListNames(const std::vector<std::string>& names) {
   }
   return out;
 }
-
-class PolicyCycle {
- public:
-  PolicyCycle(Snapshot& snapshot, const PolicyConfig& policy, const PlannerConfig& planner,
-              Timestamp now, const PolicyState& previous, uint32_t start_slot)
-      : snapshot_(snapshot),
-        policy_(policy),
-        planner_(planner),
-        now_(now),
-        previous_(previous),
-        table_(policy.queues),
-        share_(FairShare::FromSnapshot(snapshot, table_, policy,
-                                       DrfResources(planner.gpu_resource_names))),
-        start_slot_(start_slot) {}
-
-  PolicyCycleResult Run(std::vector<PodGroup> groups);
-
- private:
-  void PruneState();
-  void Classify(std::vector<PodGroup> groups);
-  void PlaceMinimums();
-  void PlaceAtMinimum(Entry& entry);
-  void ChooseEvictions();
-  void EvictFor(Entry& entry, const EvictionChoice& choice);
-  void UpdateReservations();
-  void ReserveForStarved();
-  void Grow();
-  bool SomethingWaitsForCapacity();
-  bool AmpleCapacityFor(const std::vector<size_t>& growers) const;
-  void GrowFully(Entry& entry);
-  bool GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
-                     std::vector<int32_t>& grown_in_role);
-  PodGroup Current(const Entry& entry) const;
-  bool Commit(Entry& entry, GroupPlan& plan);
-  GroupPlan PlanWithReservations(const PodGroup& group, const std::string& key);
-  void RebuildReserved();
-  Reservation* FindReservation(const std::string& key);
-  void DropReservation(const std::string& key);
-  RunningGroups& Running();
-  PolicyDecision Decide(Entry& entry) const;
-  void FillQueues(PolicyCycleResult& result) const;
-  std::string DescribeQueue(const QueueAccount& account, std::string_view leaf) const;
-  std::string NamespaceRefusal(const Entry& entry) const;
-  std::vector<std::pair<std::string, ResourceList>> OverCeilings(const FairShare& projected,
-                                                                 const Entry& entry) const;
-
-  Snapshot& snapshot_;
-  const PolicyConfig& policy_;
-  const PlannerConfig& planner_;
-  Timestamp now_;
-  const PolicyState& previous_;
-  QueueTable table_;
-  FairShare share_;
-  uint32_t start_slot_;
-  int64_t next_sequence_ = 0;
-
-  std::vector<Entry> entries_;
-  std::unordered_map<std::string, size_t> entry_by_key_;
-  std::unordered_set<std::string> placed_keys_;
-
-  // In-flight evictions whose pods are still there, and by whom they were made.
-  std::vector<InFlightEviction> in_flight_;
-  std::unordered_set<std::string> leaving_;                                   // pod keys
-  std::unordered_map<std::string, std::vector<const PodInfo*>> leaving_for_;  // group key
-  std::vector<Eviction> evictions_;  // decided in this cycle
-  // Refusals still remembered, and the pods whose groups they shield now.
-  std::vector<RefusedEviction> refused_;
-  std::unordered_set<std::string> shielding_;  // pod keys
-
-  std::vector<Reservation> reservations_;
-  std::unique_ptr<ReservedSlots> reserved_;
-  std::optional<RunningGroups> running_;
-};
 
 void PolicyCycle::PruneState() {
   for (const InFlightEviction& eviction : previous_.evictions) {
@@ -704,384 +610,6 @@ void PolicyCycle::ReserveForStarved() {
   }
 }
 
-bool PolicyCycle::SomethingWaitsForCapacity() {
-  for (const Entry& entry : entries_) {
-    if (entry.cause == WaitCause::kEvicting) {
-      return true;
-    }
-  }
-  for (const Entry& entry : entries_) {
-    if (entry.cause == WaitCause::kNoCapacity &&
-        ChooseReservation(snapshot_, entry.group, policy_, planner_, {}).possible) {
-      return true;  // it could fit some day: leave it the capacity that frees
-    }
-  }
-  return false;
-}
-
-bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
-  ResourceList demand;
-  for (size_t index : growers) {
-    const Entry& entry = entries_[index];
-    std::unordered_set<const PodInfo*> assigned;
-    for (const Assignment& assignment : entry.assignments) {
-      assigned.insert(assignment.pod);
-    }
-    for (const PodInfo* pod : entry.group.pending) {
-      if (!assigned.contains(pod)) {
-        demand += pod->requests;
-      }
-    }
-  }
-  ResourceList free;
-  const std::vector<NodeState>& slots = snapshot_.slots();
-  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
-    const NodeState& node = slots[slot];
-    if (!node.schedulable_slot() || reserved_->Holder(slot) != nullptr) {
-      continue;
-    }
-    ForEachResource(demand, [&](std::string_view name, int64_t) {
-      int64_t left = node.info.allocatable.Get(name) - node.requested.Get(name);
-      if (left > 0) {
-        free.Set(name, free.Get(name) + left);
-      }
-    });
-  }
-  bool ample = true;
-  ForEachResource(demand, [&](std::string_view name, int64_t amount) {
-    if (amount > free.Get(name)) {
-      ample = false;
-    }
-  });
-  return ample;
-}
-
-PodGroup PolicyCycle::Current(const Entry& entry) const {
-  PodGroup current = entry.group;
-  current.bound = snapshot_.GroupMembers(entry.group.namespace_name, entry.group.name);
-  std::unordered_set<const PodInfo*> assigned;
-  for (const Assignment& assignment : entry.assignments) {
-    assigned.insert(assignment.pod);
-  }
-  std::erase_if(current.pending, [&](const PodInfo* pod) { return assigned.contains(pod); });
-  return current;
-}
-
-void PolicyCycle::GrowFully(Entry& entry) {
-  PodGroup current = Current(entry);
-  if (current.pending.empty()) {
-    return;
-  }
-  GroupPlan plan = PlanWithReservations(current, entry.key);
-  if (!plan.placed() || plan.assignments.empty()) {
-    if (!plan.reason.empty()) {
-      entry.notes.push_back("no room to grow: " + plan.reason);
-    }
-    return;
-  }
-  // Within the max of the queue and its ancestors: give back the members that
-  // grew last (lowest role priority, highest index) until every ceiling holds.
-  ResourceList request = PlanRequest(plan);
-  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, request)) {
-    std::vector<size_t> order(plan.assignments.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      order[i] = i;
-    }
-    auto role_priority = [&](const PodInfo* pod) {
-      const GroupRole* role = entry.group.spec.FindRole(pod->role);
-      return role != nullptr ? role->priority : 0;
-    };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const PodInfo* pa = plan.assignments[a].pod;
-      const PodInfo* pb = plan.assignments[b].pod;
-      if (role_priority(pa) != role_priority(pb)) {
-        return role_priority(pa) < role_priority(pb);
-      }
-      return pa->index > pb->index;
-    });
-    std::vector<uint8_t> dropped(plan.assignments.size(), 0);
-    for (size_t i : order) {
-      if (share_.FirstOverMax(entry.queue, request) == nullptr) {
-        break;
-      }
-      request -= plan.assignments[i].pod->requests;
-      dropped[i] = 1;
-    }
-    std::vector<Assignment> kept;
-    for (size_t i = 0; i < plan.assignments.size(); ++i) {
-      if (dropped[i] == 0) {
-        kept.push_back(plan.assignments[i]);
-      }
-    }
-    plan.assignments = std::move(kept);
-    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
-  }
-  if (plan.assignments.empty()) {
-    return;
-  }
-  size_t before = entry.assignments.size();
-  if (Commit(entry, plan)) {
-    entry.grown += static_cast<int32_t>(entry.assignments.size() - before);
-  }
-}
-
-bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
-                                std::vector<int32_t>& grown_in_role) {
-  PodGroup current = Current(entry);
-  const std::vector<GroupRole>& roles = entry.group.spec.roles;
-  std::vector<int32_t> counts(roles.size(), 0);
-  for (size_t r = 0; r < roles.size(); ++r) {
-    counts[r] = BoundInRole(current, roles[r].name);
-  }
-  // Higher role priority first; equal priorities take turns.
-  std::optional<size_t> choice;
-  const PodInfo* next_member = nullptr;
-  for (size_t r = 0; r < roles.size(); ++r) {
-    if (blocked_roles[r] != 0 || counts[r] >= roles[r].max_replicas) {
-      continue;
-    }
-    const PodInfo* lowest = nullptr;
-    for (const PodInfo* pod : current.pending) {
-      if (pod->role == roles[r].name && (lowest == nullptr || pod->index < lowest->index)) {
-        lowest = pod;
-      }
-    }
-    if (lowest == nullptr) {
-      continue;
-    }
-    if (!choice.has_value() || roles[r].priority > roles[*choice].priority ||
-        (roles[r].priority == roles[*choice].priority &&
-         grown_in_role[r] < grown_in_role[*choice])) {
-      choice = r;
-      next_member = lowest;
-    }
-  }
-  if (!choice.has_value()) {
-    return false;
-  }
-  size_t role = *choice;
-  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, next_member->requests)) {
-    blocked_roles[role] = 1;
-    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
-    return true;
-  }
-  PodGroup one_more = current;
-  for (size_t r = 0; r < roles.size(); ++r) {
-    GroupRole& spec = one_more.spec.roles[r];
-    spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
-  }
-  GroupPlan plan = PlanWithReservations(one_more, entry.key);
-  if (!plan.placed() || plan.assignments.size() != 1 || !Commit(entry, plan)) {
-    blocked_roles[role] = 1;
-    return true;
-  }
-  ++grown_in_role[role];
-  ++entry.grown;
-  return true;
-}
-
-void PolicyCycle::Grow() {
-  std::vector<size_t> growers;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const Entry& entry = entries_[i];
-    if (entry.lone) {
-      continue;
-    }
-    if ((entry.running && entry.cause == WaitCause::kNone) || entry.placed) {
-      if (entry.group.pending.size() > entry.assignments.size()) {
-        growers.push_back(i);
-      }
-    }
-  }
-  if (growers.empty()) {
-    return;
-  }
-  auto defer = [&](WaitCause cause, const std::string& reason) {
-    for (size_t index : growers) {
-      Entry& entry = entries_[index];
-      if (entry.running) {
-        entry.cause = cause;
-        entry.plan.outcome = PlanOutcome::kWait;
-        entry.plan.reason = reason;
-      }
-    }
-  };
-  if (!policy_.reclaim.growth) {
-    defer(WaitCause::kNoRoomToGrow, "elastic growth is turned off");
-    return;
-  }
-  if (SomethingWaitsForCapacity()) {
-    defer(WaitCause::kGrowthDeferred, "growth deferred: other groups wait for capacity");
-    return;
-  }
-  std::stable_sort(growers.begin(), growers.end(), [this](size_t a, size_t b) {
-    return GroupGoesFirst(entries_[a].group, entries_[b].group);
-  });
-  std::map<std::string, std::vector<size_t>> by_queue;
-  for (size_t index : growers) {
-    by_queue[entries_[index].queue].push_back(index);
-  }
-  if (by_queue.size() == 1 || AmpleCapacityFor(growers)) {
-    // One queue, or room for everyone: fairness has nothing to share out.
-    for (size_t index : growers) {
-      GrowFully(entries_[index]);
-    }
-  } else {
-    // Water-filling: one member at a time to the queue with the lowest share.
-    std::unordered_map<size_t, std::vector<uint8_t>> blocked;
-    std::unordered_map<size_t, std::vector<int32_t>> grown;
-    for (size_t index : growers) {
-      size_t roles = entries_[index].group.spec.roles.size();
-      blocked[index].assign(roles, 0);
-      grown[index].assign(roles, 0);
-    }
-    std::map<std::string, size_t, std::less<>> cursor;
-    std::vector<std::string_view> candidates;
-    while (true) {
-      candidates.clear();
-      for (const auto& [queue, list] : by_queue) {
-        if (cursor[queue] < list.size()) {
-          candidates.push_back(queue);
-        }
-      }
-      std::string_view best = share_.NextQueue(candidates);
-      if (best.empty()) {
-        break;
-      }
-      auto it = by_queue.find(std::string(best));
-      size_t index = it->second[cursor[it->first]];
-      if (!GrowOneMember(entries_[index], blocked[index], grown[index])) {
-        ++cursor[it->first];  // this group cannot grow further: the next one in the queue
-      }
-    }
-  }
-  for (size_t index : growers) {
-    Entry& entry = entries_[index];
-    if (entry.running && entry.grown == 0) {
-      entry.cause = WaitCause::kNoRoomToGrow;
-      entry.plan.outcome = PlanOutcome::kWait;
-      entry.plan.reason = "no room to grow";
-    }
-  }
-}
-
-PolicyDecision PolicyCycle::Decide(Entry& entry) const {
-  PolicyDecision decision;
-  decision.queue = entry.queue;
-  decision.cause = entry.cause;
-  decision.grown = entry.grown;
-  GroupPlan& plan = decision.plan;
-  if (entry.assignments.empty() && !entry.placed) {
-    plan = std::move(entry.plan);
-    if (plan.outcome == PlanOutcome::kPlaced) {
-      plan.outcome = PlanOutcome::kWait;
-    }
-    plan.assignments.clear();
-    plan.surplus.clear();
-    for (const std::string& note : entry.notes) {
-      plan.reason += (plan.reason.empty() ? "" : "; ") + note;
-    }
-    decision.group = std::move(entry.group);
-    return decision;
-  }
-  const GroupSpec& spec = entry.group.spec;
-  auto role_order = [&spec](const PodInfo* pod) {
-    for (size_t r = 0; r < spec.roles.size(); ++r) {
-      if (spec.roles[r].name == pod->role) {
-        return r;
-      }
-    }
-    return spec.roles.size();
-  };
-  plan.outcome = PlanOutcome::kPlaced;
-  plan.next_start_slot = entry.plan.next_start_slot;
-  plan.assignments = entry.assignments;
-  std::stable_sort(plan.assignments.begin(), plan.assignments.end(),
-                   [&](const Assignment& a, const Assignment& b) {
-                     if (role_order(a.pod) != role_order(b.pod)) {
-                       return role_order(a.pod) < role_order(b.pod);
-                     }
-                     return a.pod->index < b.pod->index;
-                   });
-  for (const GroupRole& role : spec.roles) {
-    RoleSummary summary{role.name, role.min_replicas, role.max_replicas,
-                        BoundInRole(entry.group, role.name), 0};
-    for (const Assignment& assignment : plan.assignments) {
-      if (assignment.pod->role == role.name) {
-        ++summary.placed;
-      }
-    }
-    plan.roles.push_back(std::move(summary));
-  }
-  if (!entry.had_bound) {
-    // A first placement: what is left out is surplus (or ignored: no place in
-    // the spec, or a duplicate index), as the planner reports it.
-    std::unordered_set<const PodInfo*> assigned;
-    std::set<std::pair<std::string, int32_t>> taken;
-    for (const Assignment& assignment : plan.assignments) {
-      assigned.insert(assignment.pod);
-      taken.insert({assignment.pod->role, assignment.pod->index});
-    }
-    std::vector<const PodInfo*> rest;
-    for (const PodInfo* pod : entry.group.pending) {
-      if (!assigned.contains(pod)) {
-        rest.push_back(pod);
-      }
-    }
-    std::sort(rest.begin(), rest.end(), [](const PodInfo* a, const PodInfo* b) {
-      return a->index != b->index ? a->index < b->index : a->name < b->name;
-    });
-    for (const PodInfo* pod : rest) {
-      const GroupRole* role = spec.FindRole(pod->role);
-      if (role == nullptr || pod->index >= role->max_replicas) {
-        plan.ignored.push_back(pod);
-      } else if (pod->index >= 0 && !taken.insert({pod->role, pod->index}).second) {
-        plan.ignored.push_back(pod);
-      } else {
-        plan.surplus.push_back(pod);
-      }
-    }
-  }
-  for (const std::string& note : entry.notes) {
-    plan.reason += (plan.reason.empty() ? "" : "; ") + note;
-  }
-  decision.group = std::move(entry.group);
-  return decision;
-}
-
-void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
-  std::unordered_map<std::string_view, size_t> row_of;
-  for (const QueueAccount& account : share_.accounts()) {
-    QueueStatus status;
-    status.name = account.spec.name;
-    status.parent = account.spec.parent;
-    status.leaf = account.leaf;
-    status.configured = account.configured;
-    status.weight = account.spec.weight;
-    status.used = account.used;
-    status.guaranteed = account.spec.guaranteed;
-    status.max = account.spec.max;
-    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.resources());
-    status.weighted_share = share_.WeightedShare(account);
-    row_of.emplace(account.spec.name, result.queues.size());
-    result.queues.push_back(std::move(status));
-  }
-  // A group counts in its queue's row and in every ancestor's.
-  for (const Entry& entry : entries_) {
-    bool placed = entry.placed;
-    bool waiting = !placed && !entry.running && entry.cause != WaitCause::kNone;
-    if (!placed && !waiting) {
-      continue;
-    }
-    for (const QueueAccount* account : share_.Path(entry.queue)) {
-      QueueStatus& status = result.queues[row_of.at(account->spec.name)];
-      ++(placed ? status.placed_groups : status.waiting_groups);
-    }
-  }
-  std::sort(result.queues.begin(), result.queues.end(),
-            [](const QueueStatus& a, const QueueStatus& b) { return a.name < b.name; });
-}
-
 PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
   PruneState();
   Classify(std::move(groups));
@@ -1117,7 +645,7 @@ PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
   return result;
 }
 
-}  // namespace
+}  // namespace policy_internal
 
 void OrderForMarking(std::vector<Eviction>& evictions) {
   std::stable_sort(evictions.begin(), evictions.end(), [](const Eviction& a, const Eviction& b) {
@@ -1161,7 +689,7 @@ PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup
                                         const PolicyConfig& policy, const PlannerConfig& planner,
                                         Timestamp now, const PolicyState& previous,
                                         uint32_t start_slot) {
-  PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot);
+  policy_internal::PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot);
   return cycle.Run(std::move(groups));
 }
 
@@ -1175,9 +703,10 @@ void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const P
         state.refused.end(), RefusedEviction{eviction.namespace_name, eviction.name, eviction.uid});
   }
   it->refusals = std::min(it->refusals + 1, 30);
-  it->retry_after = now + ExponentialBackoff(seconds{policy.refused_eviction_backoff_seconds},
-                                             seconds{policy.refused_eviction_backoff_max_seconds},
-                                             it->refusals - 1);
+  it->retry_after =
+      now + ExponentialBackoff(std::chrono::seconds{policy.refused_eviction_backoff_seconds},
+                               std::chrono::seconds{policy.refused_eviction_backoff_max_seconds},
+                               it->refusals - 1);
 }
 
 }  // namespace hybridjob::scheduler

@@ -1,0 +1,127 @@
+// What the cycle tells the shell and the user: one decision per group (bind,
+// wait with a reason, evict) and the status of every queue.
+#include <algorithm>
+#include <set>
+
+#include "policy_cycle_internal.h"
+
+namespace hybridjob::scheduler::policy_internal {
+
+PolicyDecision PolicyCycle::Decide(Entry& entry) const {
+  PolicyDecision decision;
+  decision.queue = entry.queue;
+  decision.cause = entry.cause;
+  decision.grown = entry.grown;
+  GroupPlan& plan = decision.plan;
+  if (entry.assignments.empty() && !entry.placed) {
+    plan = std::move(entry.plan);
+    if (plan.outcome == PlanOutcome::kPlaced) {
+      plan.outcome = PlanOutcome::kWait;
+    }
+    plan.assignments.clear();
+    plan.surplus.clear();
+    for (const std::string& note : entry.notes) {
+      plan.reason += (plan.reason.empty() ? "" : "; ") + note;
+    }
+    decision.group = std::move(entry.group);
+    return decision;
+  }
+  const GroupSpec& spec = entry.group.spec;
+  auto role_order = [&spec](const PodInfo* pod) {
+    for (size_t r = 0; r < spec.roles.size(); ++r) {
+      if (spec.roles[r].name == pod->role) {
+        return r;
+      }
+    }
+    return spec.roles.size();
+  };
+  plan.outcome = PlanOutcome::kPlaced;
+  plan.next_start_slot = entry.plan.next_start_slot;
+  plan.assignments = entry.assignments;
+  std::stable_sort(plan.assignments.begin(), plan.assignments.end(),
+                   [&](const Assignment& a, const Assignment& b) {
+                     if (role_order(a.pod) != role_order(b.pod)) {
+                       return role_order(a.pod) < role_order(b.pod);
+                     }
+                     return a.pod->index < b.pod->index;
+                   });
+  for (const GroupRole& role : spec.roles) {
+    RoleSummary summary{role.name, role.min_replicas, role.max_replicas,
+                        BoundInRole(entry.group, role.name), 0};
+    for (const Assignment& assignment : plan.assignments) {
+      if (assignment.pod->role == role.name) {
+        ++summary.placed;
+      }
+    }
+    plan.roles.push_back(std::move(summary));
+  }
+  if (!entry.had_bound) {
+    // A first placement: what is left out is surplus (or ignored: no place in
+    // the spec, or a duplicate index), as the planner reports it.
+    std::unordered_set<const PodInfo*> assigned;
+    std::set<std::pair<std::string, int32_t>> taken;
+    for (const Assignment& assignment : plan.assignments) {
+      assigned.insert(assignment.pod);
+      taken.insert({assignment.pod->role, assignment.pod->index});
+    }
+    std::vector<const PodInfo*> rest;
+    for (const PodInfo* pod : entry.group.pending) {
+      if (!assigned.contains(pod)) {
+        rest.push_back(pod);
+      }
+    }
+    std::sort(rest.begin(), rest.end(), [](const PodInfo* a, const PodInfo* b) {
+      return a->index != b->index ? a->index < b->index : a->name < b->name;
+    });
+    for (const PodInfo* pod : rest) {
+      const GroupRole* role = spec.FindRole(pod->role);
+      if (role == nullptr || pod->index >= role->max_replicas) {
+        plan.ignored.push_back(pod);
+      } else if (pod->index >= 0 && !taken.insert({pod->role, pod->index}).second) {
+        plan.ignored.push_back(pod);
+      } else {
+        plan.surplus.push_back(pod);
+      }
+    }
+  }
+  for (const std::string& note : entry.notes) {
+    plan.reason += (plan.reason.empty() ? "" : "; ") + note;
+  }
+  decision.group = std::move(entry.group);
+  return decision;
+}
+
+void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
+  std::unordered_map<std::string_view, size_t> row_of;
+  for (const QueueAccount& account : share_.accounts()) {
+    QueueStatus status;
+    status.name = account.spec.name;
+    status.parent = account.spec.parent;
+    status.leaf = account.leaf;
+    status.configured = account.configured;
+    status.weight = account.spec.weight;
+    status.used = account.used;
+    status.guaranteed = account.spec.guaranteed;
+    status.max = account.spec.max;
+    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.resources());
+    status.weighted_share = share_.WeightedShare(account);
+    row_of.emplace(account.spec.name, result.queues.size());
+    result.queues.push_back(std::move(status));
+  }
+  // A group counts in its queue's row and in every ancestor's.
+  for (const Entry& entry : entries_) {
+    bool placed = entry.placed;
+    bool waiting = !placed && !entry.running && entry.cause != WaitCause::kNone;
+    if (!placed && !waiting) {
+      continue;
+    }
+    for (const QueueAccount* account : share_.Path(entry.queue)) {
+      QueueStatus& status = result.queues[row_of.at(account->spec.name)];
+      ++(placed ? status.placed_groups : status.waiting_groups);
+    }
+  }
+  std::sort(result.queues.begin(), result.queues.end(),
+            [](const QueueStatus& a, const QueueStatus& b) { return a.name < b.name; });
+}
+
+}  // namespace hybridjob::scheduler::policy_internal

@@ -1,0 +1,273 @@
+// Growth of elastic groups above their minimum, after every waiting group has
+// had its chance: one member at a time, fair share first, never into capacity
+// a waiting or starved group needs.
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "policy_cycle_internal.h"
+
+namespace hybridjob::scheduler::policy_internal {
+
+bool PolicyCycle::SomethingWaitsForCapacity() {
+  for (const Entry& entry : entries_) {
+    if (entry.cause == WaitCause::kEvicting) {
+      return true;
+    }
+  }
+  for (const Entry& entry : entries_) {
+    if (entry.cause == WaitCause::kNoCapacity &&
+        ChooseReservation(snapshot_, entry.group, policy_, planner_, {}).possible) {
+      return true;  // it could fit some day: leave it the capacity that frees
+    }
+  }
+  return false;
+}
+
+bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
+  ResourceList demand;
+  for (size_t index : growers) {
+    const Entry& entry = entries_[index];
+    std::unordered_set<const PodInfo*> assigned;
+    for (const Assignment& assignment : entry.assignments) {
+      assigned.insert(assignment.pod);
+    }
+    for (const PodInfo* pod : entry.group.pending) {
+      if (!assigned.contains(pod)) {
+        demand += pod->requests;
+      }
+    }
+  }
+  ResourceList free;
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    const NodeState& node = slots[slot];
+    if (!node.schedulable_slot() || reserved_->Holder(slot) != nullptr) {
+      continue;
+    }
+    ForEachResource(demand, [&](std::string_view name, int64_t) {
+      int64_t left = node.info.allocatable.Get(name) - node.requested.Get(name);
+      if (left > 0) {
+        free.Set(name, free.Get(name) + left);
+      }
+    });
+  }
+  bool ample = true;
+  ForEachResource(demand, [&](std::string_view name, int64_t amount) {
+    if (amount > free.Get(name)) {
+      ample = false;
+    }
+  });
+  return ample;
+}
+
+PodGroup PolicyCycle::Current(const Entry& entry) const {
+  PodGroup current = entry.group;
+  current.bound = snapshot_.GroupMembers(entry.group.namespace_name, entry.group.name);
+  std::unordered_set<const PodInfo*> assigned;
+  for (const Assignment& assignment : entry.assignments) {
+    assigned.insert(assignment.pod);
+  }
+  std::erase_if(current.pending, [&](const PodInfo* pod) { return assigned.contains(pod); });
+  return current;
+}
+
+void PolicyCycle::GrowFully(Entry& entry) {
+  PodGroup current = Current(entry);
+  if (current.pending.empty()) {
+    return;
+  }
+  GroupPlan plan = PlanWithReservations(current, entry.key);
+  if (!plan.placed() || plan.assignments.empty()) {
+    if (!plan.reason.empty()) {
+      entry.notes.push_back("no room to grow: " + plan.reason);
+    }
+    return;
+  }
+  // Within the max of the queue and its ancestors: give back the members that
+  // grew last (lowest role priority, highest index) until every ceiling holds.
+  ResourceList request = PlanRequest(plan);
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, request)) {
+    std::vector<size_t> order(plan.assignments.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      order[i] = i;
+    }
+    auto role_priority = [&](const PodInfo* pod) {
+      const GroupRole* role = entry.group.spec.FindRole(pod->role);
+      return role != nullptr ? role->priority : 0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const PodInfo* pa = plan.assignments[a].pod;
+      const PodInfo* pb = plan.assignments[b].pod;
+      if (role_priority(pa) != role_priority(pb)) {
+        return role_priority(pa) < role_priority(pb);
+      }
+      return pa->index > pb->index;
+    });
+    std::vector<uint8_t> dropped(plan.assignments.size(), 0);
+    for (size_t i : order) {
+      if (share_.FirstOverMax(entry.queue, request) == nullptr) {
+        break;
+      }
+      request -= plan.assignments[i].pod->requests;
+      dropped[i] = 1;
+    }
+    std::vector<Assignment> kept;
+    for (size_t i = 0; i < plan.assignments.size(); ++i) {
+      if (dropped[i] == 0) {
+        kept.push_back(plan.assignments[i]);
+      }
+    }
+    plan.assignments = std::move(kept);
+    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
+  }
+  if (plan.assignments.empty()) {
+    return;
+  }
+  size_t before = entry.assignments.size();
+  if (Commit(entry, plan)) {
+    entry.grown += static_cast<int32_t>(entry.assignments.size() - before);
+  }
+}
+
+bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
+                                std::vector<int32_t>& grown_in_role) {
+  PodGroup current = Current(entry);
+  const std::vector<GroupRole>& roles = entry.group.spec.roles;
+  std::vector<int32_t> counts(roles.size(), 0);
+  for (size_t r = 0; r < roles.size(); ++r) {
+    counts[r] = BoundInRole(current, roles[r].name);
+  }
+  // Higher role priority first; equal priorities take turns.
+  std::optional<size_t> choice;
+  const PodInfo* next_member = nullptr;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    if (blocked_roles[r] != 0 || counts[r] >= roles[r].max_replicas) {
+      continue;
+    }
+    const PodInfo* lowest = nullptr;
+    for (const PodInfo* pod : current.pending) {
+      if (pod->role == roles[r].name && (lowest == nullptr || pod->index < lowest->index)) {
+        lowest = pod;
+      }
+    }
+    if (lowest == nullptr) {
+      continue;
+    }
+    if (!choice.has_value() || roles[r].priority > roles[*choice].priority ||
+        (roles[r].priority == roles[*choice].priority &&
+         grown_in_role[r] < grown_in_role[*choice])) {
+      choice = r;
+      next_member = lowest;
+    }
+  }
+  if (!choice.has_value()) {
+    return false;
+  }
+  size_t role = *choice;
+  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, next_member->requests)) {
+    blocked_roles[role] = 1;
+    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
+    return true;
+  }
+  PodGroup one_more = current;
+  for (size_t r = 0; r < roles.size(); ++r) {
+    GroupRole& spec = one_more.spec.roles[r];
+    spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
+  }
+  GroupPlan plan = PlanWithReservations(one_more, entry.key);
+  if (!plan.placed() || plan.assignments.size() != 1 || !Commit(entry, plan)) {
+    blocked_roles[role] = 1;
+    return true;
+  }
+  ++grown_in_role[role];
+  ++entry.grown;
+  return true;
+}
+
+void PolicyCycle::Grow() {
+  std::vector<size_t> growers;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (entry.lone) {
+      continue;
+    }
+    if ((entry.running && entry.cause == WaitCause::kNone) || entry.placed) {
+      if (entry.group.pending.size() > entry.assignments.size()) {
+        growers.push_back(i);
+      }
+    }
+  }
+  if (growers.empty()) {
+    return;
+  }
+  auto defer = [&](WaitCause cause, const std::string& reason) {
+    for (size_t index : growers) {
+      Entry& entry = entries_[index];
+      if (entry.running) {
+        entry.cause = cause;
+        entry.plan.outcome = PlanOutcome::kWait;
+        entry.plan.reason = reason;
+      }
+    }
+  };
+  if (!policy_.reclaim.growth) {
+    defer(WaitCause::kNoRoomToGrow, "elastic growth is turned off");
+    return;
+  }
+  if (SomethingWaitsForCapacity()) {
+    defer(WaitCause::kGrowthDeferred, "growth deferred: other groups wait for capacity");
+    return;
+  }
+  std::stable_sort(growers.begin(), growers.end(), [this](size_t a, size_t b) {
+    return GroupGoesFirst(entries_[a].group, entries_[b].group);
+  });
+  std::map<std::string, std::vector<size_t>> by_queue;
+  for (size_t index : growers) {
+    by_queue[entries_[index].queue].push_back(index);
+  }
+  if (by_queue.size() == 1 || AmpleCapacityFor(growers)) {
+    // One queue, or room for everyone: fairness has nothing to share out.
+    for (size_t index : growers) {
+      GrowFully(entries_[index]);
+    }
+  } else {
+    // Water-filling: one member at a time to the queue with the lowest share.
+    std::unordered_map<size_t, std::vector<uint8_t>> blocked;
+    std::unordered_map<size_t, std::vector<int32_t>> grown;
+    for (size_t index : growers) {
+      size_t roles = entries_[index].group.spec.roles.size();
+      blocked[index].assign(roles, 0);
+      grown[index].assign(roles, 0);
+    }
+    std::map<std::string, size_t, std::less<>> cursor;
+    std::vector<std::string_view> candidates;
+    while (true) {
+      candidates.clear();
+      for (const auto& [queue, list] : by_queue) {
+        if (cursor[queue] < list.size()) {
+          candidates.push_back(queue);
+        }
+      }
+      std::string_view best = share_.NextQueue(candidates);
+      if (best.empty()) {
+        break;
+      }
+      auto it = by_queue.find(std::string(best));
+      size_t index = it->second[cursor[it->first]];
+      if (!GrowOneMember(entries_[index], blocked[index], grown[index])) {
+        ++cursor[it->first];  // this group cannot grow further: the next one in the queue
+      }
+    }
+  }
+  for (size_t index : growers) {
+    Entry& entry = entries_[index];
+    if (entry.running && entry.grown == 0) {
+      entry.cause = WaitCause::kNoRoomToGrow;
+      entry.plan.outcome = PlanOutcome::kWait;
+      entry.plan.reason = "no room to grow";
+    }
+  }
+}
+
+}  // namespace hybridjob::scheduler::policy_internal
