@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
-# Debian bookworm's `kubernetes` source package and caches them outside the
-# clone, keyed by version. Prints the cache's bin directory on stdout.
+# Builds kube-apiserver, kube-controller-manager and kube-scheduler from Debian
+# bookworm's `kubernetes` source package, takes kubectl from its
+# `kubernetes-client` binary package (unpacked, not installed: the same
+# v1.20.2 build, without replacing any kubectl the machine has), and caches
+# them outside the clone, keyed by version. Prints the cache's bin directory
+# on stdout.
 #
-#   hack/k8s-binaries.sh          build if not cached, print the bin dir
-#   hack/k8s-binaries.sh --check  exit 0 if cached, 1 if not (no build)
+#   hack/k8s-binaries.sh [BINARY...]          the named binaries (default: all
+#                                             four) if not cached; print the bin dir
+#   hack/k8s-binaries.sh --check [BINARY...]  exit 0 if cached, 1 if not (no build)
+#
+# The demo asks only for what it runs (no kube-scheduler); the build tree and
+# Go cache are kept until every server binary is built, so a later request
+# for the rest compiles only what is new.
 set -euo pipefail
 
 K8S_VERSION="1.20.2"
 CACHE_ROOT="${HYBRIDJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hybridjob}"
 CACHE_DIR="$CACHE_ROOT/k8s-v$K8S_VERSION"
 BIN_DIR="$CACHE_DIR/bin"
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ALL_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+SERVER_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
 # Identifies how the cache was built; a cache from another recipe is rebuilt.
 # reflect2: v1.20's vendored github.com/modern-go/reflect2 1.0.1 crashes under
 # Go >= 1.18 when encoding maps (every custom resource write); Debian's 1.0.2
@@ -21,23 +30,59 @@ REFLECT2_SRC="/usr/share/gocode/src/github.com/modern-go/reflect2"
 
 log() { echo "k8s-binaries: $*" >&2; }
 
+# Whether every binary named is in the cache, built by this recipe.
 cached() {
   local b
   [ "$(cat "$CACHE_DIR/BUILD_ID" 2>/dev/null)" = "$BUILD_ID" ] || return 1
-  for b in "${BINARIES[@]}"; do
+  for b in "$@"; do
     [ -x "$BIN_DIR/$b" ] && [ -s "$BIN_DIR/$b" ] || return 1
   done
 }
 
+CHECK_ONLY=0
 if [ "${1:-}" = "--check" ]; then
-  cached
+  CHECK_ONLY=1
+  shift
+fi
+BINARIES=("$@")
+if [ "${#BINARIES[@]}" -eq 0 ]; then
+  BINARIES=("${ALL_BINARIES[@]}")
+fi
+for b in "${BINARIES[@]}"; do
+  case " ${ALL_BINARIES[*]} " in
+    *" $b "*) ;;
+    *) log "unknown binary \"$b\"; known: ${ALL_BINARIES[*]}"; exit 2 ;;
+  esac
+done
+
+if [ "$CHECK_ONLY" -eq 1 ]; then
+  cached "${BINARIES[@]}"
   exit $?
 fi
 
-if cached; then
+if cached "${BINARIES[@]}"; then
   echo "$BIN_DIR"
   exit 0
 fi
+
+# A cache made by another recipe is rebuilt whole.
+if [ "$(cat "$CACHE_DIR/BUILD_ID" 2>/dev/null)" != "$BUILD_ID" ]; then
+  rm -rf "$BIN_DIR"
+  rm -f "$CACHE_DIR/BUILD_ID"
+fi
+mkdir -p "$BIN_DIR"
+
+# What is asked for and missing, split by where it comes from.
+TO_BUILD=()
+WANT_KUBECTL=0
+for b in "${BINARIES[@]}"; do
+  cached "$b" && continue
+  if [ "$b" = kubectl ]; then
+    WANT_KUBECTL=1
+  else
+    TO_BUILD+=("$b")
+  fi
+done
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -67,6 +112,36 @@ ensure_deb_src() {
   $SUDO apt-get update -qq
 }
 
+WORK="$CACHE_DIR/work"
+
+if [ "$WANT_KUBECTL" -eq 1 ]; then
+  log "unpacking kubectl from the kubernetes-client package"
+  mkdir -p "$WORK/kubectl"
+  (
+    cd "$WORK/kubectl"
+    rm -rf root ./*.deb
+    apt-get download kubernetes-client >/dev/null 2>&1 || {
+      log "apt-get download kubernetes-client failed; run apt-get update"
+      exit 1
+    }
+    dpkg-deb -x kubernetes-client_*.deb root
+  )
+  if ! "$WORK/kubectl/root/usr/bin/kubectl" version --client 2>/dev/null | grep -q "v$K8S_VERSION"; then
+    log "the kubernetes-client package does not hold kubectl v$K8S_VERSION"
+    exit 1
+  fi
+  install -m 0755 "$WORK/kubectl/root/usr/bin/kubectl" "$BIN_DIR/kubectl"
+  rm -rf "$WORK/kubectl"
+  rmdir "$WORK" 2>/dev/null || true
+  echo "$BUILD_ID" >"$CACHE_DIR/BUILD_ID"
+fi
+
+if [ "${#TO_BUILD[@]}" -eq 0 ]; then
+  cached "${BINARIES[@]}" || { log "kubectl was not cached"; exit 1; }
+  echo "$BIN_DIR"
+  exit 0
+fi
+
 if [ ! -f "$REFLECT2_SRC/go_above_118.go" ]; then
   log "missing golang-github-modern-go-reflect2-dev: run hack/install-deps.sh first"
   exit 1
@@ -81,7 +156,6 @@ done
 
 ensure_deb_src
 
-WORK="$CACHE_DIR/work"
 mkdir -p "$WORK"
 cd "$WORK"
 SRC_DIR="$(find "$WORK" -maxdepth 1 -type d -name "kubernetes-*" | head -n1 || true)"
@@ -111,18 +185,17 @@ GOPATH_DIR="$WORK/gopath"
 mkdir -p "$GOPATH_DIR/src/k8s.io"
 ln -sfn "$SRC_DIR" "$GOPATH_DIR/src/k8s.io/kubernetes"
 
-log "building ${BINARIES[*]} (a few minutes)"
+log "building ${TO_BUILD[*]} (several minutes)"
 (
   cd "$GOPATH_DIR/src/k8s.io/kubernetes"
   export GOPATH="$GOPATH_DIR" GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0
   export GOCACHE="$WORK/gocache"
   export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean
   export KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
-  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubectl" >&2
+  make WHAT="${TO_BUILD[*]/#/cmd/}" >&2
 )
 
-mkdir -p "$BIN_DIR"
-for b in "${BINARIES[@]}"; do
+for b in "${TO_BUILD[@]}"; do
   built="$(find "$SRC_DIR/_output" -type f -name "$b" -perm -u+x | head -n1)"
   if [ -z "$built" ]; then
     log "build produced no $b"

@@ -251,7 +251,9 @@ try_up() {
 cmd_up() {
   local dir="$1"
   local bin
-  bin="$("$HACK_DIR/k8s-binaries.sh")"
+  # What the control plane runs; tests and benchmarks that start
+  # kube-scheduler get it from `make k8s`.
+  bin="$("$HACK_DIR/k8s-binaries.sh" kube-apiserver kube-controller-manager kubectl)"
   command -v etcd >/dev/null || die "etcd not found: run hack/install-deps.sh"
   if [ -z "$dir" ]; then
     mkdir -p "$CLUSTERS_ROOT"
