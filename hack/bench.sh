@@ -4,7 +4,8 @@
 #
 #   hack/bench.sh [BUILD_DIR]
 # Environment: BENCH_PODS (10000), BENCH_NODES (1000), BENCH_GROUP (10),
-# BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000; 0 skips the controller).
+# BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000; 0 skips the controller),
+# BURST_JOBS (500; 0 skips the burst, see hack/bench-burst.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -167,6 +168,17 @@ if [ -x "$BIN/bench_controller" ] && [ "$JOBS" -gt 0 ]; then
     echo
   } >>"$OUT"
   stop_all
+fi
+
+if [ "${BURST_JOBS:-500}" -gt 0 ]; then
+  log "end to end under a burst (hack/bench-burst.sh)"
+  stop_all
+  {
+    echo "### End to end under a burst, side by side with kube-scheduler (\`hack/bench-burst.sh\`)"
+    echo
+    "$ROOT/hack/bench-burst.sh" "$BUILD_DIR" || echo "(failed)"
+    echo
+  } >>"$OUT"
 fi
 
 cat "$OUT"

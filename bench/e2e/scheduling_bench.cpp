@@ -1,25 +1,32 @@
 // Scheduling throughput on a real API server, one scheduler at a time.
 //
 //   bench_scheduling --kubeconfig FILE --scheduler-name NAME [--pods 10000]
-//       [--group-size 10] [--concurrency 16] [--bind-self] [--scheduler-pid PID]
-//       [--label TEXT]
+//       [--group-size 10] [--gpus-per-pod 1] [--concurrency 16] [--bind-self]
+//       [--via-controller] [--scheduler-pid PID] [--label TEXT]
 //
 // Creates --pods pods in groups of --group-size (one worker role, min = max =
-// group size, 1 GPU each) with schedulerName NAME, from --concurrency writers,
-// and watches them until every pod is bound. With --bind-self the harness is
-// the scheduler: a trivial binder that POSTs a binding for each pod as it
-// appears, round-robin over the nodes, --concurrency at a time (the ceiling).
+// group size, 1 CPU and --gpus-per-pod GPUs each) with schedulerName NAME,
+// from --concurrency writers, and watches them until every pod is bound. With
+// --bind-self the harness is the scheduler: a trivial binder that POSTs a
+// binding for each pod as it appears, round-robin over the nodes,
+// --concurrency at a time (the ceiling). With --via-controller it creates
+// only the HybridJobs, --concurrency in flight, and hybridjob-controller
+// (running beside it) creates their pods: the whole pipeline from a burst of
+// submissions to every member bound.
 // Prints one Markdown table row: pods/s from first create to last bind, p50
-// and p99 gang latency (last member bound - first member created), and the
-// scheduler process's CPU seconds and peak RSS when --scheduler-pid is given.
+// and p99 gang latency (last member bound - first member or job created), and
+// the scheduler process's CPU seconds and peak RSS when --scheduler-pid is
+// given.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -62,19 +69,30 @@ int main(int argc, char** argv) {
   int64_t group_size = 10;
   int64_t concurrency = 16;
   int64_t scheduler_pid = 0;
+  int64_t gpus_per_pod = 1;
   bool bind_self = false;
+  bool via_controller = false;
+  std::string ns = "bench-" + std::to_string(::getpid());
   hybridjob::FlagSet flags("bench_scheduling");
   flags.String("kubeconfig", &kubeconfig, "kubeconfig");
   flags.String("scheduler-name", &scheduler_name, "spec.schedulerName of the pods");
   flags.String("label", &label, "name of this run in the table");
+  flags.String("namespace", &ns, "namespace to create and run in (default bench-PID)");
   flags.Int("pods", &pods, "pods to create");
   flags.Int("group-size", &group_size, "pods per group");
   flags.Int("concurrency", &concurrency, "writers, and binds in flight with --bind-self");
   flags.Int("scheduler-pid", &scheduler_pid, "process to report CPU and memory of");
+  flags.Int("gpus-per-pod", &gpus_per_pod, "nvidia.com/gpu of each pod (0: CPU only)");
   flags.Bool("bind-self", &bind_self, "bind the pods here (the raw bind ceiling)");
+  flags.Bool("via-controller", &via_controller,
+             "create only the HybridJobs (timed); hybridjob-controller creates the pods");
   if (auto status = flags.Parse(argc, argv); !status.ok() || flags.help_requested()) {
     std::cerr << (status.ok() ? "" : status.message() + "\n") << flags.Usage();
     return status.ok() ? 0 : 2;
+  }
+  if (via_controller && bind_self) {
+    std::cerr << "--via-controller and --bind-self exclude each other\n";
+    return 2;
   }
   auto config = k8s::ResolveClientConfig(kubeconfig);
   if (!config) {
@@ -98,57 +116,82 @@ int main(int argc, char** argv) {
   for (const auto& node : nodes->items) {
     node_names.push_back(node["metadata"]["name"]);
   }
-  const std::string ns = "bench-" + std::to_string(::getpid());
   (void)client.Create(k8s::resources::Namespaces(), "",
                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   while (!client.Get(k8s::resources::ServiceAccounts(), ns, "default").ok()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
-  // The HybridJob of each group, made before the clock starts: the gang
-  // scheduler takes a pod as a member only when that job controls it. Skipped
-  // when the CRD is not installed (the other schedulers do not need it).
+  json resources = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}};
+  if (gpus_per_pod > 0) {
+    resources["limits"] = {{"nvidia.com/gpu", std::to_string(gpus_per_pod)}};
+  }
   const int64_t groups = (pods + group_size - 1) / group_size;
-  std::vector<std::string> job_uids(static_cast<size_t>(groups));
-  {
+  auto job_object = [&](int64_t g) {
+    return json{
+        {"apiVersion", hybridjob::api::kApiVersion},
+        {"kind", hybridjob::api::kKind},
+        {"metadata", {{"name", "g" + std::to_string(g)}}},
+        {"spec",
+         {{"schedulerName", scheduler_name},
+          {"replicaSpecs",
+           json::array({{{"name", "worker"},
+                         {"minReplicas", group_size},
+                         {"maxReplicas", group_size},
+                         {"template",
+                          {{"spec",
+                            {{"terminationGracePeriodSeconds", 0},
+                             {"containers", json::array({{{"name", "main"},
+                                                          {"image", "trainer"},
+                                                          {"resources", resources}}})}}}}}}})}}}};
+  };
+  // Creates every group's HybridJob from --concurrency writers; `on_created`
+  // sees each job's name, the time before its create, and the answer.
+  auto create_jobs = [&](const std::function<void(const std::string&, Clock::time_point,
+                                                  const hybridjob::Result<json>&)>& on_created) {
     std::atomic<int64_t> next_job{0};
-    std::atomic<bool> served{true};
+    std::atomic<bool> served{true};  // false: the server has no HybridJob CRD
     std::vector<std::thread> job_writers;
     for (int64_t w = 0; w < concurrency; ++w) {
       job_writers.emplace_back([&] {
         for (int64_t g = next_job++; g < groups && served; g = next_job++) {
-          json job = {
-              {"apiVersion", hybridjob::api::kApiVersion},
-              {"kind", hybridjob::api::kKind},
-              {"metadata", {{"name", "g" + std::to_string(g)}}},
-              {"spec",
-               {{"schedulerName", scheduler_name},
-                {"replicaSpecs",
-                 json::array({{{"name", "worker"},
-                               {"minReplicas", group_size},
-                               {"maxReplicas", group_size},
-                               {"template",
-                                {{"spec",
-                                  {{"containers", json::array({{{"name", "main"},
-                                                                {"image", "trainer"}}})}}}}}}})}}}};
+          const json job = job_object(g);
+          const auto before = Clock::now();
           auto created = client.Create(k8s::resources::HybridJobs(), ns, job);
-          if (created) {
-            job_uids[static_cast<size_t>(g)] = (*created)["metadata"].value("uid", "");
-          } else if (k8s::IsNotFound(created.status())) {
+          if (!created && k8s::IsNotFound(created.status())) {
             served = false;
           }
+          on_created(job["metadata"]["name"], before, created);
         }
       });
     }
     for (auto& writer : job_writers) {
       writer.join();
     }
+  };
+
+  // Without --via-controller, the HybridJob of each group is made before the
+  // clock starts: the gang scheduler takes a pod as a member only when that
+  // job controls it. Left out when the CRD is not installed (the other
+  // schedulers do not need it).
+  std::vector<std::string> job_uids(static_cast<size_t>(groups));
+  if (!via_controller) {
+    std::mutex uids_mu;
+    create_jobs(
+        [&](const std::string& name, Clock::time_point, const hybridjob::Result<json>& job) {
+          if (job) {
+            std::lock_guard lock(uids_mu);
+            job_uids[static_cast<size_t>(std::stoll(name.substr(1)))] =
+                (*job)["metadata"].value("uid", "");
+          }
+        });
   }
 
   std::mutex mu;
   std::unordered_map<std::string, Clock::time_point> created_at;
   std::unordered_map<std::string, Clock::time_point> bound_at;
   std::atomic<int64_t> bound_count{0};
+  std::atomic<int64_t> seen_count{0};  // pods the watch saw created
 
   // Observe bindings (and, as the ceiling binder, pods to bind).
   std::atomic<bool> stop{false};
@@ -184,6 +227,9 @@ int main(int argc, char** argv) {
         const std::string name = pod["metadata"].value("name", "");
         const std::string node = pod["spec"].value("nodeName", "");
         std::lock_guard lock(mu);
+        if ((*event)->type == k8s::WatchEventType::kAdded) {
+          ++seen_count;
+        }
         if (!node.empty()) {
           if (bound_at.emplace(name, Clock::now()).second) {
             ++bound_count;
@@ -229,8 +275,22 @@ int main(int argc, char** argv) {
           .dump();
   std::atomic<int64_t> next_pod{0};
   const auto start = Clock::now();
+  std::atomic<int64_t> refused{0};
+  if (via_controller) {
+    create_jobs(
+        [&](const std::string& name, Clock::time_point before, const hybridjob::Result<json>& job) {
+          if (!job) {
+            if (refused++ == 0) {
+              std::cerr << "creating HybridJob " << name << ": " << job.status().ToString() << "\n";
+            }
+            return;
+          }
+          std::lock_guard lock(mu);
+          created_at[name] = before;
+        });
+  }
   std::vector<std::thread> writers;
-  for (int64_t w = 0; w < concurrency; ++w) {
+  for (int64_t w = 0; w < concurrency && !via_controller; ++w) {
     writers.emplace_back([&] {
       for (int64_t i = next_pod++; i < pods; i = next_pod++) {
         const int64_t group = i / group_size;
@@ -250,11 +310,9 @@ int main(int argc, char** argv) {
             {"spec",
              {{"schedulerName", scheduler_name},
               {"terminationGracePeriodSeconds", 0},
-              {"containers", json::array({{{"name", "main"},
-                                           {"image", "trainer"},
-                                           {"resources",
-                                            {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
-                                             {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+              {"containers",
+               json::array(
+                   {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}})}}}};
         if (const std::string& uid = job_uids[static_cast<size_t>(group)]; !uid.empty()) {
           pod["metadata"]["ownerReferences"] =
               json::array({{{"apiVersion", hybridjob::api::kApiVersion},
@@ -277,8 +335,18 @@ int main(int argc, char** argv) {
   }
   const auto created_all = Clock::now();
   const auto deadline = created_all + std::chrono::minutes(10);
+  // Progress on stderr every 5 s: where the time goes (pods created against
+  // pods bound).
+  auto next_report = start + std::chrono::seconds(5);
   while (bound_count.load() < pods && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (Clock::now() >= next_report) {
+      std::fprintf(stderr, "bench_scheduling: %3.0f s: %lld pods created, %lld bound\n",
+                   std::chrono::duration<double>(Clock::now() - start).count(),
+                   static_cast<long long>(seen_count.load()),
+                   static_cast<long long>(bound_count.load()));
+      next_report += std::chrono::seconds(5);
+    }
   }
   stop = true;
   bind_cv.notify_all();
@@ -301,7 +369,10 @@ int main(int argc, char** argv) {
     for (const auto& [name, bound] : bound_at) {
       last_bind = std::max(last_bind, bound);
       const std::string job = name.substr(0, name.find("-worker-"));
-      auto created = created_at.find(name);
+      auto created = created_at.find(name);  // the pod, or with --via-controller its job
+      if (created == created_at.end()) {
+        created = created_at.find(job);
+      }
       if (created == created_at.end()) {
         continue;
       }
@@ -333,5 +404,5 @@ int main(int argc, char** argv) {
               scheduler_pid > 0
                   ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
                   : "-");
-  return bound_count.load() == pods ? 0 : 1;
+  return bound_count.load() == pods && refused.load() == 0 ? 0 : 1;
 }

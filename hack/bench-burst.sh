@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# The whole pipeline under a burst of submissions, side by side with
+# kube-scheduler, in one cluster and one run:
+#
+#   hack/bench-burst.sh [BUILD_DIR]
+#
+# Environment: BURST_JOBS (500), BURST_GROUP (10), BURST_NODES (200),
+# BURST_CONCURRENCY (16), BURST_LEGS ("1 2 3 4": which of the legs below run),
+# BURST_KEEP_LOGS (a directory to copy the binaries' logs into).
+#
+# One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
+#   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
+#      one-CPU pods created directly, BURST_CONCURRENCY in flight;
+#   2. kube-scheduler with its default client limits (QPS 50, burst 100);
+#   3. hybridjob-controller (--workers 16 --qps 1000 --burst 2000) and
+#      gang-scheduler (clientQPS/clientBurst 5000): BURST_JOBS HybridJobs of
+#      BURST_GROUP one-CPU members created BURST_CONCURRENCY in flight, the
+#      controller creating the pods;
+#   4. the same two binaries with their default flags.
+# Each leg runs in its own namespace; earlier legs' pods stay bound (the nodes
+# have room for all four). Every time runs from the first create to the last
+# member bound. Prints a Markdown table and the ratios.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="$(cd "${1:-$ROOT/build}" && pwd)"
+BIN="$BUILD_DIR/bin"
+JOBS="${BURST_JOBS:-500}"
+GROUP="${BURST_GROUP:-10}"
+NODES="${BURST_NODES:-200}"
+CONCURRENCY="${BURST_CONCURRENCY:-16}"
+LEGS=" ${BURST_LEGS:-1 2 3 4} "
+PODS=$((JOBS * GROUP))
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/hybridjob-burst.XXXXXX")"
+CLUSTER="$WORK/cluster"
+PIDS=()
+
+log() { echo "bench-burst: $*" >&2; }
+
+stop_binaries() {
+  CONTROLLER=""
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+cleanup() {
+  stop_binaries
+  "$ROOT/hack/local-cluster.sh" down --dir "$CLUSTER" >/dev/null 2>&1 || true
+  if [ -n "${BURST_KEEP_LOGS:-}" ]; then
+    mkdir -p "$BURST_KEEP_LOGS" && cp "$WORK"/*.log "$BURST_KEEP_LOGS"/ 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+for b in hybridjob-sim gang-scheduler hybridjob-controller bench_scheduling; do
+  [ -x "$BIN/$b" ] || { log "missing $BIN/$b: build it first"; exit 1; }
+done
+"$ROOT/hack/k8s-binaries.sh" >/dev/null  # kube-scheduler too
+
+log "cluster with $NODES simulated nodes"
+eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER")"
+K8S_BIN="$(cat "$CLUSTER/k8s-bin-dir")"
+KUBECTL="$K8S_BIN/kubectl"
+"$KUBECTL" apply -f "$ROOT/crds/" >/dev/null
+"$KUBECTL" wait --for=condition=Established crd/hybridjobs.batch.hybridjob.io --timeout=60s >/dev/null
+# Registered, then the simulator stops and the nodes stay (this cluster runs
+# no node lifecycle controller): the legs measure creation and binding, with
+# no kubelet traffic.
+"$BIN/hybridjob-sim" --nodes "$NODES" --gpus-per-node 8 --cpu 128 --memory 1Ti --keep-nodes \
+  --workers 32 --qps 0 >"$WORK/sim.log" 2>&1 &
+SIM=$!
+until [ "$("$KUBECTL" get nodes --no-headers 2>/dev/null | wc -l)" -ge "$NODES" ]; do sleep 1; done
+sleep 1
+kill -TERM "$SIM"
+wait "$SIM" 2>/dev/null || true
+
+ROWS=""
+CPU_ROWS=""
+TICKS="$(getconf CLK_TCK)"
+# CPU seconds (user + system) a process has used; 0 when it is gone.
+cpu_of() {
+  awk -v t="$TICKS" '{ sub(/^.*\) /, ""); printf "%.1f", ($12 + $13) / t }' "/proc/$1/stat" \
+    2>/dev/null || echo 0
+}
+APISERVER="$(cat "$CLUSTER/apiserver.pid")"
+ETCD="$(cat "$CLUSTER/etcd.pid")"
+CONTROLLER=""
+
+# run_leg NAMESPACE LABEL PID [bench_scheduling flags...]: one row, and one
+# row of CPU seconds the API server, etcd, the scheduler and the controller
+# used during it.
+run_leg() {
+  local ns="$1" label="$2" pid="$3"
+  shift 3
+  log "$label"
+  local api0 etcd0 sched0 ctrl0="-"
+  api0="$(cpu_of "$APISERVER")"
+  etcd0="$(cpu_of "$ETCD")"
+  sched0="$(cpu_of "$pid")"
+  [ -n "$CONTROLLER" ] && ctrl0="$(cpu_of "$CONTROLLER")"
+  ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
+    --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
+    --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
+  local ctrl="-"
+  [ -n "$CONTROLLER" ] && ctrl="$(awk -v a="$(cpu_of "$CONTROLLER")" -v b="$ctrl0" 'BEGIN { printf "%.1f", a - b }')"
+  CPU_ROWS+="$(awk -v l="$label" -v a1="$(cpu_of "$APISERVER")" -v a0="$api0" \
+    -v e1="$(cpu_of "$ETCD")" -v e0="$etcd0" -v s1="$(cpu_of "$pid")" -v s0="$sched0" -v c="$ctrl" \
+    'BEGIN { printf "| %s | %.1f | %.1f | %.1f | %s |", l, a1 - a0, e1 - e0, s1 - s0, c }')"$'\n'
+}
+
+start_kube_scheduler() {  # QPS BURST
+  cat >"$WORK/kube-scheduler.yaml" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1beta1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $KUBECONFIG
+  qps: $1
+  burst: $2
+leaderElection:
+  leaderElect: false
+YAML
+  "$K8S_BIN/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 --secure-port 0 \
+    >>"$WORK/kube-scheduler.log" 2>&1 &
+  KS=$!
+  PIDS+=("$KS")
+  sleep 2
+}
+
+# start_ours NAMESPACE SCHEDULER_CONFIG_LINES [controller flags...]: the
+# controller watches the leg's namespace only (the kube-scheduler legs left
+# HybridJobs of their own elsewhere).
+start_ours() {
+  local ns="$1"
+  printf 'metricsAddr: "0"\nhealthAddr: "0"\n%s' "$2" >"$WORK/gang-scheduler.yaml"
+  shift 2
+  "$BIN/gang-scheduler" --kubeconfig "$KUBECONFIG" --config "$WORK/gang-scheduler.yaml" \
+    --log-level warn >>"$WORK/gang-scheduler.log" 2>&1 &
+  GS=$!
+  PIDS+=("$GS")
+  "$BIN/hybridjob-controller" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr 0 \
+    --health-addr 0 --log-level warn "$@" >>"$WORK/controller.log" 2>&1 &
+  CONTROLLER=$!
+  PIDS+=("$CONTROLLER")
+  sleep 2
+}
+
+leg() { [[ "$LEGS" == *" $1 "* ]]; }
+
+if leg 1; then
+  start_kube_scheduler 5000 5000
+  run_leg burst-kube-raised "kube-scheduler v1.20.2, pods created directly (QPS/burst 5000)" \
+    "$KS" --scheduler-name default-scheduler
+  stop_binaries
+fi
+if leg 2; then
+  start_kube_scheduler 50 100
+  run_leg burst-kube-default \
+    "kube-scheduler v1.20.2, pods created directly (default QPS 50, burst 100)" "$KS" \
+    --scheduler-name default-scheduler
+  stop_binaries
+fi
+if leg 3; then
+  start_ours burst-ours-raised "clientQPS: 5000
+clientBurst: 5000
+bindConcurrency: $CONCURRENCY
+" --workers 16 --qps 1000 --burst 2000
+  run_leg burst-ours-raised "HybridJobs: hybridjob-controller --workers 16 --qps 1000 --burst 2000 + gang-scheduler (clientQPS/burst 5000)" \
+    "$GS" --scheduler-name gang-scheduler --via-controller
+  stop_binaries
+fi
+if leg 4; then
+  start_ours burst-ours-default ""
+  run_leg burst-ours-default "HybridJobs: hybridjob-controller + gang-scheduler, default flags" \
+    "$GS" --scheduler-name gang-scheduler --via-controller
+  stop_binaries
+fi
+
+echo "| run | bound | groups | creates/s | binds/s | gang p50 s | gang p99 s | scheduler CPU s | scheduler peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s' "$ROWS"
+echo
+echo "CPU seconds used during each run (2 cores shared by all):"
+echo
+echo "| run | kube-apiserver | etcd | scheduler | hybridjob-controller |"
+echo "|---|---|---|---|---|"
+printf '%s' "$CPU_ROWS"
+echo
+# binds/s is the fifth column: pods over the time from first create to last bind.
+[ "$LEGS" = " 1 2 3 4 " ] || exit 0
+printf '%s' "$ROWS" | awk -F'|' '
+  { rate[NR] = $6 + 0 }
+  END {
+    if (rate[1] > 0 && rate[3] > 0)
+      printf "Ratio, raised limits (ours / kube-scheduler, binds per second): %.2f\n", rate[3] / rate[1]
+    if (rate[2] > 0 && rate[4] > 0)
+      printf "Ratio, default limits (ours / kube-scheduler): %.2f\n", rate[4] / rate[2]
+  }'
