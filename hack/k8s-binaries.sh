@@ -114,26 +114,31 @@ ensure_deb_src() {
 
 WORK="$CACHE_DIR/work"
 
+# kubectl from the kubernetes-client package, unpacked; built from source as
+# the others when the package cannot be had.
+fetch_kubectl() {
+  local dir="$WORK/kubectl"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  (cd "$dir" && apt-get download kubernetes-client >/dev/null 2>&1) ||
+    { $SUDO apt-get update -qq >/dev/null 2>&1 &&
+        (cd "$dir" && apt-get download kubernetes-client >/dev/null 2>&1); } ||
+    return 1
+  dpkg-deb -x "$dir"/kubernetes-client_*.deb "$dir/root" || return 1
+  "$dir/root/usr/bin/kubectl" version --client 2>/dev/null | grep -q "v$K8S_VERSION" || return 1
+  install -m 0755 "$dir/root/usr/bin/kubectl" "$BIN_DIR/kubectl"
+}
+
 if [ "$WANT_KUBECTL" -eq 1 ]; then
   log "unpacking kubectl from the kubernetes-client package"
-  mkdir -p "$WORK/kubectl"
-  (
-    cd "$WORK/kubectl"
-    rm -rf root ./*.deb
-    apt-get download kubernetes-client >/dev/null 2>&1 || {
-      log "apt-get download kubernetes-client failed; run apt-get update"
-      exit 1
-    }
-    dpkg-deb -x kubernetes-client_*.deb root
-  )
-  if ! "$WORK/kubectl/root/usr/bin/kubectl" version --client 2>/dev/null | grep -q "v$K8S_VERSION"; then
-    log "the kubernetes-client package does not hold kubectl v$K8S_VERSION"
-    exit 1
+  if fetch_kubectl; then
+    echo "$BUILD_ID" >"$CACHE_DIR/BUILD_ID"
+  else
+    log "no kubectl v$K8S_VERSION from the kubernetes-client package: building it"
+    TO_BUILD+=(kubectl)
   fi
-  install -m 0755 "$WORK/kubectl/root/usr/bin/kubectl" "$BIN_DIR/kubectl"
   rm -rf "$WORK/kubectl"
   rmdir "$WORK" 2>/dev/null || true
-  echo "$BUILD_ID" >"$CACHE_DIR/BUILD_ID"
 fi
 
 if [ "${#TO_BUILD[@]}" -eq 0 ]; then
