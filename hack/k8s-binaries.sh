@@ -210,7 +210,10 @@ for b in "${TO_BUILD[@]}"; do
 done
 echo "$K8S_VERSION" >"$CACHE_DIR/VERSION"
 echo "$BUILD_ID" >"$CACHE_DIR/BUILD_ID"
-# Keep only the binaries; the source tree and Go cache are large.
-rm -rf "$WORK"
+# Once every server binary is built, keep only the binaries: the source tree
+# and Go cache are large. Until then they stay, so the rest builds on them.
+if cached "${SERVER_BINARIES[@]}"; then
+  rm -rf "$WORK"
+fi
 log "cached in $BIN_DIR"
 echo "$BIN_DIR"
