@@ -402,6 +402,7 @@ void FakeApiClient::CloseWatches() {
   std::vector<std::shared_ptr<Open>> watches;
   {
     std::lock_guard lock(mu_);
+    ++closes_;
     watches.swap(watches_);
   }
   for (const auto& open : watches) {
@@ -642,6 +643,11 @@ Result<json> FakeApiClient::CreateSubresource(const Resource& resource, std::str
 Result<std::unique_ptr<WatchStream>> FakeApiClient::Watch(const Resource& resource,
                                                           std::string_view ns,
                                                           const WatchOptions& options) {
+  uint64_t closes_before;
+  {
+    std::lock_guard lock(mu_);
+    closes_before = closes_;
+  }
   if (auto fault =
           Admit({"watch", resource.plural, std::string(ns), "", options.resource_version, {}})) {
     return *fault;
@@ -652,6 +658,12 @@ Result<std::unique_ptr<WatchStream>> FakeApiClient::Watch(const Resource& resour
   open->label_selector = options.label_selector;
   open->field_selector = options.field_selector;
   std::lock_guard lock(mu_);
+  if (closes_ != closes_before) {
+    // CloseWatches ran after this request was made (and counted): it ends
+    // this watch too, before any event, as a server timing out would.
+    open->Close();
+    return std::unique_ptr<WatchStream>(std::make_unique<Stream>(open));
+  }
   const std::string& from = options.resource_version;
   if (from.empty() || from == "0") {
     // Starts with the current state, as synthetic ADDED events.

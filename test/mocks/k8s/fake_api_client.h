@@ -53,7 +53,8 @@ class FakeApiClient final : public ApiClient {
                                        std::string_view name) const;
   // Forgets the change history: watches from before now get 410 Gone.
   void Compact();
-  // Ends every open watch as a server timeout does (the stream closes cleanly).
+  // Ends every open watch as a server timeout does (the stream closes cleanly),
+  // including one whose request was made (and counted) but not yet answered.
   void CloseWatches();
   // Bodies for GetRaw, by path (discovery documents).
   void SetRaw(std::string path, std::string body);
@@ -108,6 +109,7 @@ class FakeApiClient final : public ApiClient {
   uint64_t version_ = 1;
   uint64_t uid_counter_ = 0;
   uint64_t compacted_ = 0;  // changes at or below this version are forgotten
+  uint64_t closes_ = 0;     // CloseWatches calls so far
   std::deque<Change> history_;
   std::vector<std::shared_ptr<Open>> watches_;
 };

@@ -236,9 +236,11 @@ TEST_F(JobControllerShellTest, AQuotaRefusalIsReportedOnTheJobAndRetried) {
 // Server errors (etcd leader change) are retried with back-off until they pass.
 TEST_F(JobControllerShellTest, ServerErrorsAreRetriedUntilTheyPass) {
   std::atomic<int> failures_left{4};
+  std::atomic<int> injected{0};
   api_.SetFault([&](const Request& request) -> std::optional<Status> {
     if ((IsPodCreate(request) || request.resource == "services") && request.verb == "create" &&
         failures_left-- > 0) {
+      ++injected;
       return Status(StatusCode::kUnavailable, "etcdserver: leader changed")
           .WithHttp(500, "InternalError");
     }
@@ -247,7 +249,10 @@ TEST_F(JobControllerShellTest, ServerErrorsAreRetriedUntilTheyPass) {
   SeedJob("mnist");
   ASSERT_NO_FATAL_FAILURE(StartController());
   ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
-  EXPECT_GE(controller_->stats().reconcile_errors.load(), 4u);
+  EXPECT_EQ(injected.load(), 4);
+  // Each failed reconcile stops at its first failed write; concurrent pod
+  // creates may fail together.
+  EXPECT_GE(controller_->stats().reconcile_errors.load(), 1u);
   // Server errors are not the user's to fix: no FailedCreate on the job.
   EXPECT_EQ(EventReasons("mnist").count("FailedCreate"), 0u);
 }

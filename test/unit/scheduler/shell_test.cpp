@@ -360,6 +360,10 @@ TEST_F(GangSchedulerShellTest, TheLoopPlacesAGangFromWhatTheInformersSaw) {
   StartScheduler();
   CreateJob("train", 3);
   ASSERT_TRUE(Eventually([&] { return Bound("train", 3) == 3; })) << Bound("train", 3);
+  // Counted once the binder has finished with the gang, a moment after the
+  // server shows the last bind.
+  EXPECT_TRUE(Eventually([&] { return scheduler_->stats().groups_scheduled.load() == 1u; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(scheduler_->stats().groups_scheduled.load(), 1u);
   EXPECT_TRUE(Eventually([&] { return scheduler_->PendingPods() == 0; }));
 }
