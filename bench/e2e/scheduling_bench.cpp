@@ -146,8 +146,9 @@ int main(int argc, char** argv) {
                                                           {"resources", resources}}})}}}}}}})}}}};
   };
   // Creates every group's HybridJob from --concurrency writers; `on_created`
-  // sees each job's name, the time before its create, and the answer.
-  auto create_jobs = [&](const std::function<void(const std::string&, Clock::time_point,
+  // sees each job's group index and name, the time before its create, and the
+  // answer. Calls for different groups may run at once.
+  auto create_jobs = [&](const std::function<void(int64_t, const std::string&, Clock::time_point,
                                                   const hybridjob::Result<json>&)>& on_created) {
     std::atomic<int64_t> next_job{0};
     std::atomic<bool> served{true};  // false: the server has no HybridJob CRD
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
           if (!created && k8s::IsNotFound(created.status())) {
             served = false;
           }
-          on_created(job["metadata"]["name"], before, created);
+          on_created(g, job["metadata"]["name"], before, created);
         }
       });
     }
@@ -176,15 +177,13 @@ int main(int argc, char** argv) {
   // schedulers do not need it).
   std::vector<std::string> job_uids(static_cast<size_t>(groups));
   if (!via_controller) {
-    std::mutex uids_mu;
-    create_jobs(
-        [&](const std::string& name, Clock::time_point, const hybridjob::Result<json>& job) {
-          if (job) {
-            std::lock_guard lock(uids_mu);
-            job_uids[static_cast<size_t>(std::stoll(name.substr(1)))] =
-                (*job)["metadata"].value("uid", "");
-          }
-        });
+    // Each writer fills only its own groups' slots.
+    create_jobs([&](int64_t group, const std::string&, Clock::time_point,
+                    const hybridjob::Result<json>& job) {
+      if (job) {
+        job_uids[static_cast<size_t>(group)] = (*job)["metadata"].value("uid", "");
+      }
+    });
   }
 
   std::mutex mu;
@@ -277,17 +276,17 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   std::atomic<int64_t> refused{0};
   if (via_controller) {
-    create_jobs(
-        [&](const std::string& name, Clock::time_point before, const hybridjob::Result<json>& job) {
-          if (!job) {
-            if (refused++ == 0) {
-              std::cerr << "creating HybridJob " << name << ": " << job.status().ToString() << "\n";
-            }
-            return;
-          }
-          std::lock_guard lock(mu);
-          created_at[name] = before;
-        });
+    create_jobs([&](int64_t, const std::string& name, Clock::time_point before,
+                    const hybridjob::Result<json>& job) {
+      if (!job) {
+        if (refused++ == 0) {
+          std::cerr << "creating HybridJob " << name << ": " << job.status().ToString() << "\n";
+        }
+        return;
+      }
+      std::lock_guard lock(mu);
+      created_at[name] = before;
+    });
   }
   std::vector<std::thread> writers;
   for (int64_t w = 0; w < concurrency && !via_controller; ++w) {

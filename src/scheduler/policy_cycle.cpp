@@ -24,7 +24,6 @@ std::string Plural(size_t count, std::string_view one, std::string_view many) {
   return std::to_string(count) + " " + std::string(count == 1 ? one : many);
 }
 
-// "nvidia.com/gpu 40 over max 32"
 std::string DescribeOverMax(const ResourceCeiling& max, const ResourceList& usage) {
   std::string_view name = max.FirstExceeded(usage);
   ResourceList used;
@@ -34,7 +33,6 @@ std::string DescribeOverMax(const ResourceCeiling& max, const ResourceList& usag
   return used.ToString() + " over its max " + limit.ToString();
 }
 
-// "a, b" of up to four names, then ", ...".
 std::string ListNames(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 4; ++i) {
