@@ -207,6 +207,13 @@ Status ParseQueue(const YAML::Node& node, const std::string& path, QueueSpec* ou
   HJ_RETURN_IF_ERROR(reader.Read("parent", &out->parent));
   HJ_RETURN_IF_ERROR(reader.Read("weight", &out->weight));
   HJ_RETURN_IF_ERROR(reader.ReadStringList("namespaces", &out->namespaces));
+  std::string order(QueueOrderName(out->order));
+  HJ_RETURN_IF_ERROR(reader.Read("order", &order));
+  Result<QueueOrder> parsed_order = ParseQueueOrder(order);
+  if (!parsed_order.ok()) {
+    return InvalidArgument(path + ".order: " + parsed_order.status().message());
+  }
+  out->order = *parsed_order;
   const YAML::Node selector = reader.Child("namespaceSelector");
   if (selector && !selector.IsNull()) {
     Result<LabelSelector> parsed =

@@ -44,6 +44,45 @@ std::string ListNames(const std::vector<std::string>& names) {
   return out;
 }
 
+QueueTurns::QueueTurns(const FairShare& share, std::map<std::string, std::vector<size_t>> lines)
+    : share_(share) {
+  for (auto& [queue, entries] : lines) {
+    lines_.emplace(queue, Line{std::move(entries), 0});
+  }
+}
+
+std::optional<size_t> QueueTurns::Next() {
+  candidates_.clear();
+  for (const auto& [queue, line] : lines_) {
+    if (line.next < line.entries.size()) {
+      candidates_.push_back(queue);
+    }
+  }
+  std::string_view best = share_.NextQueue(candidates_);
+  if (best.empty()) {
+    current_ = nullptr;
+    return std::nullopt;
+  }
+  current_ = &lines_.find(best)->second;
+  return current_->entries[current_->next];
+}
+
+void QueueTurns::Pass() {
+  if (current_ != nullptr) {
+    ++current_->next;
+  }
+}
+
+std::vector<size_t> QueueTurns::Close() {
+  std::vector<size_t> behind;
+  if (current_ != nullptr) {
+    behind.assign(current_->entries.begin() + static_cast<ptrdiff_t>(current_->next) + 1,
+                  current_->entries.end());
+    current_->next = current_->entries.size();
+  }
+  return behind;
+}
+
 void PolicyCycle::PruneState() {
   for (const InFlightEviction& eviction : previous_.evictions) {
     if (now_ - eviction.issued > seconds{policy_.eviction_timeout_seconds}) {
@@ -294,23 +333,32 @@ void PolicyCycle::PlaceMinimums() {
       return GroupGoesFirst(entries_[a].group, entries_[b].group);
     });
   }
-  std::map<std::string, size_t, std::less<>> next;
-  std::vector<std::string_view> candidates;
-  while (true) {
-    candidates.clear();
-    for (const auto& [queue, list] : by_queue) {
-      if (next[queue] < list.size()) {
-        candidates.push_back(queue);
-      }
+  QueueTurns turns(share_, std::move(by_queue));
+  while (std::optional<size_t> index = turns.Next()) {
+    Entry& entry = entries_[*index];
+    PlaceAtMinimum(entry);
+    if (!HoldsUpItsQueue(entry)) {
+      turns.Pass();
+      continue;
     }
-    std::string_view best = share_.NextQueue(candidates);
-    if (best.empty()) {
-      return;
+    for (size_t behind : turns.Close()) {
+      WaitBehind(entries_[behind], entry);
     }
-    auto it = by_queue.find(std::string(best));
-    size_t index = it->second[next[it->first]++];
-    PlaceAtMinimum(entries_[index]);
   }
+}
+
+bool PolicyCycle::HoldsUpItsQueue(const Entry& entry) const {
+  const QueueSpec* queue = table_.Find(entry.queue);
+  return queue != nullptr && queue->order == QueueOrder::kStrictFifo &&
+         (entry.cause == WaitCause::kNoCapacity || entry.cause == WaitCause::kOverQueueMax);
+}
+
+void PolicyCycle::WaitBehind(Entry& entry, const Entry& head) {
+  entry.sequence = next_sequence_++;
+  entry.cause = WaitCause::kBehindQueueHead;
+  entry.plan.reason = "queue " + entry.queue + " is StrictFIFO: waiting behind " + head.key +
+                      ", which goes first and waits (" + std::string(WaitCauseName(head.cause)) +
+                      ")";
 }
 
 RunningGroups& PolicyCycle::Running() {
@@ -679,6 +727,8 @@ std::string_view WaitCauseName(WaitCause cause) {
       return "GrowthDeferred";
     case WaitCause::kNoRoomToGrow:
       return "NoRoomToGrow";
+    case WaitCause::kBehindQueueHead:
+      return "BehindQueueHead";
   }
   return "Unknown";
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,34 @@ std::string DescribeOverMax(const ResourceCeiling& max, const ResourceList& usag
 // "a, b" of up to four names, then ", ...".
 std::string ListNames(const std::vector<std::string>& names);
 
+// Turns across queues over per-queue lines of entries (each line in the
+// order its groups go), the queue whose turn it is chosen by weighted DRF
+// (FairShare::NextQueue, on the shares as they stand at each call). The
+// placement at minimum and the growth stages both take their turns here.
+class QueueTurns {
+ public:
+  QueueTurns(const FairShare& share, std::map<std::string, std::vector<size_t>> lines);
+
+  // The entry at the head of the line whose turn it is; nullopt once every
+  // line is done.
+  std::optional<size_t> Next();
+  // The head's turn is over: the one behind it is next in its line.
+  void Pass();
+  // Nobody else in the line of the last head gets a turn (a strict FIFO
+  // queue whose head waits); returns who was behind it, in order.
+  std::vector<size_t> Close();
+
+ private:
+  struct Line {
+    std::vector<size_t> entries;
+    size_t next = 0;  // the head
+  };
+  const FairShare& share_;
+  std::map<std::string, Line, std::less<>> lines_;
+  std::vector<std::string_view> candidates_;
+  Line* current_ = nullptr;  // the line of the last head
+};
+
 class PolicyCycle {
  public:
   PolicyCycle(Snapshot& snapshot, const PolicyConfig& policy, const PlannerConfig& planner,
@@ -73,6 +102,10 @@ class PolicyCycle {
   void Classify(std::vector<PodGroup> groups);
   void PlaceMinimums();
   void PlaceAtMinimum(Entry& entry);
+  // A strict FIFO queue's group that waits for capacity or for its queue's
+  // max: nobody behind it in the queue starts in this cycle.
+  bool HoldsUpItsQueue(const Entry& entry) const;
+  void WaitBehind(Entry& entry, const Entry& head);
   void ChooseEvictions();
   void EvictFor(Entry& entry, const EvictionChoice& choice);
   void UpdateReservations();

@@ -240,23 +240,10 @@ void PolicyCycle::Grow() {
       blocked[index].assign(roles, 0);
       grown[index].assign(roles, 0);
     }
-    std::map<std::string, size_t, std::less<>> cursor;
-    std::vector<std::string_view> candidates;
-    while (true) {
-      candidates.clear();
-      for (const auto& [queue, list] : by_queue) {
-        if (cursor[queue] < list.size()) {
-          candidates.push_back(queue);
-        }
-      }
-      std::string_view best = share_.NextQueue(candidates);
-      if (best.empty()) {
-        break;
-      }
-      auto it = by_queue.find(std::string(best));
-      size_t index = it->second[cursor[it->first]];
-      if (!GrowOneMember(entries_[index], blocked[index], grown[index])) {
-        ++cursor[it->first];  // this group cannot grow further: the next one in the queue
+    QueueTurns turns(share_, std::move(by_queue));
+    while (std::optional<size_t> index = turns.Next()) {
+      if (!GrowOneMember(entries_[*index], blocked[*index], grown[*index])) {
+        turns.Pass();  // this group cannot grow further: the next one in the queue
       }
     }
   }

@@ -67,6 +67,15 @@ Status ValidateTree(const std::vector<QueueSpec>& queues) {
       at = parent[at];
     }
   }
+  // Groups run only in leaves: an order set on a parent would order nothing.
+  for (size_t i = 0; i < count; ++i) {
+    if (parent[i] != count && queues[parent[i]].order != QueueOrder::kBestEffortFifo) {
+      const size_t p = parent[i];
+      return InvalidArgument(QueuePath(p) + ".order: queue \"" + queues[p].name +
+                             "\" has child queues and no groups of its own; set " +
+                             std::string(QueueOrderName(queues[p].order)) + " on its children");
+    }
+  }
   // A parent's guarantee is what its children share: it must hold theirs.
   for (size_t p = 0; p < count; ++p) {
     Status short_of_children = Status::Ok();
@@ -179,6 +188,25 @@ bool QueueSpec::AdmitsNamespace(std::string_view namespace_name,
     return true;
   }
   return namespace_selector.has_value() && namespace_selector->Matches(namespace_labels);
+}
+
+std::string_view QueueOrderName(QueueOrder order) {
+  switch (order) {
+    case QueueOrder::kBestEffortFifo:
+      return "BestEffortFIFO";
+    case QueueOrder::kStrictFifo:
+      return "StrictFIFO";
+  }
+  return "Unknown";
+}
+
+Result<QueueOrder> ParseQueueOrder(std::string_view name) {
+  for (QueueOrder order : {QueueOrder::kBestEffortFifo, QueueOrder::kStrictFifo}) {
+    if (name == QueueOrderName(order)) {
+      return order;
+    }
+  }
+  return InvalidArgument("\"" + std::string(name) + "\" is not BestEffortFIFO or StrictFIFO");
 }
 
 Status ValidateQueues(const std::vector<QueueSpec>& queues) {

@@ -116,6 +116,7 @@ enum class WaitCause : uint8_t {
   kEvicting,           // victims are being evicted to make room for it
   kGrowthDeferred,     // a running group's extra members wait: others wait for capacity
   kNoRoomToGrow,       // a running group's extra members fit nowhere, or queue max is reached
+  kBehindQueueHead,    // its queue is StrictFIFO and a group ahead of it waits
 };
 
 // The order in which a cycle's victims are marked before any is evicted: by

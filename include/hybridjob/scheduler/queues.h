@@ -42,6 +42,22 @@ class ResourceCeiling {
   std::vector<ScalarResource> limits_;
 };
 
+// The order in which a queue's own groups start, each group going by
+// priority, then age. Across queues the turn is always weighted DRF.
+enum class QueueOrder : uint8_t {
+  // A group that cannot start now lets the groups behind it try (backfill).
+  kBestEffortFifo,
+  // No group starts while one ahead of it in the queue waits for capacity
+  // (or for its queue's max): head-of-line blocking, so large gangs are
+  // never overtaken; the head may still reclaim and be reserved for.
+  kStrictFifo,
+};
+
+// "BestEffortFIFO", "StrictFIFO": the configuration's names, as Kueue's
+// queueingStrategy spells them.
+std::string_view QueueOrderName(QueueOrder order);
+Result<QueueOrder> ParseQueueOrder(std::string_view name);
+
 struct QueueSpec {
   std::string name;
   // The queue this one is nested in; empty for a top-level queue. Jobs run in
@@ -61,6 +77,8 @@ struct QueueSpec {
   // set: every namespace. A parent's restriction applies to its children too.
   std::vector<std::string> namespaces;
   std::optional<LabelSelector> namespace_selector;
+  // How the queue's groups take their turns; only a leaf queue has groups.
+  QueueOrder order = QueueOrder::kBestEffortFifo;
 
   // Whether the queue's own restriction lets jobs of the namespace in.
   bool AdmitsNamespace(std::string_view namespace_name, const LabelMap& namespace_labels) const;

@@ -167,7 +167,7 @@ class Replayer {
   void Finish(size_t job_index, double now);
   void RemoveMember(size_t job_index, size_t member_index);
   void RunCycles(double now);
-  void RunPolicyCycle(double now, std::vector<size_t> job_indices, bool fifo);
+  void RunPolicyCycle(double now, const std::vector<size_t>& job_indices);
   void ApplyPlacement(const sched::PodInfo* pod);
   void UpdateRunning(size_t job_index, double now);
   void Record(double now);
@@ -284,8 +284,15 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
   config.starvation.max_wait_seconds = 0;
   switch (options_.policy) {
     case Policy::kPodGreedy:
-    case Policy::kStaticGang:
       break;
+    case Policy::kStaticGang: {
+      // One strict FIFO line: nothing starts while an earlier job waits.
+      sched::QueueSpec line;
+      line.name = std::string(api::kDefaultQueue);
+      line.order = sched::QueueOrder::kStrictFifo;
+      config.queues.push_back(std::move(line));
+      break;
+    }
     case Policy::kElasticGang:
       config.reclaim.growth = true;
       break;
@@ -451,7 +458,7 @@ void Replayer::ApplyPlacement(const sched::PodInfo* pod) {
   job.held_gpus += member.gpus;
 }
 
-void Replayer::RunPolicyCycle(double now, std::vector<size_t> job_indices, bool fifo) {
+void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices) {
   std::vector<const sched::PodInfo*> pending;
   for (size_t j : job_indices) {
     for (const Member& member : jobs_[j].members) {
@@ -483,37 +490,6 @@ void Replayer::RunPolicyCycle(double now, std::vector<size_t> job_indices, bool 
       auto it = member_by_pod_.find(assignment.pod);
       if (it != member_by_pod_.end()) {
         placed_jobs.insert(it->second.first);
-      }
-    }
-  }
-  if (fifo) {
-    // Strict FIFO: nothing behind the first job that did not start may start.
-    // The cycle backfills, so its placements past that job are taken back.
-    bool blocked = false;
-    for (size_t j : job_indices) {
-      if (!blocked && placed_jobs.contains(j)) {
-        continue;
-      }
-      blocked = true;
-      if (placed_jobs.erase(j) > 0) {
-        for (const sched::PolicyDecision& decision : cycle.decisions) {
-          if (decision.group.name != jobs_[j].name) {
-            continue;
-          }
-          for (const sched::Assignment& assignment : decision.plan.assignments) {
-            (void)snapshot_.RemovePod(assignment.pod->namespace_name, assignment.pod->name);
-          }
-        }
-      }
-    }
-  }
-  for (const sched::PolicyDecision& decision : cycle.decisions) {
-    if (!decision.plan.placed()) {
-      continue;
-    }
-    for (const sched::Assignment& assignment : decision.plan.assignments) {
-      auto it = member_by_pod_.find(assignment.pod);
-      if (it != member_by_pod_.end() && placed_jobs.contains(it->second.first)) {
         ApplyPlacement(assignment.pod);
       }
     }
@@ -548,31 +524,10 @@ void Replayer::RunCycles(double now) {
     // newcomers, so planning just the newcomers places the same pods for a
     // fraction of the work. (Not done for elastic-gang: there the planner's
     // rotating scan start breaks ties between equal nodes differently.)
-    RunPolicyCycle(now, freed ? active_ : arrived, false);
+    RunPolicyCycle(now, freed ? active_ : arrived);
     return;
   }
-  if (options_.policy != Policy::kStaticGang) {
-    RunPolicyCycle(now, active_, false);
-    return;
-  }
-  // static-gang: windows of the FIFO queue until one does not start entirely.
-  while (true) {
-    std::vector<size_t> window;
-    for (size_t j : active_) {
-      if (!jobs_[j].running && window.size() < static_cast<size_t>(options_.fifo_window)) {
-        window.push_back(j);
-      }
-    }
-    if (window.empty()) {
-      return;
-    }
-    RunPolicyCycle(now, window, true);
-    for (size_t j : window) {
-      if (!jobs_[j].running) {
-        return;
-      }
-    }
-  }
+  RunPolicyCycle(now, active_);
 }
 
 void Replayer::Record(double now) {
@@ -739,9 +694,6 @@ Status ValidateReplayOptions(const ReplayOptions& options) {
   }
   if (options.starvation_seconds < 0) {
     return InvalidArgument("starvation seconds: must not be negative");
-  }
-  if (options.fifo_window <= 0) {
-    return InvalidArgument("fifo window: must be positive");
   }
   return sched::ValidateQueues(options.queues);
 }

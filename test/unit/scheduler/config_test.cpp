@@ -321,6 +321,27 @@ queues:
             "queues[1]: guaranteed nvidia.com/gpu 20 exceeds max 16 of its parent \"org\"");
   EXPECT_THAT(Refusal("queues:\n  - name: a\n    namespaces: [Team_A]\n"),
               StartsWith("queues[0].namespaces[0]: \"Team_A\" is not a valid namespace name"));
+  EXPECT_EQ(Refusal("queues:\n  - name: org\n    order: StrictFIFO\n  - name: team-a\n"
+                    "    parent: org\n"),
+            "queues[0].order: queue \"org\" has child queues and no groups of its own; set "
+            "StrictFIFO on its children");
+}
+
+TEST(SchedulerConfigTest, ReadsEachQueuesOrder) {
+  Result<SchedulerConfig> config = ParseSchedulerConfig(
+      "queues:\n  - name: batch\n    order: StrictFIFO\n  - name: interactive\n"
+      "  - name: research\n    order: BestEffortFIFO\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->queues.size(), 3u);
+  EXPECT_EQ(config->queues[0].order, QueueOrder::kStrictFifo);
+  EXPECT_EQ(config->queues[1].order, QueueOrder::kBestEffortFifo);
+  EXPECT_EQ(config->queues[2].order, QueueOrder::kBestEffortFifo);
+  EXPECT_EQ(PolicyConfigFrom(*config).queues[0].order, QueueOrder::kStrictFifo);
+
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    order: fifo\n"),
+            "queues[0].order: \"fifo\" is not BestEffortFIFO or StrictFIFO");
+  EXPECT_EQ(Refusal("queues:\n  - name: a\n    order: [StrictFIFO]\n"),
+            "queues[0].order: expected a single value");
 }
 
 TEST(SchedulerConfigTest, PolicySwitchErrors) {

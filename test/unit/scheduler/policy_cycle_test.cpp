@@ -610,6 +610,103 @@ TEST(OrderForMarkingTest, LowestIndexOfEachRoleFirst) {
                                  "team/tf-worker-9", "team/tf-worker-10", "team/tf-worker-14"));
 }
 
+class QueueOrderTest : public testing::PolicyTest {
+ protected:
+  // Four 4-GPU nodes. In queue `line`: `first` (1 GPU) and the gang `big`
+  // (3 x 4 GPUs), older than `small` (1 GPU); queue `other` has `side`
+  // (1 GPU). Three nodes are busy with a rigid group of `other`.
+  void SetUpLine(QueueOrder order) {
+    AddNodes("n", 4, 4);
+    QueueSpec line = Queue("line");
+    line.order = order;
+    policy_.queues = {line, Queue("other")};
+    policy_.reclaim.enabled = false;
+    GroupSpec busy = QueueSpecFor("other", {GroupRole{"worker", 3, 3, 0}});
+    for (int i = 0; i < 3; ++i) {
+      AddRunning("busy", busy, "worker", i, 1, 4, "n" + std::to_string(i));
+    }
+    AddPending("first", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1,
+               /*created=*/100);
+    AddPending("big", QueueSpecFor("line", {GroupRole{"worker", 3, 3, 0}}), "worker", 0, 3, 4,
+               /*created=*/200);
+    AddPending("small", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1,
+               /*created=*/300);
+    AddPending("side", QueueSpecFor("other", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1,
+               /*created=*/400);
+  }
+};
+
+TEST_F(QueueOrderTest, BestEffortFifoLetsSmallGroupsPastAWaitingGang) {
+  SetUpLine(QueueOrder::kBestEffortFifo);
+  PolicyCycleResult result = Run();
+  EXPECT_TRUE(Find(result, "first")->plan.placed());
+  EXPECT_EQ(Find(result, "big")->cause, WaitCause::kNoCapacity);
+  EXPECT_TRUE(Find(result, "small")->plan.placed());
+  EXPECT_TRUE(Find(result, "side")->plan.placed());
+}
+
+TEST_F(QueueOrderTest, StrictFifoStartsNothingBehindAWaitingGang) {
+  SetUpLine(QueueOrder::kStrictFifo);
+  PolicyCycleResult result = Run();
+  // Ahead of the gang: starts. The gang waits, and so does everything behind
+  // it in its queue, though it would fit; other queues are not held up.
+  EXPECT_TRUE(Find(result, "first")->plan.placed());
+  EXPECT_EQ(Find(result, "big")->cause, WaitCause::kNoCapacity);
+  const PolicyDecision* small = Find(result, "small");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->cause, WaitCause::kBehindQueueHead);
+  EXPECT_FALSE(small->plan.placed());
+  EXPECT_THAT(small->plan.assignments, IsEmpty());
+  EXPECT_EQ(small->plan.reason,
+            "queue line is StrictFIFO: waiting behind team/big, which goes first and waits "
+            "(NoCapacity)");
+  EXPECT_EQ(WaitCauseName(small->cause), "BehindQueueHead");
+  EXPECT_TRUE(Find(result, "side")->plan.placed());
+  EXPECT_EQ(QueueGpus("line"), 1);
+
+  // Once the gang fits it starts, and the line moves on in the same cycle.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(snapshot_.RemovePod("team", "busy-worker-" + std::to_string(i)).ok());
+  }
+  result = Run();
+  EXPECT_TRUE(Find(result, "big")->plan.placed());
+  EXPECT_TRUE(Find(result, "small")->plan.placed());
+}
+
+TEST_F(QueueOrderTest, AStrictFifoHeadOverItsQueueMaxHoldsUpItsQueue) {
+  AddNodes("n", 2, 4);
+  QueueSpec line = Queue("line", 1.0, 0, /*max_gpus=*/4);
+  line.order = QueueOrder::kStrictFifo;
+  policy_.queues = {line};
+  AddRunning("running", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 2,
+             "n0");
+  AddPending("wide", QueueSpecFor("line", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2, 2,
+             /*created=*/100);
+  AddPending("narrow", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1,
+             /*created=*/200);
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "wide")->cause, WaitCause::kOverQueueMax);
+  EXPECT_EQ(Find(result, "narrow")->cause, WaitCause::kBehindQueueHead);
+  EXPECT_THAT(Find(result, "narrow")->plan.reason, HasSubstr("(OverQueueMax)"));
+}
+
+TEST_F(QueueOrderTest, AStrictFifoHeadStillReclaimsWhileTheLineWaits) {
+  AddNodes("n", 1, 4);
+  QueueSpec line = Queue("line");
+  line.order = QueueOrder::kStrictFifo;
+  policy_.queues = {line, Queue("other")};
+  AddRunning("elastic", QueueSpecFor("other", {GroupRole{"worker", 1, 4, 0}}), "worker", 0, 4, 1,
+             "n0");
+  AddPending("head", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 2,
+             /*created=*/100);
+  AddPending("next", QueueSpecFor("line", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 1,
+             /*created=*/200);
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Find(result, "head")->cause, WaitCause::kEvicting);
+  EXPECT_THAT(Evicted(result), ElementsAre("elastic-worker-3", "elastic-worker-2"));
+  EXPECT_EQ(Find(result, "next")->cause, WaitCause::kBehindQueueHead);
+}
+
 class EvictionOrderTest : public testing::PolicyTest {};
 
 TEST_F(EvictionOrderTest, EvictionsCarryTheVictimsRoleAndIndex) {

@@ -23,7 +23,7 @@ namespace hybridjob::sim::trace {
 // The policies a trace is replayed under (docs/trace-format.md).
 enum class Policy : uint8_t {
   kPodGreedy,       // pods placed one by one (kube-scheduler); partial gangs hold GPUs
-  kStaticGang,      // all-or-nothing at every role's maximum, strict FIFO
+  kStaticGang,      // all-or-nothing at every role's maximum, one StrictFIFO queue
   kElasticGang,     // gang at the minimum, growth to the maximum when idle
   kElasticReclaim,  // plus queues with fair share, reclaim and starvation control
 };
@@ -85,9 +85,6 @@ struct ReplayOptions {
   // it, and every policy reports per queue along its tree. Namespace
   // restrictions are left out: a trace has no namespaces.
   std::vector<scheduler::QueueSpec> queues;
-  // static-gang: groups planned per cycle before head-of-line blocking is
-  // applied (a bound on wasted planning, not a policy knob).
-  int32_t fifo_window = 16;
 };
 
 Status ValidateReplayOptions(const ReplayOptions& options);
