@@ -1,0 +1,245 @@
+// Lifecycle: how members end (success, restarts, replacements, failure), the
+// job's deadline, and what a finished job still does (cleanup, TTL).
+#include <set>
+#include <string>
+#include <vector>
+
+#include <hybridjob/api/defaults.h>
+
+#include "plan_stages.h"
+
+namespace hybridjob::controller::plan {
+namespace {
+
+using api::JobPhase;
+using std::chrono::seconds;
+
+std::string RestartPolicyText(api::RestartPolicy policy) {
+  return std::string(api::ToString(policy));
+}
+
+// What ended a member's pod, for messages.
+std::string DescribeEnd(const ObservedPod& pod) {
+  std::string out = pod.phase == PodPhase::kSucceeded ? "succeeded" : "failed";
+  if (pod.exit_code && pod.phase == PodPhase::kFailed) {
+    out += " with exit code " + std::to_string(*pod.exit_code);
+  } else if (!pod.reason.empty()) {
+    out += " (" + pod.reason + ")";
+  }
+  return out;
+}
+
+// Why a member was taken away by the cluster, for messages.
+std::string DescribeDisplacement(const ObservedPod& pod) {
+  if (pod.AdmissionRefused()) {
+    return "the kubelet on " + pod.node_name + " refused it (" + pod.reason + ")";
+  }
+  std::string out = "it was disrupted";
+  if (!pod.disruption_reason.empty()) {
+    out += " (" + pod.disruption_reason + ")";
+  } else if (!pod.reason.empty()) {
+    out += " (" + pod.reason + ")";
+  }
+  return out;
+}
+
+// A gang is never left running in part: when a kubelet refused members
+// and a role is left with fewer working members than its minimum, the
+// others could only wait, holding their nodes, for members that may not fit
+// anywhere soon. The whole gang is re-placed as a unit instead (no restart
+// counted). Members still starting up lose nothing; it is what happens when
+// two schedulers bind onto one node at the moment the gang starts.
+void ReplaceGangBelowMinimum(const PlanView& view, const Membership& membership,
+                             PlanBuilder& plan) {
+  std::string refused;
+  for (const Restart& replacement : plan.replacements) {
+    if (replacement.pod->AdmissionRefused()) {
+      refused = replacement.pod->name + " (" + replacement.description + ")";
+      break;
+    }
+  }
+  if (refused.empty()) {
+    return;
+  }
+  const std::set<std::string> leaving = plan.DeletedNames();
+  std::string short_role;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    int32_t working = 0;
+    for (int32_t i = 0; i < membership.Count(role.name); ++i) {
+      const ObservedPod* pod = view.Live(role.name, i);
+      working += pod != nullptr && pod->bound() && pod->active() && !pod->disrupted &&
+                         !pod->reclaimed && leaving.count(pod->name) == 0
+                     ? 1
+                     : 0;
+    }
+    if (working < role.min_replicas) {
+      short_role = role.name + " has " + std::to_string(working) + " of its minimum " +
+                   std::to_string(role.min_replicas);
+      break;
+    }
+  }
+  if (short_role.empty()) {
+    return;
+  }
+  for (const auto& [key, pod] : view.own) {
+    if (!pod->terminating && IsMember(membership, key.first, key.second) && pod->active() &&
+        leaving.count(pod->name) == 0) {
+      plan.deletes.push_back({pod->name, pod->uid, "replace"});
+    }
+  }
+  plan.gang_replaced = "re-placing the whole gang: member " + refused + "; " + short_role +
+                       " working members; not counted as a restart";
+}
+
+}  // namespace
+
+std::optional<Terminal> CheckDeadline(const PlanView& view, const std::string& start_time,
+                                      PlanBuilder& plan) {
+  const auto& deadline_seconds = view.job.spec.run_policy.active_deadline_seconds;
+  if (!deadline_seconds) {
+    return std::nullopt;
+  }
+  const api::TimePoint start = api::ParseTime(start_time).value_or(view.now);
+  const api::TimePoint deadline = start + seconds(*deadline_seconds);
+  if (view.now >= deadline) {
+    return Terminal{JobPhase::kFailed, std::string(api::kReasonDeadlineExceeded),
+                    "the job ran longer than activeDeadlineSeconds (" +
+                        std::to_string(*deadline_seconds) + "s)"};
+  }
+  plan.Requeue(deadline - view.now);
+  return std::nullopt;
+}
+
+std::optional<std::string> SuccessPolicyMet(const PlanView& view, const Membership& membership) {
+  const api::SuccessPolicy policy = api::EffectiveSuccessPolicy(view.job.spec);
+  int32_t members = 0;
+  int32_t succeeded = 0;
+  for (const std::string& role : policy.roles) {
+    for (int32_t i = 0; i < membership.Count(role); ++i) {
+      ++members;
+      const ObservedPod* pod = view.Live(role, i);
+      if (pod != nullptr && pod->phase == PodPhase::kSucceeded) {
+        ++succeeded;
+      }
+    }
+  }
+  std::string roles;
+  for (const std::string& role : policy.roles) {
+    roles += roles.empty() ? role : ", " + role;
+  }
+  if (policy.op == api::SuccessOperator::kAll && members > 0 && succeeded == members) {
+    return "all " + std::to_string(members) + " members of " + roles + " succeeded";
+  }
+  if (policy.op == api::SuccessOperator::kAny && succeeded > 0) {
+    return "a member of " + roles + " succeeded";
+  }
+  return std::nullopt;
+}
+
+std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membership& membership,
+                                           PlanBuilder& plan) {
+  std::vector<Restart> restarts;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    for (int32_t i = 0; i < membership.Count(role.name); ++i) {
+      const ObservedPod* pod = view.Live(role.name, i);
+      if (pod == nullptr) {
+        continue;
+      }
+      const api::RestartPolicy policy = role.restart_policy;
+      if (pod->phase == PodPhase::kFailed && pod->DisplacedByCluster()) {
+        // Not the job's failure: a drain, a node-pressure eviction or a
+        // kubelet that refused the pod. Same index, same size, no restart.
+        plan.deletes.push_back({pod->name, pod->uid, "replace"});
+        plan.replacements.push_back({pod, role.name, DescribeDisplacement(*pod)});
+        continue;
+      }
+      if (pod->phase == PodPhase::kFailed) {
+        const bool permanent = policy == api::RestartPolicy::kNever ||
+                               (policy == api::RestartPolicy::kExitCode && pod->exit_code &&
+                                *pod->exit_code >= 1 && *pod->exit_code <= 127);
+        if (permanent) {
+          return Terminal{JobPhase::kFailed, std::string(api::kReasonMemberFailed),
+                          "member " + pod->name + " " + DescribeEnd(*pod) + "; role " + role.name +
+                              " has restartPolicy " + RestartPolicyText(policy)};
+        }
+        restarts.push_back({pod, role.name, DescribeEnd(*pod)});
+      } else if (pod->phase == PodPhase::kSucceeded && policy == api::RestartPolicy::kAlways) {
+        restarts.push_back({pod, role.name, DescribeEnd(*pod)});
+      }
+    }
+  }
+  ReplaceGangBelowMinimum(view, membership, plan);
+  if (restarts.empty()) {
+    return std::nullopt;
+  }
+  const int32_t limit = view.job.spec.run_policy.backoff_limit;
+  const int32_t restarted_before = view.old_status.restart_count;
+  const int64_t wanted = int64_t{restarted_before} + static_cast<int64_t>(restarts.size());
+  if (wanted > limit) {
+    const Restart& first = restarts.front();
+    return Terminal{JobPhase::kFailed, std::string(api::kReasonBackoffLimitExceeded),
+                    "member " + first.pod->name + " " + first.description + " after " +
+                        std::to_string(restarted_before) + " restarts; backoffLimit is " +
+                        std::to_string(limit)};
+  }
+  for (const Restart& restart : restarts) {
+    plan.status.restart_count += 1;
+    plan.restarted_per_role[restart.role] += 1;
+    plan.deletes.push_back({restart.pod->name, restart.pod->uid, "restart"});
+    plan.restarts.push_back(restart);
+  }
+  plan.status.last_restart_time = view.now_text;
+  return std::nullopt;
+}
+
+// Unbound pods always go, so a finished job never takes capacity again; a
+// missed deadline also stops everything still running; otherwise
+// cleanPodPolicy decides.
+void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& membership,
+                      JobPhase phase, const std::string& reason, PlanBuilder& plan) {
+  const bool stop_active = phase == JobPhase::kFailed && reason == api::kReasonDeadlineExceeded;
+  for (const auto& [key, pod] : view.own) {
+    if (pod->terminating) {
+      continue;
+    }
+    bool remove = false;
+    if (!IsMember(membership, key.first, key.second) || (!pod->bound() && pod->active())) {
+      remove = true;
+    } else {
+      switch (view.job.spec.run_policy.clean_pod_policy) {
+        case api::CleanPodPolicy::kAll:
+          remove = true;
+          break;
+        case api::CleanPodPolicy::kRunning:
+          remove = pod->active();
+          break;
+        case api::CleanPodPolicy::kNone:
+          remove = stop_active && pod->active();
+          break;
+      }
+    }
+    if (remove) {
+      plan.deletes.push_back({pod->name, pod->uid, stop_active ? "deadline" : "cleanup"});
+    }
+  }
+}
+
+void CheckTtl(const PlanView& view, const std::optional<std::string>& completion_time,
+              PlanBuilder& plan) {
+  const auto& ttl = view.job.spec.run_policy.ttl_seconds_after_finished;
+  if (!ttl || !completion_time) {
+    return;
+  }
+  std::optional<api::TimePoint> finished = api::ParseTime(*completion_time);
+  if (!finished) {
+    return;
+  }
+  const api::TimePoint expiry = *finished + seconds(*ttl);
+  if (view.now >= expiry) {
+    plan.delete_job = true;
+  } else {
+    plan.Requeue(expiry - view.now);
+  }
+}
+
+}  // namespace hybridjob::controller::plan

@@ -1,0 +1,344 @@
+// Membership: which pods the job has and should have, what the gang scheduler
+// placed, and the cluster ConfigMap that records it.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hybridjob/api/group_spec.h>
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/names.h>
+#include <hybridjob/controller/children.h>
+#include <hybridjob/controller/planner.h>
+#include <hybridjob/k8s/object_meta.h>
+
+#include "plan_stages.h"
+
+namespace hybridjob::controller::plan {
+namespace {
+
+using nlohmann::json;
+
+const json* FindByName(const std::vector<json>& objects, const std::string& name) {
+  for (const json& object : objects) {
+    if (k8s::NameOf(object) == name) {
+      return &object;
+    }
+  }
+  return nullptr;
+}
+
+bool LearnsMembershipLive(api::Framework framework) {
+  return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
+}
+
+// The job as new members describe their gang to the scheduler.
+api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& membership) {
+  // A replacement tells the scheduler the gang's shape as it now stands.
+  // Members that already succeeded are no longer pods it sees, so they
+  // count toward the minimum (a gang placed only in part before, by a
+  // binding whose answer was lost, say, can have those too); and a job
+  // that never grows is complete with its membership, rather than waiting
+  // for indices that will never come.
+  api::HybridJob shaped = view.job;
+  int32_t succeeded_members = 0;
+  for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
+    const int32_t members = membership ? membership->Count(spec.name) : spec.EffectiveMaxReplicas();
+    int32_t succeeded = 0;
+    for (int32_t i = 0; i < members; ++i) {
+      const ObservedPod* pod = view.Live(spec.name, i);
+      succeeded += pod != nullptr && pod->phase == PodPhase::kSucceeded ? 1 : 0;
+    }
+    // The maximum is pinned first: left unset it would follow the minimum
+    // down, and the indices above it would be ignored.
+    spec.max_replicas = membership && !LearnsMembershipLive(view.job.spec.framework)
+                            ? members
+                            : spec.EffectiveMaxReplicas();
+    spec.min_replicas = std::max(0, std::min(spec.min_replicas, *spec.max_replicas) - succeeded);
+    succeeded_members += succeeded;
+  }
+  if (succeeded_members > 0) {
+    // Their indices will never have pods again: the scheduler should not
+    // wait for the gang to assemble.
+    shaped.spec.run_policy.schedule_timeout_seconds = 0;
+  }
+  return shaped;
+}
+
+// Indices [from, to) of `role`.
+struct IndexRange {
+  const api::ReplicaSpec* role;
+  int32_t from;
+  int32_t to;
+};
+
+// A pod is created only when no pod of that name exists at all, so a member
+// never has two pods and dead pods never pile up. New pods carry the gang's
+// shape under `membership`.
+void CreateAbsent(const PlanView& view, const std::optional<Membership>& membership,
+                  const std::vector<IndexRange>& ranges, PlanBuilder& plan) {
+  std::vector<MemberKey> absent;
+  for (const IndexRange& range : ranges) {
+    for (int32_t i = range.from; i < range.to; ++i) {
+      const std::string& role = range.role->name;
+      if (view.taken_names.count(api::MemberPodName(view.job.metadata.name, role, i)) == 0) {
+        absent.emplace_back(role, i);
+      }
+    }
+  }
+  if (absent.empty()) {
+    return;
+  }
+  const api::HybridJob shaped = ShapedJob(view, membership);
+  for (const auto& [role, index] : absent) {
+    plan.creates.push_back(
+        BuildMemberPod(shaped, *shaped.spec.FindRole(role), index, view.options));
+  }
+}
+
+// A pod that may still join its role: an elastic role's index below max,
+// in a job that can grow.
+bool MayGrowInto(const PlanView& view, const std::string& role_name, int32_t index) {
+  const api::ReplicaSpec* role = view.job.spec.FindRole(role_name);
+  return LearnsMembershipLive(view.job.spec.framework) && role != nullptr &&
+         role->min_replicas < role->EffectiveMaxReplicas() && index < role->EffectiveMaxReplicas();
+}
+
+}  // namespace
+
+std::optional<Membership> CommittedMembership(const PlanView& view) {
+  const json* config_map =
+      FindByName(view.observed.config_maps, api::ClusterConfigMapName(view.job.metadata.name));
+  if (config_map != nullptr && view.OwnedByJob(*config_map)) {
+    const json& meta = (*config_map)["metadata"];
+    if (meta.contains("annotations") && meta["annotations"].is_object()) {
+      const json& annotations = meta["annotations"];
+      auto it = annotations.find(api::kMembersAnnotation);
+      if (it != annotations.end() && it->is_string()) {
+        if (auto membership = ParseMembership(it->get<std::string>(), view.job.spec)) {
+          return membership;
+        }
+      }
+    }
+  }
+  if (view.old_status.HasTrueCondition(api::kConditionScheduled)) {
+    Membership membership;
+    for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+      const api::ReplicaStatus* replica = view.old_status.FindReplicaStatus(role.name);
+      if (replica == nullptr || replica->members < 0 ||
+          replica->members > role.EffectiveMaxReplicas()) {
+        return std::nullopt;
+      }
+      membership.counts.emplace_back(role.name, replica->members);
+    }
+    return membership;
+  }
+  return std::nullopt;
+}
+
+std::optional<Membership> PlacementFromPods(const PlanView& view) {
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    for (int32_t i = 0; i < role.EffectiveMaxReplicas(); ++i) {
+      const ObservedPod* pod = view.Live(role.name, i);
+      if (pod == nullptr || !(pod->bound() || pod->surplus)) {
+        return std::nullopt;
+      }
+    }
+  }
+  Membership membership;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    int32_t count = 0;
+    while (count < role.EffectiveMaxReplicas() && view.Live(role.name, count)->bound()) {
+      ++count;
+    }
+    if (count < role.min_replicas) {
+      return std::nullopt;  // not a placement the scheduler may commit; wait
+    }
+    membership.counts.emplace_back(role.name, count);
+  }
+  return membership;
+}
+
+void CreateMissingPods(const PlanView& view, PlanBuilder& plan) {
+  std::vector<IndexRange> ranges;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    ranges.push_back({&role, 0, role.EffectiveMaxReplicas()});
+  }
+  CreateAbsent(view, std::nullopt, ranges, plan);
+}
+
+// After placement the gang scheduler may shrink an elastic role (it evicts
+// members, highest index first, for a waiting group: reclaim, preemption)
+// and grow it again (it binds the pending pods beyond the members). The
+// membership follows: a member the scheduler evicts (its GangEviction
+// condition; any other disruption is replaced instead), or left out when the gang
+// was placed anew, ends its role at its index (never below minReplicas); a
+// bound pod right after the last member joins. Frameworks that read their
+// cluster spec only at start restart every member with the new one.
+Membership FollowScheduler(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
+  Membership next = membership;
+  std::string changes;
+  for (auto& [role_name, count] : next.counts) {
+    const api::ReplicaSpec* role = view.job.spec.FindRole(role_name);
+    if (role == nullptr || role->min_replicas >= role->EffectiveMaxReplicas()) {
+      continue;  // a rigid role never changes size
+    }
+    const int32_t before = count;
+    for (int32_t i = role->min_replicas; i < before; ++i) {
+      const ObservedPod* pod = view.Own(role_name, i);
+      const bool left_out = pod != nullptr && !pod->terminating && !pod->bound() && pod->surplus;
+      // Evicted and already gone: the pod's last state said so.
+      const bool evicted_gone = pod == nullptr && view.evicted_gone.count({role_name, i}) != 0;
+      if ((pod != nullptr && (pod->reclaimed || left_out)) || evicted_gone) {
+        count = i;
+        break;
+      }
+    }
+    if (count == before) {
+      while (count < role->EffectiveMaxReplicas()) {
+        const ObservedPod* pod = view.Live(role_name, count);
+        if (pod == nullptr || !pod->bound() || pod->disrupted || pod->reclaimed) {
+          break;
+        }
+        ++count;
+      }
+    }
+    if (count != before) {
+      changes += (changes.empty() ? "" : ", ") + role_name + " " + std::to_string(before) + " -> " +
+                 std::to_string(count);
+    }
+  }
+  if (changes.empty()) {
+    return membership;
+  }
+  std::string message = "the gang scheduler changed the membership: " + changes;
+  const api::Framework framework = view.job.spec.framework;
+  if (!LearnsMembershipLive(framework)) {
+    // TF_CONFIG, DMLC_* and MPI hostfiles are read once at start: restart
+    // every member; the new pods read the new cluster spec.
+    for (const auto& [key, pod] : view.own) {
+      if (!pod->terminating && IsMember(next, key.first, key.second) && pod->active()) {
+        plan.deletes.push_back({pod->name, pod->uid, "membership"});
+      }
+    }
+    plan.membership_restart = message + "; " + std::string(api::ToString(framework)) +
+                              " reads its cluster spec only at start, so every member restarts";
+    message = plan.membership_restart;
+  } else {
+    message += "; members read the new cluster spec from /etc/hybridjob";
+  }
+  plan.membership_events.push_back(message);
+  return next;
+}
+
+void CreateMissingMembers(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
+  // The restarts counted so far, this pass's included.
+  const api::HybridJobStatus& status = plan.status;
+  if (status.last_restart_time) {
+    if (std::optional<api::TimePoint> last = api::ParseTime(*status.last_restart_time)) {
+      const api::TimePoint ready = *last + RestartBackoff(status.restart_count, view.options);
+      if (view.now < ready) {
+        plan.Requeue(ready - view.now);
+        return;
+      }
+    }
+  }
+  std::vector<IndexRange> ranges;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    ranges.push_back({&role, 0, membership.Count(role.name)});
+  }
+  // Elastic roles of frameworks that learn their membership live keep a
+  // pending pod for every index up to maxReplicas: the scheduler binds them
+  // when capacity is idle, and the job grows. Growing the others would
+  // restart every member each time, so they only ever shrink.
+  if (LearnsMembershipLive(view.job.spec.framework)) {
+    for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+      ranges.push_back({&role, membership.Count(role.name), role.EffectiveMaxReplicas()});
+    }
+  }
+  CreateAbsent(view, membership, ranges, plan);
+}
+
+void DeleteSurplus(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
+  for (const auto& [key, pod] : view.own) {
+    // A member being evicted is the Eviction API's to remove (budgets,
+    // grace period).
+    if (!pod->terminating && !pod->disrupted && !pod->reclaimed &&
+        !IsMember(membership, key.first, key.second) && !MayGrowInto(view, key.first, key.second)) {
+      plan.deletes.push_back({pod->name, pod->uid, "surplus"});
+      ++plan.surplus_deleted;
+    }
+  }
+}
+
+void EnsureConfigMap(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
+  json desired = BuildClusterConfigMap(view.job, membership);
+  const json* current = FindByName(view.observed.config_maps, k8s::NameOf(desired));
+  if (current == nullptr) {
+    plan.config_map_action = CreateConfigMap{std::move(desired)};
+    return;
+  }
+  if (!view.OwnedByJob(*current)) {
+    return;  // a previous job's ConfigMap, still being collected
+  }
+  const json& meta = (*current)["metadata"];
+  const std::string members =
+      meta.contains("annotations") && meta["annotations"].is_object()
+          ? meta["annotations"].value(std::string(api::kMembersAnnotation), std::string())
+          : std::string();
+  const json data = current->contains("data") ? (*current)["data"] : json::object();
+  if (data != desired["data"] || members != FormatMembership(membership)) {
+    desired["metadata"]["resourceVersion"] = meta.value("resourceVersion", "");
+    plan.config_map_action = UpdateConfigMap{std::move(desired)};
+  }
+}
+
+// Members still waiting for the scheduler carry the shape their gang had
+// when they were created; once it changes (a member succeeded) they are
+// told, or the scheduler would wait forever for a minimum that counts pods
+// it no longer sees.
+void RefreshGroupSpecs(const PlanView& view, const std::optional<Membership>& membership,
+                       PlanBuilder& plan) {
+  const std::set<std::string> deleted = plan.DeletedNames();
+  std::string current;
+  for (const auto& [key, pod] : view.own) {
+    if (pod->terminating || pod->bound() || pod->phase != PodPhase::kPending ||
+        pod->group_spec.empty() || deleted.count(pod->name) != 0) {
+      continue;
+    }
+    if (current.empty()) {
+      current = api::FormatGroupSpec(api::GroupSpecOf(ShapedJob(view, membership)));
+    }
+    if (pod->group_spec != current) {
+      plan.patches.push_back({pod->name, pod->uid, current});
+    }
+  }
+}
+
+void EnsureSupportObjects(const PlanView& view, PlanBuilder& plan) {
+  const std::string& name = view.job.metadata.name;
+  for (const api::VolumeSpec& volume : view.job.spec.volumes) {
+    if (volume.existing_claim) {
+      continue;
+    }
+    if (FindByName(view.observed.claims, api::VolumeClaimName(name, volume.name)) == nullptr) {
+      plan.support.emplace_back(CreatePVC{BuildVolumeClaim(view.job, volume)});
+    }
+  }
+  if (FindByName(view.observed.services, api::HeadlessServiceName(name)) == nullptr) {
+    plan.support.emplace_back(CreateService{BuildHeadlessService(view.job)});
+  }
+  if (view.job.spec.tensorboard) {
+    const std::string tensorboard = api::TensorboardName(name);
+    if (FindByName(view.observed.deployments, tensorboard) == nullptr) {
+      plan.support.emplace_back(
+          CreateDeployment{BuildTensorboardDeployment(view.job, view.options)});
+    }
+    if (FindByName(view.observed.services, tensorboard) == nullptr) {
+      plan.support.emplace_back(CreateService{BuildTensorboardService(view.job)});
+    }
+  }
+}
+
+}  // namespace hybridjob::controller::plan

@@ -1,0 +1,106 @@
+// The stages of planning one pass. Each reads the pass's PlanView and appends
+// to its PlanBuilder; whatever one stage decides that another needs (the
+// membership above all) is passed along explicitly. planner.cpp calls them in
+// order.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <hybridjob/api/types.h>
+#include <hybridjob/controller/actions.h>
+#include <hybridjob/controller/cluster_spec.h>
+
+#include "plan_view.h"
+
+namespace hybridjob::controller::plan {
+
+// ---- membership (plan_membership.cpp) -------------------------------------
+
+// The membership recorded by an earlier pass: the ConfigMap's annotation,
+// else the status written before it.
+std::optional<Membership> CommittedMembership(const PlanView& view);
+
+// The gang is placed when every member pod exists and is either bound or
+// marked surplus. Members of a role are its bound indices 0..k-1.
+std::optional<Membership> PlacementFromPods(const PlanView& view);
+
+// Before placement: one pod per index up to maxReplicas.
+void CreateMissingPods(const PlanView& view, PlanBuilder& plan);
+
+// The membership after the gang scheduler's shrinks and grows since
+// `membership` was committed; restarts the members of frameworks that read
+// their cluster spec only at start.
+Membership FollowScheduler(const PlanView& view, const Membership& membership, PlanBuilder& plan);
+
+// Members without a pod get one back, once the restart backoff has passed.
+void CreateMissingMembers(const PlanView& view, const Membership& membership, PlanBuilder& plan);
+
+// Pods that are neither members nor may grow into one.
+void DeleteSurplus(const PlanView& view, const Membership& membership, PlanBuilder& plan);
+
+// The cluster ConfigMap, created or brought up to date with `membership`.
+void EnsureConfigMap(const PlanView& view, const Membership& membership, PlanBuilder& plan);
+
+// Members waiting unbound learn the gang's shape as it now stands.
+void RefreshGroupSpecs(const PlanView& view, const std::optional<Membership>& membership,
+                       PlanBuilder& plan);
+
+// PVCs, the headless Service and TensorBoard that do not exist yet.
+void EnsureSupportObjects(const PlanView& view, PlanBuilder& plan);
+
+// ---- lifecycle (plan_lifecycle.cpp) ---------------------------------------
+
+// activeDeadlineSeconds counted from `start_time`: the end once it passed,
+// else a requeue for the moment it will.
+std::optional<Terminal> CheckDeadline(const PlanView& view, const std::string& start_time,
+                                      PlanBuilder& plan);
+
+// Why the success policy holds, if it does.
+std::optional<std::string> SuccessPolicyMet(const PlanView& view, const Membership& membership);
+
+// Members whose pod ended: fail the job, or restart them within the backoff
+// limit. Members the cluster took away are replaced without a restart.
+std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membership& membership,
+                                           PlanBuilder& plan);
+
+// Pods a finished job (in `phase`, for `reason`) no longer needs.
+void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& membership,
+                      api::JobPhase phase, const std::string& reason, PlanBuilder& plan);
+
+// ttlSecondsAfterFinished counted from `completion_time`: delete the job once
+// it passed, else requeue for the moment it will.
+void CheckTtl(const PlanView& view, const std::optional<std::string>& completion_time,
+              PlanBuilder& plan);
+
+// ---- job status (plan_status.cpp) -----------------------------------------
+
+// Which pods the succeeded and failed counts of replica statuses count.
+enum class EndedPods {
+  kProjected,  // as the plan leaves them
+  kObserved,   // as observed: a finished job reports what happened before its cleanup
+};
+
+void ComputeReplicaStatuses(const PlanView& view, const std::optional<Membership>& membership,
+                            EndedPods ended, PlanBuilder& plan);
+
+// readyMembers: running members over expected ones, once the plan is applied.
+void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& membership,
+                         PlanBuilder& plan);
+
+// The status of a job that goes on: phase, replica statuses and conditions.
+void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
+                         PlanBuilder& plan);
+
+// The status of a job that ends in this pass as `terminal`.
+void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
+                           const std::optional<Membership>& membership, PlanBuilder& plan);
+
+// The status of a job whose spec is invalid.
+void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan);
+
+// The plan's actions in the order the reconciler applies them, with the
+// Events for what changed.
+Plan Assemble(const PlanView& view, PlanBuilder plan);
+
+}  // namespace hybridjob::controller::plan

@@ -1,0 +1,335 @@
+// Job status: replica statuses, ready members, phase and conditions of the
+// world as the plan leaves it, the Events for what changed, and the Plan.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plan_stages.h"
+
+namespace hybridjob::controller::plan {
+namespace {
+
+using api::JobPhase;
+
+// Our pods as they will be once this plan is applied.
+std::vector<ObservedPod> ProjectedPods(const PlanView& view, const PlanBuilder& plan) {
+  const std::set<std::string> deleted = plan.DeletedNames();
+  std::vector<ObservedPod> pods;
+  for (const auto& [key, pod] : view.own) {
+    if (!pod->terminating && deleted.count(pod->name) == 0) {
+      pods.push_back(*pod);
+    }
+  }
+  for (const nlohmann::json& created : plan.creates) {
+    ObservedPod pod = ObservePod(created);
+    pod.controller_uid = view.job.metadata.uid;
+    pods.push_back(std::move(pod));
+  }
+  return pods;
+}
+
+// Adds or updates a condition. A condition that never held is not added as
+// False. Times move only when the status (transition) or the reason or
+// message (update) change; an unchanged status and reason keep their message
+// unless `replace_message`, so planning again changes nothing.
+void SetCondition(const PlanView& view, PlanBuilder& plan, std::string_view type, bool value,
+                  const std::string& reason, const std::string& message, bool replace_message) {
+  std::vector<api::Condition>& conditions = plan.status.conditions;
+  const std::string& now = view.now_text;
+  const std::string state = value ? "True" : "False";
+  auto it = std::find_if(conditions.begin(), conditions.end(),
+                         [&](const api::Condition& c) { return c.type == type; });
+  if (it == conditions.end()) {
+    if (value) {
+      conditions.push_back({std::string(type), state, reason, message, now, now});
+    }
+    return;
+  }
+  if (it->status != state) {
+    *it = {std::string(type), state, reason, message, now, now};
+  } else if (it->reason != reason || (replace_message && it->message != message)) {
+    it->reason = reason;
+    it->message = message;
+    it->last_update_time = now;
+  }
+}
+
+// Scheduled=True once there is a membership; with the per-role members in
+// the status, it is what later passes read the membership back from.
+void MarkScheduled(const PlanView& view, const std::optional<Membership>& membership,
+                   PlanBuilder& plan) {
+  if (!membership) {
+    return;
+  }
+  std::string message = "gang placed:";
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    message += " " + role.name + " " + std::to_string(membership->Count(role.name)) + "/" +
+               std::to_string(role.EffectiveMaxReplicas());
+  }
+  if (plan.surplus_deleted > 0) {
+    message += "; deleting " + std::to_string(plan.surplus_deleted) + " surplus pods";
+  }
+  SetCondition(view, plan, api::kConditionScheduled, true, std::string(api::kConditionScheduled),
+               message, false);
+}
+
+// Why members restart or are replaced in this pass, for the Restarting
+// condition; empty if none are.
+std::string RestartMessage(const PlanView& view, const PlanBuilder& plan) {
+  std::string message;
+  for (const Restart& restart : plan.restarts) {
+    message += message.empty() ? "" : "; ";
+    message += "member " + restart.pod->name + " " + restart.description;
+  }
+  if (!message.empty()) {
+    message += " (restart " + std::to_string(plan.status.restart_count) + " of at most " +
+               std::to_string(view.job.spec.run_policy.backoff_limit) + ")";
+  }
+  for (const std::string* why : {&plan.membership_restart, &plan.gang_replaced}) {
+    if (!why->empty()) {
+      message += (message.empty() ? "" : "; ") + *why;
+    }
+  }
+  return message;
+}
+
+std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilder& plan) {
+  std::vector<RecordEvent> events;
+  auto became_true = [&](std::string_view type) -> const api::Condition* {
+    const api::Condition* now = plan.status.FindCondition(type);
+    if (now == nullptr || now->status != "True") {
+      return nullptr;
+    }
+    const api::Condition* before = view.old_status.FindCondition(type);
+    return before == nullptr || before->status != "True" ? now : nullptr;
+  };
+  for (std::string_view type : {api::kConditionCreated, api::kConditionScheduled,
+                                api::kConditionRunning, api::kConditionSucceeded}) {
+    if (const api::Condition* condition = became_true(type)) {
+      events.push_back({EventType::kNormal, condition->reason, condition->message});
+    }
+  }
+  for (const std::string& change : plan.membership_events) {
+    events.push_back({EventType::kNormal, std::string(api::kReasonMembershipChanged), change});
+  }
+  if (!plan.gang_replaced.empty()) {
+    events.push_back(
+        {EventType::kWarning, std::string(api::kReasonMemberReplaced), plan.gang_replaced});
+  } else {
+    for (const Restart& replacement : plan.replacements) {
+      events.push_back({EventType::kWarning, std::string(api::kReasonMemberReplaced),
+                        "replacing member " + replacement.pod->name + " at its index: " +
+                            replacement.description + "; not counted as a restart"});
+    }
+  }
+  for (const Restart& restart : plan.restarts) {
+    events.push_back({EventType::kWarning, std::string(api::kConditionRestarting),
+                      "restarting member " + restart.pod->name + ": it " + restart.description +
+                          " (restart " + std::to_string(plan.status.restart_count) +
+                          ", backoffLimit " +
+                          std::to_string(view.job.spec.run_policy.backoff_limit) + ")"});
+  }
+  if (const api::Condition* invalid = became_true(api::kConditionInvalid)) {
+    events.push_back({EventType::kWarning, invalid->reason, invalid->message});
+  } else if (const api::Condition* failed = became_true(api::kConditionFailed)) {
+    events.push_back({EventType::kWarning, failed->reason, failed->message});
+  }
+  return events;
+}
+
+}  // namespace
+
+void ComputeReplicaStatuses(const PlanView& view, const std::optional<Membership>& membership,
+                            EndedPods ended, PlanBuilder& plan) {
+  const std::vector<ObservedPod> projected = ProjectedPods(view, plan);
+  std::vector<api::ReplicaStatus> statuses;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    api::ReplicaStatus replica;
+    replica.name = role.name;
+    replica.members = membership ? membership->Count(role.name) : 0;
+    const api::ReplicaStatus* previous = view.old_status.FindReplicaStatus(role.name);
+    auto restarted = plan.restarted_per_role.find(role.name);
+    replica.restarts = (previous != nullptr ? previous->restarts : 0) +
+                       (restarted != plan.restarted_per_role.end() ? restarted->second : 0);
+    for (const ObservedPod& pod : projected) {
+      if (pod.role != role.name) {
+        continue;
+      }
+      replica.scheduled += pod.bound() ? 1 : 0;
+      replica.active += pod.active() ? 1 : 0;
+      if (ended == EndedPods::kProjected) {
+        replica.succeeded += pod.phase == PodPhase::kSucceeded ? 1 : 0;
+        replica.failed += pod.phase == PodPhase::kFailed ? 1 : 0;
+      }
+    }
+    if (ended == EndedPods::kObserved) {
+      for (const auto& [key, pod] : view.own) {
+        if (key.first != role.name || pod->terminating) {
+          continue;
+        }
+        replica.succeeded += pod->phase == PodPhase::kSucceeded ? 1 : 0;
+        replica.failed += pod->phase == PodPhase::kFailed ? 1 : 0;
+      }
+    }
+    statuses.push_back(std::move(replica));
+  }
+  plan.status.replica_statuses = std::move(statuses);
+}
+
+void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& membership,
+                         PlanBuilder& plan) {
+  int32_t expected = 0;
+  if (membership) {
+    expected = membership->Total();
+  } else {
+    for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+      expected += role.min_replicas;
+    }
+  }
+  int32_t running = 0;
+  for (const ObservedPod& pod : ProjectedPods(view, plan)) {
+    if (pod.phase == PodPhase::kRunning && IsMember(membership, pod.role, pod.index)) {
+      ++running;
+    }
+  }
+  plan.status.ready_members = std::to_string(running) + "/" + std::to_string(expected);
+}
+
+void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
+                         PlanBuilder& plan) {
+  ComputeReplicaStatuses(view, membership, EndedPods::kProjected, plan);
+  ComputeReadyMembers(view, membership, plan);
+  const std::vector<ObservedPod> projected = ProjectedPods(view, plan);
+  std::map<MemberKey, const ObservedPod*> present;
+  for (const ObservedPod& pod : projected) {
+    present[{pod.role, pod.index}] = &pod;
+  }
+
+  int32_t total_pods = 0;
+  bool all_created = true;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    total_pods += role.EffectiveMaxReplicas();
+    for (int32_t i = 0; i < role.EffectiveMaxReplicas(); ++i) {
+      all_created = all_created && present.count({role.name, i}) != 0;
+    }
+  }
+
+  JobPhase phase = all_created ? JobPhase::kQueued : JobPhase::kPending;
+  if (membership) {
+    bool all_placed = true;
+    for (const auto& [role, count] : membership->counts) {
+      for (int32_t i = 0; i < count; ++i) {
+        auto it = present.find({role, i});
+        all_placed = all_placed && it != present.end() && it->second->bound();
+      }
+    }
+    phase = all_placed ? JobPhase::kRunning : JobPhase::kRestarting;
+  }
+  plan.status.phase = phase;
+
+  if (all_created || membership) {
+    std::string message = "created " + std::to_string(total_pods) + " member pods:";
+    for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+      message += " " + role.name + " " + std::to_string(role.EffectiveMaxReplicas());
+    }
+    SetCondition(view, plan, api::kConditionCreated, true, std::string(api::kConditionCreated),
+                 message, false);
+  }
+  MarkScheduled(view, membership, plan);
+  const std::string phase_text(api::ToString(phase));
+  if (phase == JobPhase::kQueued) {
+    // Why the gang waits, in the scheduler's words (first member that says).
+    std::string reason = std::string(api::kConditionQueued);
+    std::string message = "every member pod exists; waiting for the gang scheduler";
+    for (const auto& [key, pod] : view.own) {
+      if (!pod->terminating && !pod->waiting_reason.empty()) {
+        reason = pod->waiting_reason;
+        message = pod->waiting_message;
+        break;
+      }
+    }
+    SetCondition(view, plan, api::kConditionQueued, true, reason, message, true);
+  } else {
+    SetCondition(view, plan, api::kConditionQueued, false, phase_text, "", false);
+  }
+  SetCondition(view, plan, api::kConditionRunning, phase == JobPhase::kRunning,
+               phase == JobPhase::kRunning ? std::string(api::kConditionRunning) : phase_text,
+               "the job is running with " + std::to_string(membership ? membership->Total() : 0) +
+                   " members",
+               false);
+  const std::string restart_message = RestartMessage(view, plan);
+  SetCondition(view, plan, api::kConditionRestarting, phase == JobPhase::kRestarting,
+               phase == JobPhase::kRestarting ? std::string(api::kConditionRestarting) : phase_text,
+               restart_message.empty() ? "recreating missing members" : restart_message,
+               !restart_message.empty());
+}
+
+void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
+                           const std::optional<Membership>& membership, PlanBuilder& plan) {
+  plan.status.phase = terminal.phase;
+  plan.status.completion_time = view.now_text;
+  if (!plan.status.start_time) {
+    plan.status.start_time = view.now_text;
+  }
+  // What happened is read before the cleanup; what remains, after it.
+  ComputeReplicaStatuses(view, membership, EndedPods::kObserved, plan);
+  ComputeReadyMembers(view, membership, plan);
+  MarkScheduled(view, membership, plan);  // placement and the end may be seen in one pass
+  const std::string phase_text(api::ToString(terminal.phase));
+  for (std::string_view type :
+       {api::kConditionRunning, api::kConditionRestarting, api::kConditionQueued}) {
+    SetCondition(view, plan, type, false, phase_text, "", false);
+  }
+  SetCondition(
+      view, plan,
+      terminal.phase == JobPhase::kSucceeded ? api::kConditionSucceeded : api::kConditionFailed,
+      true, terminal.reason, terminal.message, true);
+}
+
+void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan) {
+  plan.status.phase = JobPhase::kFailed;
+  if (!plan.status.completion_time) {
+    plan.status.completion_time = view.now_text;
+  }
+  SetCondition(view, plan, api::kConditionInvalid, true, std::string(api::kReasonInvalid), message,
+               true);
+  SetCondition(view, plan, api::kConditionFailed, true, std::string(api::kReasonInvalid),
+               "the job's spec is invalid: " + message, true);
+}
+
+Plan Assemble(const PlanView& view, PlanBuilder plan) {
+  Plan out;
+  if (plan.status != view.old_status) {
+    out.actions.emplace_back(UpdateStatus{plan.status});
+  }
+  for (RecordEvent& event : TransitionEvents(view, plan)) {
+    out.actions.emplace_back(std::move(event));
+  }
+  for (Action& action : plan.support) {
+    out.actions.push_back(std::move(action));
+  }
+  if (plan.config_map_action) {
+    out.actions.push_back(std::move(*plan.config_map_action));
+  }
+  for (DeletePod& removal : plan.deletes) {
+    out.actions.emplace_back(std::move(removal));
+  }
+  for (PatchPodGroupSpec& patch : plan.patches) {
+    out.actions.emplace_back(std::move(patch));
+  }
+  for (nlohmann::json& pod : plan.creates) {
+    out.actions.emplace_back(CreatePod{std::move(pod)});
+  }
+  if (plan.delete_job) {
+    out.actions.emplace_back(DeleteJob{view.job.metadata.uid});
+  } else {
+    out.requeue_after = plan.requeue;
+  }
+  return out;
+}
+
+}  // namespace hybridjob::controller::plan

@@ -1,0 +1,94 @@
+#include "plan_view.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <hybridjob/api/defaults.h>
+#include <hybridjob/api/names.h>
+#include <hybridjob/k8s/object_meta.h>
+
+namespace hybridjob::controller::plan {
+
+const ObservedPod* PlanView::Own(const std::string& role, int32_t index) const {
+  auto it = own.find({role, index});
+  return it == own.end() ? nullptr : it->second;
+}
+
+const ObservedPod* PlanView::Live(const std::string& role, int32_t index) const {
+  const ObservedPod* pod = Own(role, index);
+  return pod != nullptr && !pod->terminating ? pod : nullptr;
+}
+
+bool PlanView::OwnedByJob(const nlohmann::json& object) const {
+  return job.metadata.uid.empty() || k8s::ControllerUidOf(object) == job.metadata.uid;
+}
+
+PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
+                      const PlannerOptions& options) {
+  api::ApplyDefaults(job);
+  std::map<MemberKey, const ObservedPod*> own;
+  std::set<MemberKey> evicted_gone;
+  std::set<std::string> taken_names;
+  const bool any_uid = job.metadata.uid.empty();
+  for (const ObservedPod& pod : observed.pods) {
+    if (pod.job_name != job.metadata.name) {
+      continue;
+    }
+    taken_names.insert(pod.name);
+    bool ours = any_uid || pod.controller_uid == job.metadata.uid;
+    const api::ReplicaSpec* role = job.spec.FindRole(pod.role);
+    bool well_named = role != nullptr && pod.index >= 0 &&
+                      pod.name == api::MemberPodName(job.metadata.name, pod.role, pod.index);
+    if (ours && well_named) {
+      own[{pod.role, pod.index}] = &pod;
+    }
+  }
+  for (const ObservedPod& pod : observed.departed) {
+    if (pod.reclaimed && (any_uid || pod.controller_uid == job.metadata.uid)) {
+      evicted_gone.insert({pod.role, pod.index});
+    }
+  }
+  api::HybridJobStatus old_status = job.status;
+  return PlanView{.job = std::move(job),
+                  .observed = observed,
+                  .old_status = std::move(old_status),
+                  .own = std::move(own),
+                  .evicted_gone = std::move(evicted_gone),
+                  .taken_names = std::move(taken_names),
+                  .now = now,
+                  .now_text = api::FormatTime(now),
+                  .options = options};
+}
+
+void PlanBuilder::Requeue(std::chrono::seconds delay) {
+  delay = std::max(delay, std::chrono::seconds(1));
+  if (!requeue || delay < *requeue) {
+    requeue = delay;
+  }
+}
+
+std::set<std::string> PlanBuilder::DeletedNames() const {
+  std::set<std::string> names;
+  for (const DeletePod& removal : deletes) {
+    names.insert(removal.name);
+  }
+  return names;
+}
+
+void PlanBuilder::DropActiveWork() {
+  creates.clear();
+  requeue.reset();
+  support.clear();
+  config_map_action.reset();
+  deletes.clear();
+  restarts.clear();
+}
+
+PlanBuilder StartPlan(const PlanView& view) {
+  PlanBuilder plan;
+  plan.status = view.old_status;
+  plan.status.observed_generation = view.job.metadata.generation;
+  return plan;
+}
+
+}  // namespace hybridjob::controller::plan
