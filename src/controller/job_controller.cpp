@@ -48,6 +48,7 @@ std::string JobKeyOf(const CachedPod& pod) {
 }
 
 using k8s::ResourceVersionOf;
+using ChildKind = Expectations::ChildKind;
 
 // Pod creates (or deletes) of one plan in flight at once, at most.
 constexpr size_t kMaxConcurrentPodWrites = 16;
@@ -301,10 +302,14 @@ Status JobController::Reconcile(const std::string& key) {
   for (const auto& pod : pods_->store().ByIndex(kByJob, key)) {
     observed.pods.push_back(pod->pod);
   }
+  observed.services = Copies(services_->store().ByIndex(kByJob, key));
+  observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
+  observed.claims = Copies(claims_->store().ByIndex(kByJob, key));
+  observed.deployments = Copies(deployments_->store().ByIndex(kByJob, key));
   // Never plan from caches that have not yet shown this controller's own
   // writes: a failed member already deleted would be restarted twice.
   const auto clock_now = Expectations::Clock::now();
-  switch (expectations_.Check(key, observed.pods, ResourceVersionOf(*job), clock_now)) {
+  switch (expectations_.Check(key, observed.pods, ResourceVersionOf(*job), clock_now, &observed)) {
     case Expectations::State::kPending: {
       ++stats_.expectation_waits;
       spdlog::debug("job {}: waiting for the caches to show {}", key, expectations_.Describe(key));
@@ -325,10 +330,6 @@ Status JobController::Reconcile(const std::string& key) {
       break;
   }
   observed.departed = departed_.For(key, observed.pods, clock_now);
-  observed.services = Copies(services_->store().ByIndex(kByJob, key));
-  observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
-  observed.claims = Copies(claims_->store().ByIndex(kByJob, key));
-  observed.deployments = Copies(deployments_->store().ByIndex(kByJob, key));
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
   Plan plan = PlanJob(*job, observed, now, options_.planner);
@@ -406,6 +407,19 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
   return Status::Ok();
 }
 
+Status JobController::CreateChild(const std::string& key, Expectations::ChildKind kind,
+                                  const k8s::Resource& resource, const std::string& ns,
+                                  const nlohmann::json& object, const k8s::WriteOptions& write) {
+  auto created = client_.Create(resource, ns, object, write);
+  if (created.ok()) {
+    // Until the cache shows it, the next pass would create it again.
+    // AlreadyExists expects nothing: that object may be one the cache never
+    // shows (without the job-name label).
+    expectations_.ExpectChild(key, kind, k8s::NameOf(object), "", Expectations::Clock::now());
+  }
+  return IgnoreAlreadyExists(created);
+}
+
 Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                             const Action& action) {
   const std::string ns = k8s::NamespaceOf(job);
@@ -434,20 +448,28 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
           }
           return IgnoreAlreadyExists(created);
         } else if constexpr (std::is_same_v<T, CreateService>) {
-          return IgnoreAlreadyExists(
-              client_.Create(k8s::resources::Services(), ns, a.service, write));
+          return CreateChild(key, ChildKind::kService, k8s::resources::Services(), ns, a.service,
+                             write);
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
-          return IgnoreAlreadyExists(
-              client_.Create(k8s::resources::ConfigMaps(), ns, a.config_map, write));
+          return CreateChild(key, ChildKind::kConfigMap, k8s::resources::ConfigMaps(), ns,
+                             a.config_map, write);
         } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {
           auto updated = client_.Update(k8s::resources::ConfigMaps(), a.config_map, {}, write);
-          return updated ? Status::Ok() : updated.status();
+          if (!updated) {
+            return updated.status();
+          }
+          const std::string before = ResourceVersionOf(a.config_map);
+          if (ResourceVersionOf(*updated) != before) {
+            expectations_.ExpectChild(key, ChildKind::kConfigMap, k8s::NameOf(a.config_map), before,
+                                      Expectations::Clock::now());
+          }
+          return Status::Ok();
         } else if constexpr (std::is_same_v<T, CreatePVC>) {
-          return IgnoreAlreadyExists(
-              client_.Create(k8s::resources::PersistentVolumeClaims(), ns, a.claim, write));
+          return CreateChild(key, ChildKind::kClaim, k8s::resources::PersistentVolumeClaims(), ns,
+                             a.claim, write);
         } else if constexpr (std::is_same_v<T, CreateDeployment>) {
-          return IgnoreAlreadyExists(
-              client_.Create(k8s::resources::Deployments(), ns, a.deployment, write));
+          return CreateChild(key, ChildKind::kDeployment, k8s::resources::Deployments(), ns,
+                             a.deployment, write);
         } else if constexpr (std::is_same_v<T, DeletePod>) {
           k8s::DeleteOptions options;
           options.precondition_uid = a.uid;

@@ -11,7 +11,10 @@
 //   - a pod it deleted: the pod's uid must disappear, or carry a
 //     deletionTimestamp (the planner treats terminating pods as gone);
 //   - a status it wrote: the cached job must move off the resourceVersion the
-//     write was based on.
+//     write was based on;
+//   - a Service, ConfigMap, PVC or Deployment it created must appear, and a
+//     ConfigMap it updated must move off the resourceVersion it had (else the
+//     next pass creates it again, or rewrites it from stale data).
 // and skips planning the job until the caches show all of it. Expectations
 // are met by informer events (PodSeen/PodGone) and, because an event may come
 // before the expectation is recorded, by checking the cache as it is
@@ -35,6 +38,7 @@
 
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/observed.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
 
@@ -42,6 +46,9 @@ class Expectations {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr Clock::duration kDefaultTimeout = std::chrono::seconds(30);
+
+  // The job's other children, as Observed holds them.
+  enum class ChildKind { kService, kConfigMap, kClaim, kDeployment };
 
   enum class State {
     kSatisfied,  // nothing outstanding: plan
@@ -86,6 +93,17 @@ class Expectations {
     record.last_set = now;
   }
 
+  // The reconciler created (`stale_resource_version` empty) or updated the
+  // child `name` of `kind`: the cache must show it, at another version than
+  // `stale_resource_version` when one is given.
+  void ExpectChild(const std::string& key, ChildKind kind, const std::string& name,
+                   const std::string& stale_resource_version, Clock::time_point now) {
+    MutexLock lock(mu_);
+    Record& record = records_[key];
+    record.children[{kind, name}] = stale_resource_version;
+    record.last_set = now;
+  }
+
   // Pod informer: a pod of job `key` was added or updated.
   void PodSeen(const std::string& key, const ObservedPod& pod) {
     MutexLock lock(mu_);
@@ -114,10 +132,12 @@ class Expectations {
   }
 
   // Whether job `key` may be planned from caches holding `cached_pods` (the
-  // job's pods) and the job at `job_resource_version`. Met expectations are
-  // cleared; expired ones are dropped.
+  // job's pods), the job at `job_resource_version` and, when given, its other
+  // children as `cached_children` holds them (its pods are not read). Met
+  // expectations are cleared; expired ones are dropped.
   State Check(const std::string& key, const std::vector<ObservedPod>& cached_pods,
-              std::string_view job_resource_version, Clock::time_point now) {
+              std::string_view job_resource_version, Clock::time_point now,
+              const Observed* cached_children = nullptr) {
     MutexLock lock(mu_);
     auto it = records_.find(key);
     if (it == records_.end()) {
@@ -139,6 +159,12 @@ class Expectations {
     }
     if (record.stale_job_version && *record.stale_job_version != job_resource_version) {
       record.stale_job_version.reset();
+    }
+    if (cached_children != nullptr) {
+      std::erase_if(record.children, [cached_children](const auto& expected) {
+        return ChildShown(*cached_children, expected.first.first, expected.first.second,
+                          expected.second);
+      });
     }
     if (record.empty()) {
       records_.erase(it);
@@ -186,6 +212,10 @@ class Expectations {
     if (it->second.stale_job_version) {
       add("status write");
     }
+    for (const auto& [child, stale] : it->second.children) {
+      add(std::string(stale.empty() ? "create " : "update ") +
+          std::string(ChildKindName(child.first)) + " " + child.second);
+    }
     return out;
   }
 
@@ -197,7 +227,8 @@ class Expectations {
       return 0;
     }
     const Record& record = it->second;
-    return record.creations.size() + record.deletions.size() + (record.stale_job_version ? 1 : 0);
+    return record.creations.size() + record.deletions.size() + record.children.size() +
+           (record.stale_job_version ? 1 : 0);
   }
 
   // Jobs with outstanding expectations.
@@ -211,10 +242,54 @@ class Expectations {
     std::map<std::string, std::string> creations;  // pod name -> uid ("" = any)
     std::set<std::string> deletions;               // pod uids
     std::optional<std::string> stale_job_version;
+    // (kind, name) -> the resourceVersion it must move off ("": must appear)
+    std::map<std::pair<ChildKind, std::string>, std::string> children;
     Clock::time_point last_set{};
 
-    bool empty() const { return creations.empty() && deletions.empty() && !stale_job_version; }
+    bool empty() const {
+      return creations.empty() && deletions.empty() && !stale_job_version && children.empty();
+    }
   };
+
+  static std::string_view ChildKindName(ChildKind kind) {
+    switch (kind) {
+      case ChildKind::kService:
+        return "Service";
+      case ChildKind::kConfigMap:
+        return "ConfigMap";
+      case ChildKind::kClaim:
+        return "PersistentVolumeClaim";
+      case ChildKind::kDeployment:
+        return "Deployment";
+    }
+    return "object";
+  }
+
+  static bool ChildShown(const Observed& cached, ChildKind kind, const std::string& name,
+                         const std::string& stale_resource_version) {
+    const std::vector<nlohmann::json>* objects = nullptr;
+    switch (kind) {
+      case ChildKind::kService:
+        objects = &cached.services;
+        break;
+      case ChildKind::kConfigMap:
+        objects = &cached.config_maps;
+        break;
+      case ChildKind::kClaim:
+        objects = &cached.claims;
+        break;
+      case ChildKind::kDeployment:
+        objects = &cached.deployments;
+        break;
+    }
+    for (const nlohmann::json& object : *objects) {
+      if (k8s::NameOf(object) == name) {
+        return stale_resource_version.empty() ||
+               k8s::ResourceVersionOf(object) != stale_resource_version;
+      }
+    }
+    return false;
+  }
 
   static void MeetSeen(Record& record, const ObservedPod& pod) {
     auto created = record.creations.find(pod.name);

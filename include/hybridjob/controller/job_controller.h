@@ -89,6 +89,10 @@ class JobController {
   // Applies actions [begin, end): pod writes concurrently, the rest singly.
   Status ApplyRun(const std::string& key, const nlohmann::json& job,
                   const std::vector<Action>& actions, size_t begin, size_t end);
+  // Creates a child other than a pod and expects the cache to show it.
+  Status CreateChild(const std::string& key, Expectations::ChildKind kind,
+                     const k8s::Resource& resource, const std::string& ns,
+                     const nlohmann::json& object, const k8s::WriteOptions& write);
 
   k8s::ApiClient& client_;
   ControllerOptions options_;

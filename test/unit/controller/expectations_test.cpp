@@ -205,5 +205,48 @@ TEST(ExpectationsTest, RestartScenario) {
   EXPECT_EQ(expectations.Check(kJob, after, "11", kT0 + milliseconds(7)), State::kSatisfied);
 }
 
+nlohmann::json Object(const std::string& name, const std::string& resource_version) {
+  return {{"metadata", {{"name", name}, {"resourceVersion", resource_version}}}};
+}
+
+TEST(ExpectationsTest, CreatedChildrenMustAppearInTheCache) {
+  Expectations expectations;
+  expectations.ExpectChild(kJob, Expectations::ChildKind::kService, "train", "", kT0);
+  expectations.ExpectChild(kJob, Expectations::ChildKind::kConfigMap, "train-cluster", "", kT0);
+  EXPECT_EQ(expectations.Pending(kJob), 2u);
+  EXPECT_EQ(expectations.Describe(kJob), "create Service train, create ConfigMap train-cluster");
+  Observed cached;
+  // Without the children in view they stay outstanding.
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0), State::kPending);
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kPending);
+  // A ConfigMap of that name does not meet the Service's expectation.
+  cached.config_maps = {Object("train-cluster", "5"), Object("train", "6")};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kPending);
+  EXPECT_EQ(expectations.Describe(kJob), "create Service train");
+  cached.services = {Object("train", "7")};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kSatisfied);
+  EXPECT_EQ(expectations.Size(), 0u);
+}
+
+TEST(ExpectationsTest, AnUpdatedConfigMapMustMoveOffItsOldVersion) {
+  Expectations expectations;
+  expectations.ExpectChild(kJob, Expectations::ChildKind::kConfigMap, "train-cluster", "5", kT0);
+  EXPECT_EQ(expectations.Describe(kJob), "update ConfigMap train-cluster");
+  Observed cached;
+  cached.config_maps = {Object("train-cluster", "5")};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kPending);
+  cached.config_maps = {Object("train-cluster", "9")};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kSatisfied);
+}
+
+TEST(ExpectationsTest, ChildrenNeverShownExpireLikeEverythingElse) {
+  Expectations expectations(seconds(30));
+  expectations.ExpectChild(kJob, Expectations::ChildKind::kClaim, "train-data", "", kT0);
+  Observed cached;
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0 + seconds(29), &cached), State::kPending);
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0 + seconds(30), &cached), State::kExpired);
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0 + seconds(31), &cached), State::kSatisfied);
+}
+
 }  // namespace
 }  // namespace hybridjob::controller
