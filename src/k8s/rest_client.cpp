@@ -1,7 +1,9 @@
 #include <atomic>
 #include <boost/asio/ssl.hpp>
 #include <mutex>
+#include <optional>
 #include <semaphore>
+#include <string>
 #include <thread>
 
 #include <cpprest/containerstream.h>
@@ -113,28 +115,28 @@ class RestWatchStream final : public WatchStream {
       if (cancelled_.load()) {
         return Cancelled("watch cancelled");
       }
-      std::string line;
-      try {
-        // A fresh buffer per line: clearing one does not reset its write position.
-        concurrency::streams::container_buffer<std::string> buffer;
-        const size_t read = body_.read_line(buffer).get();
-        line = std::move(buffer.collection());
-        if (read == 0 && line.empty()) {
-          if (body_.is_eof()) {
-            return std::optional<WatchEvent>();
+      std::optional<std::string> line = TakeLine();
+      if (!line) {
+        if (!at_end_) {
+          Result<bool> more = ReadMore();
+          if (!more.ok()) {
+            return more.status();
           }
+          at_end_ = !*more;
           continue;
         }
-      } catch (const std::exception& e) {
-        if (cancelled_.load()) {
-          return Cancelled("watch cancelled");
+        // The stream ended; a last event may lack its newline.
+        line = pending_.substr(start_);
+        pending_.clear();
+        start_ = scanned_ = 0;
+        if (TrimSpace(*line).empty()) {
+          return std::optional<WatchEvent>();
         }
-        return Unavailable(std::string("watch stream broken: ") + e.what());
       }
-      if (TrimSpace(line).empty()) {
+      if (TrimSpace(*line).empty()) {
         continue;
       }
-      auto event = DecodeWatchEvent(line);
+      auto event = DecodeWatchEvent(*line);
       if (!event) {
         return event.status();
       }
@@ -149,10 +151,64 @@ class RestWatchStream final : public WatchStream {
   }
 
  private:
+  // The next whole line of `pending_`, without its newline.
+  std::optional<std::string> TakeLine() {
+    const size_t newline = pending_.find('\n', scanned_);
+    if (newline == std::string::npos) {
+      scanned_ = pending_.size();
+      return std::nullopt;
+    }
+    std::string line = pending_.substr(start_, newline - start_);
+    start_ = scanned_ = newline + 1;
+    if (start_ == pending_.size()) {
+      pending_.clear();
+      start_ = scanned_ = 0;
+    }
+    return line;
+  }
+
+  // Appends what the stream has to `pending_`: waits for one byte, then takes
+  // everything else already there in one go (the body's buffer locks once per
+  // read, so reading a line byte by byte costs a lock per byte). False at the
+  // end of the stream.
+  Result<bool> ReadMore() {
+    try {
+      concurrency::streams::streambuf<uint8_t> buffer = body_.streambuf();
+      const auto first = buffer.bumpc().get();
+      if (first == concurrency::streams::streambuf<uint8_t>::traits::eof()) {
+        return false;
+      }
+      if (start_ > 0) {  // drop the lines already returned
+        pending_.erase(0, start_);
+        scanned_ -= start_;
+        start_ = 0;
+      }
+      pending_.push_back(static_cast<char>(first));
+      const size_t available = buffer.in_avail();
+      if (available > 0) {
+        const size_t before = pending_.size();
+        pending_.resize(before + available);
+        const size_t read =
+            buffer.getn(reinterpret_cast<uint8_t*>(pending_.data() + before), available).get();
+        pending_.resize(before + read);
+      }
+      return true;
+    } catch (const std::exception& e) {
+      if (cancelled_.load()) {
+        return Cancelled("watch cancelled");
+      }
+      return Unavailable(std::string("watch stream broken: ") + e.what());
+    }
+  }
+
   std::shared_ptr<const Transport> transport_;  // outlives the response read from it
   http::http_response response_;
   pplx::cancellation_token_source cts_;
   concurrency::streams::istream body_;
+  std::string pending_;  // read from the stream; [start_, end) not yet returned
+  size_t start_ = 0;
+  size_t scanned_ = 0;  // pending_[start_, scanned_) holds no newline
+  bool at_end_ = false;
   std::atomic<bool> cancelled_{false};
 };
 
