@@ -52,27 +52,51 @@ FairShare::FairShare(const QueueTable& table, ResourceList capacity,
 FairShare FairShare::FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
                                   const PolicyConfig& policy, std::vector<std::string> resources) {
   ResourceList capacity;
+  // Usage is summed per queue first, in the order queues are first seen, and
+  // added once per queue: every cycle reads every pod, so no per-pod lookup
+  // of the queue's account and its ancestors.
+  struct QueueUsage {
+    std::string_view queue;
+    ResourceList requests;
+    int64_t pods = 0;
+  };
+  std::vector<QueueUsage> usage;
+  size_t last = 0;  // pods of one queue tend to come together
   for (const NodeState& node : snapshot.slots()) {
-    if (!node.schedulable_slot()) {
+    const bool schedulable = node.schedulable_slot();
+    if (!schedulable && !node.in_use) {
       continue;
     }
-    capacity += node.info.allocatable;
+    if (schedulable) {
+      capacity += node.info.allocatable;
+    }
     for (const PodInfo* pod : node.pods) {
       if (!IsManagedPod(*pod, policy)) {
-        capacity -= pod->requests;
+        if (schedulable) {
+          capacity -= pod->requests;
+        }
+        continue;
       }
+      if (!node.in_use) {
+        continue;
+      }
+      const std::string_view queue = QueueOfPod(*pod);
+      if (last >= usage.size() || usage[last].queue != queue) {
+        last = 0;
+        while (last < usage.size() && usage[last].queue != queue) {
+          ++last;
+        }
+        if (last == usage.size()) {
+          usage.push_back({queue, {}, 0});
+        }
+      }
+      usage[last].requests += pod->requests;
+      ++usage[last].pods;
     }
   }
   FairShare share(table, std::move(capacity), std::move(resources));
-  for (const NodeState& node : snapshot.slots()) {
-    if (!node.in_use) {
-      continue;
-    }
-    for (const PodInfo* pod : node.pods) {
-      if (IsManagedPod(*pod, policy)) {
-        share.Add(QueueOfPod(*pod), pod->requests, 1);
-      }
-    }
+  for (const QueueUsage& queue : usage) {
+    share.Add(queue.queue, queue.requests, queue.pods);
   }
   return share;
 }
