@@ -6,7 +6,9 @@
 #
 # Environment: BURST_JOBS (500), BURST_GROUP (10), BURST_NODES (200),
 # BURST_CONCURRENCY (16), BURST_LEGS ("1 2 3 4": which of the legs below run),
-# BURST_KEEP_LOGS (a directory to copy the binaries' logs into).
+# BURST_KEEP_LOGS (a directory to copy the binaries' logs into), BURST_API_PROFILE (1: after
+# each leg, the requests the API server served during it, by verb and resource, with the
+# seconds it spent on them, from its own apiserver_request_* metrics).
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
@@ -87,6 +89,40 @@ cpu_of() {
     2>/dev/null || echo 0
 }
 APISERVER="$(cat "$CLUSTER/apiserver.pid")"
+API_SERVER_URL="$(awk '/server:/ { print $2; exit }' "$KUBECONFIG")"
+API_TOKEN="$(cut -d, -f1 "$CLUSTER/tokens.csv")"
+PROFILES=""
+# The API server's request counts and seconds by verb, resource and subresource
+# (watches left out: their duration is how long they stay open).
+api_requests() {
+  curl -fsS --cacert "$CLUSTER/pki/ca.crt" -H "Authorization: Bearer $API_TOKEN" \
+    "$API_SERVER_URL/metrics" 2>/dev/null | awk '
+    /^apiserver_request_duration_seconds_(sum|count)\{/ {
+      kind = ($0 ~ /_sum\{/) ? "s" : "n"
+      line = $0; key = ""
+      n = split("verb resource subresource", names, " ")
+      for (i = 1; i <= n; i++) {
+        v = ""
+        if (match(line, names[i] "=\"[^\"]*\"")) { v = substr(line, RSTART, RLENGTH); sub(/^[^"]*"/, "", v); sub(/"$/, "", v) }
+        key = key (i > 1 ? " " : "") (v == "" ? "-" : v)
+      }
+      split(key, parts, " ")
+      if (parts[1] == "WATCH" || parts[1] == "CONNECT") next
+      total[key " " kind] += $NF
+    }
+    END { for (k in total) print k, total[k] }'
+}
+# profile_diff BEFORE AFTER LABEL: the leg's requests, costliest first.
+profile_diff() {
+  awk -v label="$3" '
+    FNR == NR { before[$1 " " $2 " " $3 " " $4] = $5; next }
+    { key = $1 " " $2 " " $3; d = $5 - before[$1 " " $2 " " $3 " " $4]; if ($4 == "s") sec[key] += d; else cnt[key] += d }
+    END {
+      printf "\nAPI server requests during: %s\n\n| verb | resource | subresource | requests | server seconds |\n|---|---|---|---|---|\n", label
+      for (k in cnt) if (cnt[k] > 0) { split(k, p, " "); printf "| %s | %s | %s | %d | %.1f |\n", p[1], p[2], p[3], cnt[k], sec[k] | "sort -t\"|\" -k6 -rn" }
+      close("sort -t\"|\" -k6 -rn")
+    }' "$1" "$2"
+}
 ETCD="$(cat "$CLUSTER/etcd.pid")"
 CONTROLLER=""
 
@@ -102,6 +138,7 @@ run_leg() {
   etcd0="$(cpu_of "$ETCD")"
   sched0="$(cpu_of "$pid")"
   [ -n "$CONTROLLER" ] && ctrl0="$(cpu_of "$CONTROLLER")"
+  [ -n "${BURST_API_PROFILE:-}" ] && api_requests >"$WORK/requests-before"
   ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
     --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
     --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
@@ -110,6 +147,10 @@ run_leg() {
   CPU_ROWS+="$(awk -v l="$label" -v a1="$(cpu_of "$APISERVER")" -v a0="$api0" \
     -v e1="$(cpu_of "$ETCD")" -v e0="$etcd0" -v s1="$(cpu_of "$pid")" -v s0="$sched0" -v c="$ctrl" \
     'BEGIN { printf "| %s | %.1f | %.1f | %.1f | %s |", l, a1 - a0, e1 - e0, s1 - s0, c }')"$'\n'
+  if [ -n "${BURST_API_PROFILE:-}" ]; then
+    api_requests >"$WORK/requests-after"
+    PROFILES+="$(profile_diff "$WORK/requests-before" "$WORK/requests-after" "$label")"$'\n'
+  fi
 }
 
 start_kube_scheduler() {  # QPS BURST
@@ -189,6 +230,7 @@ echo "| run | kube-apiserver | etcd | scheduler | hybridjob-controller |"
 echo "|---|---|---|---|---|"
 printf '%s' "$CPU_ROWS"
 echo
+[ -z "$PROFILES" ] || printf '%s\n' "$PROFILES"
 # binds/s is the fifth column: pods over the time from first create to last bind.
 [ "$LEGS" = " 1 2 3 4 " ] || exit 0
 printf '%s' "$ROWS" | awk -F'|' '
