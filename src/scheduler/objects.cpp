@@ -371,6 +371,37 @@ ResourceList ComputePodRequests(const json& spec, const json* status) {
   return total;
 }
 
+// The claims spec.volumes mount (PodInfo::claims).
+std::vector<std::string> ParseVolumeClaims(const json& spec, std::string_view pod_name) {
+  std::vector<std::string> claims;
+  const json* volumes = ArrayMember(spec, "volumes", "spec");
+  if (volumes == nullptr) {
+    return claims;
+  }
+  for (size_t i = 0; i < volumes->size(); ++i) {
+    const json& volume = (*volumes)[i];
+    const std::string path = IndexPath("spec.volumes", i);
+    if (!volume.is_object()) {
+      Fail(path, "expected an object");
+    }
+    std::string claim;
+    if (const json* source = ObjectMember(volume, "persistentVolumeClaim", path)) {
+      claim = StringMember(*source, "claimName", JoinPath(path, "persistentVolumeClaim"));
+      if (claim.empty()) {
+        Fail(JoinPath(path, "persistentVolumeClaim.claimName"), "required");
+      }
+    } else if (ObjectMember(volume, "ephemeral", path) != nullptr) {
+      claim = std::string(pod_name) + "-" + StringMember(volume, "name", path);
+    } else {
+      continue;
+    }
+    if (std::find(claims.begin(), claims.end(), claim) == claims.end()) {
+      claims.push_back(std::move(claim));
+    }
+  }
+  return claims;
+}
+
 // Names from a list of {"name": ...} objects (schedulingGates, resourceClaims).
 std::vector<std::string> NamesOf(const json& spec, std::string_view key) {
   std::vector<std::string> names;
@@ -541,6 +572,7 @@ PodInfo ParsePodOrThrow(const json& object) {
   pod.requests = ComputePodRequests(spec, status);
   pod.scheduling_gates = NamesOf(spec, "schedulingGates");
   pod.resource_claims = NamesOf(spec, "resourceClaims");
+  pod.claims = ParseVolumeClaims(spec, pod.name);
   pod.node_selector = StringMapMember(spec, "nodeSelector", "spec");
   ParseAffinity(spec, &pod);
   pod.tolerations = ParseTolerations(spec);

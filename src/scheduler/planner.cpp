@@ -89,6 +89,7 @@ class GroupPlanner {
     size_t slot_count = snapshot_.slots().size();
     start_slot_ = slot_count == 0 ? 0 : start_slot % slot_count;
     touched_flag_.assign(slot_count, 0);
+    check_volumes_ = snapshot_.storage().tracked();
     nodes_to_find_ = NumFeasibleNodesToFind(
         snapshot_.node_count(), config_.percentage_of_nodes_to_score,
         static_cast<size_t>(std::max(config_.min_feasible_nodes_to_find, 1)));
@@ -108,6 +109,7 @@ class GroupPlanner {
   std::optional<uint32_t> ChooseNode(const PodInfo& pod, PodClass& pod_class);
   void Place(const PodInfo& pod, uint32_t slot);
   uint8_t StaticVerdict(PodClass& pod_class, uint32_t slot);
+  VolumeVerdict CheckVolumes(const PodInfo& pod, const NodeInfo& node) const;
   std::string DescribeRejections(const PodInfo& pod, PodClass& pod_class);
   std::string DescribeFreeGpus(PodClass& pod_class);
   void FillSummaries(GroupPlan& plan) const;
@@ -132,7 +134,17 @@ class GroupPlanner {
   std::vector<int64_t> affinity_scores_;
 
   RoleState* failed_role_ = nullptr;
+  bool check_volumes_ = false;
+  VolumePlan volume_plan_;  // claims decided by the members placed so far
 };
+
+VolumeVerdict GroupPlanner::CheckVolumes(const PodInfo& pod, const NodeInfo& node) const {
+  if (!check_volumes_ || pod.claims.empty()) {
+    return {};
+  }
+  return CheckPodVolumes(pod, node, snapshot_.storage(), volume_plan_,
+                         [this](std::string_view key) { return snapshot_.ClaimUsersOf(key); });
+}
 
 void GroupPlanner::SetUpRoles(GroupPlan& plan) {
   roles_.reserve(group_.spec.roles.size());
@@ -287,7 +299,10 @@ bool GroupPlanner::Feasible(const PodInfo& pod, PodClass& pod_class, uint32_t sl
   if (!pod.host_ports.empty() && !CheckHostPorts(pod, node).ok()) {
     return false;
   }
-  return !pod_class.affinity.has_value() || pod_class.affinity->Check(node.info).ok();
+  if (pod_class.affinity.has_value() && !pod_class.affinity->Check(node.info).ok()) {
+    return false;
+  }
+  return CheckVolumes(pod, node.info).ok();
 }
 
 std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& pod_class) {
@@ -345,6 +360,10 @@ std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& p
 }
 
 void GroupPlanner::Place(const PodInfo& pod, uint32_t slot) {
+  // Decided before the pod is accounted on the node, as Feasible saw it.
+  for (const ClaimDecision& decision : CheckVolumes(pod, snapshot_.slots()[slot].info).decisions) {
+    volume_plan_.Add(decision);
+  }
   snapshot_.PlaceTentatively(pod, slot);
   if (touched_flag_[slot] == 0) {
     touched_flag_[slot] = 1;
@@ -452,10 +471,12 @@ std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_c
     }
     ++nodes;
     FilterResult result = RunFilters(pod, node, *affinity);
-    if (result.ok()) {
-      ++available;
-    } else {
+    if (!result.ok()) {
       ++counts[result.Message()];
+    } else if (VolumeVerdict volumes = CheckVolumes(pod, node.info); !volumes.ok()) {
+      ++counts[volumes.Message()];
+    } else {
+      ++available;
     }
   }
   std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
@@ -509,6 +530,7 @@ void GroupPlanner::FillPlacedPlan(GroupPlan& plan) const {
                         role.pending.end());
     plan.surplus.insert(plan.surplus.end(), role.past_gap.begin(), role.past_gap.end());
   }
+  plan.claim_decisions = volume_plan_.decisions();
 }
 
 GroupPlan GroupPlanner::Run() {
@@ -595,6 +617,7 @@ Status CommitPlan(Snapshot& snapshot, const GroupPlan& plan) {
       return status;
     }
   }
+  AssumeClaimDecisions(snapshot.storage(), plan.claim_decisions);
   return Status::Ok();
 }
 

@@ -125,6 +125,9 @@ void Snapshot::Attach(const PodInfo& pod, uint32_t slot) {
     anti_affinity_pods_.push_back(PodOnNode{&pod, slot});
     CountSelectorKeys(pod, +1);
   }
+  for (const std::string& claim : pod.claims) {
+    claim_users_[PodKey(pod.namespace_name, claim)].push_back(state.info.name);
+  }
 }
 
 void Snapshot::Detach(const PodInfo& pod, uint32_t slot) {
@@ -143,6 +146,24 @@ void Snapshot::Detach(const PodInfo& pod, uint32_t slot) {
     }
     CountSelectorKeys(pod, -1);
   }
+  for (const std::string& claim : pod.claims) {
+    auto users = claim_users_.find(PodKey(pod.namespace_name, claim));
+    if (users == claim_users_.end()) {
+      continue;
+    }
+    auto user = std::find(users->second.begin(), users->second.end(), state.info.name);
+    if (user != users->second.end()) {
+      users->second.erase(user);
+    }
+    if (users->second.empty()) {
+      claim_users_.erase(users);
+    }
+  }
+}
+
+const ClaimUsers* Snapshot::ClaimUsersOf(std::string_view claim_key) const {
+  auto it = claim_users_.find(claim_key);
+  return it == claim_users_.end() ? nullptr : &it->second;
 }
 
 void Snapshot::IndexGroupMember(const PodInfo& pod) {
@@ -265,6 +286,13 @@ void Snapshot::RollbackTentative(size_t mark) {
     if (!pod.required_pod_anti_affinity.empty()) {
       anti_affinity_pods_.pop_back();
       CountSelectorKeys(pod, -1);
+    }
+    for (const std::string& claim : pod.claims) {
+      auto users = claim_users_.find(PodKey(pod.namespace_name, claim));
+      users->second.pop_back();
+      if (users->second.empty()) {
+        claim_users_.erase(users);
+      }
     }
   }
 }

@@ -191,6 +191,10 @@ struct PodInfo {
   // scheduler does not allocate, so a pending pod that asks for them is not
   // placed.
   std::vector<std::string> resource_claims;
+  // PersistentVolumeClaims the pod's volumes mount, by name, in volume order:
+  // persistentVolumeClaim.claimName, and "<pod>-<volume>" for a generic
+  // ephemeral volume (the claim its controller creates). No duplicates.
+  std::vector<std::string> claims;
 
   // What the pod says about itself (anyone who may create pods can write
   // these): its controller ownerReference, spec.priorityClassName and

@@ -23,6 +23,7 @@
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/scorers.h>
 #include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/volumes.h>
 
 namespace hybridjob::scheduler {
 
@@ -108,6 +109,9 @@ struct GroupPlan {
   // Neither placed nor surplus.
   std::vector<const PodInfo*> ignored;
   std::vector<RoleSummary> roles;
+  // For a placed plan: what the binder must do, before binding any member,
+  // for the members' claims that are not bound yet (see volumes.h).
+  std::vector<ClaimDecision> claim_decisions;
   // Why the group waits or is invalid, e.g.
   // "worker: 3 of min 4 placeable; 6 GPUs free, largest node has 2; ...".
   std::string reason;

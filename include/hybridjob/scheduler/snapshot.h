@@ -14,6 +14,7 @@
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/volumes.h>
 
 namespace hybridjob::scheduler {
 
@@ -92,6 +93,13 @@ class Snapshot {
     return anti_affinity_selector_keys_;
   }
 
+  // Claims, volumes and storage classes (see StorageCatalog::tracked).
+  StorageCatalog& storage() { return storage_; }
+  const StorageCatalog& storage() const { return storage_; }
+  // The nodes of the pods (bound, assumed or tentative) that mount a claim, one
+  // entry per pod; nullptr when no pod does. Key: namespace/claim.
+  const ClaimUsers* ClaimUsersOf(std::string_view claim_key) const;
+
   // Tentative placements: the planner's scratch space. A tentative pod is not
   // owned (the caller keeps it alive) and is accounted exactly like a bound
   // one until RollbackTentative. While any is open, the mutating calls above
@@ -126,6 +134,8 @@ class Snapshot {
   std::vector<PodOnNode> anti_affinity_pods_;
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> anti_affinity_selector_keys_;
   std::vector<PodOnNode> tentative_log_;
+  StorageCatalog storage_;
+  std::unordered_map<std::string, ClaimUsers, StringHash, std::equal_to<>> claim_users_;
 };
 
 }  // namespace hybridjob::scheduler

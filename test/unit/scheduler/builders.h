@@ -166,6 +166,10 @@ class PodBuilder {
     pod_.host_ports.push_back(HostPort{ip, protocol, port});
     return *this;
   }
+  PodBuilder& Claim(const std::string& name) {
+    pod_.claims.push_back(name);
+    return *this;
+  }
   PodInfo Build() const { return pod_; }
 
  private:

@@ -162,6 +162,24 @@ TEST(ParsePodTest, DefaultsForAMinimalPod) {
   EXPECT_EQ(parsed->requests, expected);
 }
 
+TEST(ParsePodTest, ClaimsOfPersistentAndEphemeralVolumes) {
+  Result<PodInfo> parsed = ParsePodJson(R"({"metadata":{"name":"job-worker-0"},"spec":{
+    "containers":[{}],
+    "volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"job-data"}},
+               {"name":"config","configMap":{"name":"job"}},
+               {"name":"again","persistentVolumeClaim":{"claimName":"job-data","readOnly":true}},
+               {"name":"scratch","ephemeral":{"volumeClaimTemplate":{"spec":{}}}}]}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->claims, (std::vector<std::string>{"job-data", "job-worker-0-scratch"}));
+
+  Result<PodInfo> nameless = ParsePodJson(R"({"metadata":{"name":"p"},"spec":{
+    "containers":[{}],"volumes":[{"name":"data","persistentVolumeClaim":{}}]}})");
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_NE(nameless.status().message().find("spec.volumes[0].persistentVolumeClaim.claimName"),
+            std::string::npos)
+      << nameless.status().message();
+}
+
 TEST(ParsePodTest, BoundAndTerminalPods) {
   Result<PodInfo> parsed = ParsePodJson(
       R"({"metadata":{"name":"p","namespace":"a"},"spec":{"nodeName":"n1"},

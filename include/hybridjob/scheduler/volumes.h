@@ -1,0 +1,174 @@
+// Volumes as the gang planner sees them: claims, persistent volumes and
+// storage classes, and the check kube-scheduler's VolumeBinding and
+// VolumeRestrictions plugins make for one pod on one node. Pure data and
+// decisions, no I/O: the shell's informers fill the catalog, the planner asks
+// it, and a placed plan carries what the binder must do for the claims that
+// are not bound yet (pre-bind a volume, or select a node for provisioning).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hybridjob/scheduler/objects.h>
+
+namespace hybridjob::scheduler {
+
+// spec.accessModes as bits, so "offers every mode the claim asks" is a mask test.
+enum AccessMode : uint8_t {
+  kReadWriteOnce = 1,
+  kReadOnlyMany = 2,
+  kReadWriteMany = 4,
+  kReadWriteOncePod = 8,
+};
+using AccessModes = uint8_t;
+
+// The provisioner name of classes whose volumes are made by hand (local PVs).
+inline constexpr std::string_view kNoProvisioner = "kubernetes.io/no-provisioner";
+// The annotation the scheduler sets on a claim to provision it for a node.
+inline constexpr std::string_view kAnnotationSelectedNode = "volume.kubernetes.io/selected-node";
+
+struct StorageClassInfo {
+  std::string name;
+  std::string provisioner;
+  // volumeBindingMode: WaitForFirstConsumer; false is Immediate.
+  bool wait_for_first_consumer = false;
+  // allowedTopologies: a provisioned volume can be had on a node that matches
+  // any term (matchLabelExpressions as In requirements); empty allows every node.
+  std::vector<NodeSelectorTerm> allowed_topologies;
+};
+
+struct ClaimInfo {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string storage_class;  // spec.storageClassName; empty: no class
+  std::string volume_name;    // spec.volumeName: bound, or pre-bound, to this PV
+  AccessModes access_modes = 0;
+  int64_t requested_bytes = 0;
+  bool block_mode = false;    // spec.volumeMode: Block
+  std::string selected_node;  // the selected-node annotation
+  bool deleting = false;      // metadata.deletionTimestamp is set
+
+  std::string Key() const { return PodKey(namespace_name, name); }
+};
+
+struct VolumeInfo {
+  std::string name;
+  std::string storage_class;
+  AccessModes access_modes = 0;
+  int64_t capacity_bytes = 0;
+  bool block_mode = false;
+  // Available, Bound, Released or Failed (status.phase).
+  std::string phase = "Available";
+  // spec.claimRef: the claim the volume is bound or reserved to, if any.
+  std::string claim_namespace;
+  std::string claim_name;
+  std::string claim_uid;
+  // spec.nodeAffinity.required: absent, any node; present, a node matching a term.
+  std::optional<std::vector<NodeSelectorTerm>> node_affinity;
+
+  bool HasClaimRef() const { return !claim_name.empty(); }
+};
+
+// What the informers know of claims, volumes and classes. Until the shell
+// says it tracks them (set_tracked), the planner ignores volumes entirely:
+// a scheduler that does not watch claims must not refuse pods for them.
+class StorageCatalog {
+ public:
+  bool tracked() const { return tracked_; }
+  void set_tracked(bool tracked) { tracked_ = tracked; }
+
+  void UpsertClaim(ClaimInfo claim);
+  void RemoveClaim(std::string_view namespace_name, std::string_view name);
+  void UpsertVolume(VolumeInfo volume);
+  void RemoveVolume(std::string_view name);
+  void UpsertClass(StorageClassInfo storage_class);
+  void RemoveClass(std::string_view name);
+
+  const ClaimInfo* FindClaim(std::string_view namespace_name, std::string_view name) const;
+  const VolumeInfo* FindVolume(std::string_view name) const;
+  const StorageClassInfo* FindClass(std::string_view name) const;
+  // Every volume, by name (the order breaks ties deterministically).
+  const std::map<std::string, VolumeInfo, std::less<>>& volumes() const { return volumes_; }
+
+ private:
+  bool tracked_ = false;
+  std::map<std::string, ClaimInfo, std::less<>> claims_;  // by namespace/name
+  std::map<std::string, VolumeInfo, std::less<>> volumes_;
+  std::map<std::string, StorageClassInfo, std::less<>> classes_;
+};
+
+// What a plan decided for one claim that is not bound yet: the volume to
+// pre-bind it to, or (volume_name empty) the node to provision it for.
+struct ClaimDecision {
+  std::string namespace_name;
+  std::string claim_name;
+  std::string volume_name;
+  std::string node_name;
+
+  std::string ClaimKey() const { return PodKey(namespace_name, claim_name); }
+  friend bool operator==(const ClaimDecision&, const ClaimDecision&) = default;
+};
+
+// Where the other pods using a claim are (bound, assumed or tentatively
+// placed): the node names, one entry per pod.
+using ClaimUsers = std::vector<std::string>;
+
+enum class VolumeCode : uint8_t {
+  kFits = 0,
+  kClaimNotFound,      // persistentvolumeclaim "x" not found
+  kClaimDeleting,      // persistentvolumeclaim "x" is being deleted
+  kUnboundImmediate,   // the PV controller, not the scheduler, binds it
+  kVolumeMissing,      // bound to a PV that does not exist
+  kNodeConflict,       // the bound PV's node affinity excludes the node
+  kBindConflict,       // no PV to bind and no way to provision one here
+  kReadWriteOnceNode,  // a ReadWriteOnce claim is in use on another node
+  kReadWriteOncePodInUse,
+};
+
+struct VolumeVerdict {
+  VolumeCode code = VolumeCode::kFits;
+  std::string claim;  // the claim the verdict is about
+  // When it fits: what placing the pod here decides for its unbound claims.
+  std::vector<ClaimDecision> decisions;
+
+  bool ok() const { return code == VolumeCode::kFits; }
+  // kube-scheduler's wording where it has one, with the claim named:
+  // "node(s) had volume node affinity conflict (claim data)".
+  std::string Message() const;
+};
+
+// The volumes of a plan in progress: claims decided so far.
+class VolumePlan {
+ public:
+  const ClaimDecision* Find(std::string_view claim_key) const;
+  bool VolumeTaken(std::string_view volume_name) const;
+  void Add(const ClaimDecision& decision);
+  const std::vector<ClaimDecision>& decisions() const { return decisions_; }
+
+ private:
+  std::vector<ClaimDecision> decisions_;
+};
+
+// Where a claim's users are, by claim key (namespace/name); nullptr for none.
+using ClaimUsersLookup = std::function<const ClaimUsers*(std::string_view claim_key)>;
+
+// Whether `pod` can have every claim it mounts on `node`, given the catalog,
+// the claims decided earlier in the plan and where each claim's other users
+// are. The first claim that does not fit decides the verdict.
+VolumeVerdict CheckPodVolumes(const PodInfo& pod, const NodeInfo& node,
+                              const StorageCatalog& catalog, const VolumePlan& plan,
+                              const ClaimUsersLookup& users_of);
+
+// Applies a committed plan's decisions to the catalog, as kube-scheduler's
+// assume cache does: the claim shows its volume (or selected node) and the
+// volume its claim, so later plans of the same cycle do not take them again.
+// Informer updates replace these with what the API server holds.
+void AssumeClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecision>& decisions);
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,296 @@
+#include <algorithm>
+
+#include <hybridjob/scheduler/predicates.h>
+#include <hybridjob/scheduler/volumes.h>
+
+namespace hybridjob::scheduler {
+namespace {
+
+VolumeVerdict Reject(VolumeCode code, std::string_view claim) {
+  VolumeVerdict verdict;
+  verdict.code = code;
+  verdict.claim = std::string(claim);
+  return verdict;
+}
+
+bool VolumeNodeAffinityMatches(const VolumeInfo& volume, const NodeInfo& node) {
+  if (!volume.node_affinity.has_value()) {
+    return true;
+  }
+  return std::any_of(
+      volume.node_affinity->begin(), volume.node_affinity->end(),
+      [&node](const NodeSelectorTerm& term) { return NodeSelectorTermMatches(term, node); });
+}
+
+// allowedTopologies terms hold only label requirements; a term without any
+// matches every node (unlike a node selector term).
+bool ClassAllowsNode(const StorageClassInfo& storage_class, const NodeInfo& node) {
+  if (storage_class.allowed_topologies.empty()) {
+    return true;
+  }
+  return std::any_of(storage_class.allowed_topologies.begin(),
+                     storage_class.allowed_topologies.end(), [&node](const NodeSelectorTerm& term) {
+                       return std::all_of(term.match_expressions.begin(),
+                                          term.match_expressions.end(),
+                                          [&node](const SelectorRequirement& requirement) {
+                                            return requirement.Matches(node.labels);
+                                          });
+                     });
+}
+
+bool ReservedFor(const VolumeInfo& volume, const ClaimInfo& claim) {
+  return volume.claim_namespace == claim.namespace_name && volume.claim_name == claim.name &&
+         (volume.claim_uid.empty() || claim.uid.empty() || volume.claim_uid == claim.uid);
+}
+
+bool Taken(const VolumeInfo& volume, const VolumePlan& plan,
+           const std::vector<ClaimDecision>& decided) {
+  return plan.VolumeTaken(volume.name) ||
+         std::any_of(decided.begin(), decided.end(), [&volume](const ClaimDecision& decision) {
+           return decision.volume_name == volume.name;
+         });
+}
+
+// The volume an unbound claim would get on this node, as the PV controller's
+// matcher picks it: a volume reserved for the claim first, else the smallest
+// available one of its class that offers its size, modes and volume mode.
+const VolumeInfo* MatchVolume(const ClaimInfo& claim, const NodeInfo& node,
+                              const StorageCatalog& catalog, const VolumePlan& plan,
+                              const std::vector<ClaimDecision>& decided) {
+  const VolumeInfo* best = nullptr;
+  for (const auto& [name, volume] : catalog.volumes()) {
+    if (volume.storage_class != claim.storage_class || volume.block_mode != claim.block_mode ||
+        Taken(volume, plan, decided) || !VolumeNodeAffinityMatches(volume, node)) {
+      continue;
+    }
+    bool reserved = volume.HasClaimRef() && ReservedFor(volume, claim);
+    if (volume.HasClaimRef() && !reserved) {
+      continue;
+    }
+    if (!reserved &&
+        (volume.phase != "Available" || volume.capacity_bytes < claim.requested_bytes ||
+         (volume.access_modes & claim.access_modes) != claim.access_modes)) {
+      continue;
+    }
+    if (reserved) {
+      return &volume;
+    }
+    if (best == nullptr || volume.capacity_bytes < best->capacity_bytes) {
+      best = &volume;
+    }
+  }
+  return best;
+}
+
+bool OnlyReadWriteOnce(AccessModes modes) {
+  return (modes & kReadWriteOnce) != 0 && (modes & (kReadOnlyMany | kReadWriteMany)) == 0;
+}
+
+VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, const NodeInfo& node,
+                         const StorageCatalog& catalog, const VolumePlan& plan,
+                         const ClaimUsers* users, std::vector<ClaimDecision>* decided) {
+  if (claim == nullptr) {
+    return Reject(VolumeCode::kClaimNotFound, claim_name);
+  }
+  if (claim->deleting) {
+    return Reject(VolumeCode::kClaimDeleting, claim_name);
+  }
+  // VolumeRestrictions: a ReadWriteOncePod claim has one user at most. A
+  // ReadWriteOnce volume attaches to one node, so its users share that node.
+  if (users != nullptr && !users->empty()) {
+    if ((claim->access_modes & kReadWriteOncePod) != 0) {
+      return Reject(VolumeCode::kReadWriteOncePodInUse, claim_name);
+    }
+    if (OnlyReadWriteOnce(claim->access_modes) &&
+        std::any_of(users->begin(), users->end(),
+                    [&node](const std::string& user_node) { return user_node != node.name; })) {
+      return Reject(VolumeCode::kReadWriteOnceNode, claim_name);
+    }
+  }
+  std::string key = claim->Key();
+  const ClaimDecision* earlier = plan.Find(key);
+  std::string_view volume_name = claim->volume_name;
+  if (earlier != nullptr) {
+    if (earlier->volume_name.empty()) {
+      // To be provisioned for the node an earlier member chose.
+      return earlier->node_name == node.name ? VolumeVerdict{}
+                                             : Reject(VolumeCode::kBindConflict, claim_name);
+    }
+    volume_name = earlier->volume_name;
+  }
+  if (!volume_name.empty()) {
+    const VolumeInfo* volume = catalog.FindVolume(volume_name);
+    if (volume == nullptr) {
+      return Reject(VolumeCode::kVolumeMissing, claim_name);
+    }
+    return VolumeNodeAffinityMatches(*volume, node) ? VolumeVerdict{}
+                                                    : Reject(VolumeCode::kNodeConflict, claim_name);
+  }
+  const StorageClassInfo* storage_class =
+      claim->storage_class.empty() ? nullptr : catalog.FindClass(claim->storage_class);
+  if (storage_class == nullptr || !storage_class->wait_for_first_consumer) {
+    // The PV controller binds these on its own; a missing class never binds.
+    return Reject(VolumeCode::kUnboundImmediate, claim_name);
+  }
+  if (!claim->selected_node.empty()) {
+    // Provisioning for a node is under way; only that node will do.
+    return claim->selected_node == node.name ? VolumeVerdict{}
+                                             : Reject(VolumeCode::kBindConflict, claim_name);
+  }
+  for (const ClaimDecision& decision : *decided) {
+    if (decision.ClaimKey() == key) {
+      return {};  // the pod mounts the claim twice
+    }
+  }
+  if (const VolumeInfo* volume = MatchVolume(*claim, node, catalog, plan, *decided)) {
+    decided->push_back(ClaimDecision{claim->namespace_name, claim->name, volume->name, node.name});
+    return {};
+  }
+  if (storage_class->provisioner.empty() || storage_class->provisioner == kNoProvisioner ||
+      !ClassAllowsNode(*storage_class, node)) {
+    return Reject(VolumeCode::kBindConflict, claim_name);
+  }
+  decided->push_back(ClaimDecision{claim->namespace_name, claim->name, "", node.name});
+  return {};
+}
+
+}  // namespace
+
+void StorageCatalog::UpsertClaim(ClaimInfo claim) {
+  std::string key = claim.Key();
+  claims_.insert_or_assign(std::move(key), std::move(claim));
+}
+
+void StorageCatalog::RemoveClaim(std::string_view namespace_name, std::string_view name) {
+  auto it = claims_.find(PodKey(namespace_name, name));
+  if (it != claims_.end()) {
+    claims_.erase(it);
+  }
+}
+
+void StorageCatalog::UpsertVolume(VolumeInfo volume) {
+  std::string name = volume.name;
+  volumes_.insert_or_assign(std::move(name), std::move(volume));
+}
+
+void StorageCatalog::RemoveVolume(std::string_view name) {
+  auto it = volumes_.find(name);
+  if (it != volumes_.end()) {
+    volumes_.erase(it);
+  }
+}
+
+void StorageCatalog::UpsertClass(StorageClassInfo storage_class) {
+  std::string name = storage_class.name;
+  classes_.insert_or_assign(std::move(name), std::move(storage_class));
+}
+
+void StorageCatalog::RemoveClass(std::string_view name) {
+  auto it = classes_.find(name);
+  if (it != classes_.end()) {
+    classes_.erase(it);
+  }
+}
+
+const ClaimInfo* StorageCatalog::FindClaim(std::string_view namespace_name,
+                                           std::string_view name) const {
+  auto it = claims_.find(PodKey(namespace_name, name));
+  return it == claims_.end() ? nullptr : &it->second;
+}
+
+const VolumeInfo* StorageCatalog::FindVolume(std::string_view name) const {
+  auto it = volumes_.find(name);
+  return it == volumes_.end() ? nullptr : &it->second;
+}
+
+const StorageClassInfo* StorageCatalog::FindClass(std::string_view name) const {
+  auto it = classes_.find(name);
+  return it == classes_.end() ? nullptr : &it->second;
+}
+
+std::string VolumeVerdict::Message() const {
+  std::string quoted = "\"" + claim + "\"";
+  switch (code) {
+    case VolumeCode::kFits:
+      return "fits";
+    case VolumeCode::kClaimNotFound:
+      return "persistentvolumeclaim " + quoted + " not found";
+    case VolumeCode::kClaimDeleting:
+      return "persistentvolumeclaim " + quoted + " is being deleted";
+    case VolumeCode::kUnboundImmediate:
+      return "pod has unbound immediate PersistentVolumeClaims (claim " + quoted + ")";
+    case VolumeCode::kVolumeMissing:
+      return "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s) (claim " +
+             quoted + ")";
+    case VolumeCode::kNodeConflict:
+      return "node(s) had volume node affinity conflict (claim " + quoted + ")";
+    case VolumeCode::kBindConflict:
+      return "node(s) didn't find available persistent volumes to bind (claim " + quoted + ")";
+    case VolumeCode::kReadWriteOnceNode:
+      return "node(s) do not hold the ReadWriteOnce claim " + quoted + "'s other users";
+    case VolumeCode::kReadWriteOncePodInUse:
+      return "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod "
+             "access mode (claim " +
+             quoted + ")";
+  }
+  return "unknown";
+}
+
+const ClaimDecision* VolumePlan::Find(std::string_view claim_key) const {
+  for (const ClaimDecision& decision : decisions_) {
+    if (decision.ClaimKey() == claim_key) {
+      return &decision;
+    }
+  }
+  return nullptr;
+}
+
+bool VolumePlan::VolumeTaken(std::string_view volume_name) const {
+  return std::any_of(decisions_.begin(), decisions_.end(), [&](const ClaimDecision& decision) {
+    return !decision.volume_name.empty() && decision.volume_name == volume_name;
+  });
+}
+
+void VolumePlan::Add(const ClaimDecision& decision) {
+  if (Find(decision.ClaimKey()) == nullptr) {
+    decisions_.push_back(decision);
+  }
+}
+
+VolumeVerdict CheckPodVolumes(const PodInfo& pod, const NodeInfo& node,
+                              const StorageCatalog& catalog, const VolumePlan& plan,
+                              const ClaimUsersLookup& users_of) {
+  VolumeVerdict fits;
+  for (const std::string& name : pod.claims) {
+    const ClaimInfo* claim = catalog.FindClaim(pod.namespace_name, name);
+    const ClaimUsers* users = users_of ? users_of(PodKey(pod.namespace_name, name)) : nullptr;
+    VolumeVerdict verdict = CheckClaim(claim, name, node, catalog, plan, users, &fits.decisions);
+    if (!verdict.ok()) {
+      return verdict;
+    }
+  }
+  return fits;
+}
+
+void AssumeClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecision>& decisions) {
+  for (const ClaimDecision& decision : decisions) {
+    const ClaimInfo* claim = catalog.FindClaim(decision.namespace_name, decision.claim_name);
+    if (claim == nullptr) {
+      continue;
+    }
+    ClaimInfo assumed = *claim;
+    if (decision.volume_name.empty()) {
+      assumed.selected_node = decision.node_name;
+    } else if (const VolumeInfo* volume = catalog.FindVolume(decision.volume_name)) {
+      assumed.volume_name = decision.volume_name;
+      VolumeInfo reserved = *volume;
+      reserved.claim_namespace = claim->namespace_name;
+      reserved.claim_name = claim->name;
+      reserved.claim_uid = claim->uid;
+      catalog.UpsertVolume(std::move(reserved));
+    }
+    catalog.UpsertClaim(std::move(assumed));
+  }
+}
+
+}  // namespace hybridjob::scheduler

@@ -1,0 +1,351 @@
+#include <map>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/volumes.h>
+
+#include "builders.h"
+
+namespace hybridjob::scheduler {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::GroupFixture;
+using ::testing::HasSubstr;
+using testing::MakeSpec;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+using testing::TermRequiring;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr std::string_view kHostname = "kubernetes.io/hostname";
+
+StorageClassInfo LocalClass() {
+  return StorageClassInfo{"local", std::string(kNoProvisioner), true, {}};
+}
+
+StorageClassInfo ProvisionedClass(std::vector<NodeSelectorTerm> allowed = {}) {
+  return StorageClassInfo{"fast", "sim.hybridjob.io/local", true, std::move(allowed)};
+}
+
+ClaimInfo Claim(const std::string& name, const std::string& storage_class,
+                AccessModes modes = kReadWriteOnce, int64_t bytes = 10 * kGiB) {
+  ClaimInfo claim;
+  claim.namespace_name = "team";
+  claim.name = name;
+  claim.uid = "uid-" + name;
+  claim.storage_class = storage_class;
+  claim.access_modes = modes;
+  claim.requested_bytes = bytes;
+  return claim;
+}
+
+// A local PV on one node, as a static provisioner or an admin makes it.
+VolumeInfo LocalVolume(const std::string& name, const std::string& node,
+                       int64_t bytes = 100 * kGiB) {
+  VolumeInfo volume;
+  volume.name = name;
+  volume.storage_class = "local";
+  volume.access_modes = kReadWriteOnce;
+  volume.capacity_bytes = bytes;
+  volume.node_affinity = std::vector<NodeSelectorTerm>{
+      TermRequiring(std::string(kHostname), SelectorOperator::kIn, {node})};
+  return volume;
+}
+
+NodeInfo Node(const std::string& name, const std::string& zone = "a") {
+  return NodeBuilder(name).Label(std::string(kHostname), name).Label("zone", zone).Build();
+}
+
+VolumeVerdict Check(const PodInfo& pod, const NodeInfo& node, const StorageCatalog& catalog,
+                    const VolumePlan& plan = {}, const ClaimUsers* users = nullptr) {
+  return CheckPodVolumes(pod, node, catalog, plan, [users](std::string_view) { return users; });
+}
+
+TEST(CheckPodVolumesTest, MissingOrDeletingClaimsFitNowhere) {
+  StorageCatalog catalog;
+  PodInfo pod = PodBuilder("p").Claim("data").Build();
+  VolumeVerdict missing = Check(pod, Node("n0"), catalog);
+  EXPECT_EQ(missing.code, VolumeCode::kClaimNotFound);
+  EXPECT_EQ(missing.Message(), "persistentvolumeclaim \"data\" not found");
+
+  ClaimInfo deleting = Claim("data", "local");
+  deleting.deleting = true;
+  catalog.UpsertClaim(deleting);
+  EXPECT_EQ(Check(pod, Node("n0"), catalog).code, VolumeCode::kClaimDeleting);
+}
+
+TEST(CheckPodVolumesTest, BoundClaimRestrictsNodesToItsVolumesAffinity) {
+  StorageCatalog catalog;
+  ClaimInfo claim = Claim("data", "local");
+  claim.volume_name = "pv-n1";
+  catalog.UpsertClaim(claim);
+  catalog.UpsertVolume(LocalVolume("pv-n1", "n1"));
+  PodInfo pod = PodBuilder("p").Claim("data").Build();
+
+  EXPECT_TRUE(Check(pod, Node("n1"), catalog).ok());
+  EXPECT_TRUE(Check(pod, Node("n1"), catalog).decisions.empty());  // nothing to bind
+  VolumeVerdict elsewhere = Check(pod, Node("n0"), catalog);
+  EXPECT_EQ(elsewhere.code, VolumeCode::kNodeConflict);
+  EXPECT_EQ(elsewhere.Message(), "node(s) had volume node affinity conflict (claim \"data\")");
+
+  catalog.RemoveVolume("pv-n1");
+  EXPECT_EQ(Check(pod, Node("n1"), catalog).code, VolumeCode::kVolumeMissing);
+}
+
+TEST(CheckPodVolumesTest, UnboundImmediateClaimWaitsForTheVolumeController) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(StorageClassInfo{"standard", "ebs.csi.aws.com", false, {}});
+  catalog.UpsertClaim(Claim("data", "standard"));
+  catalog.UpsertClaim(Claim("nameless", ""));
+  EXPECT_EQ(Check(PodBuilder("p").Claim("data").Build(), Node("n0"), catalog).code,
+            VolumeCode::kUnboundImmediate);
+  EXPECT_EQ(Check(PodBuilder("p").Claim("nameless").Build(), Node("n0"), catalog).code,
+            VolumeCode::kUnboundImmediate);
+  // A class the catalog does not know binds nothing either.
+  catalog.UpsertClaim(Claim("unknown-class", "gone"));
+  EXPECT_EQ(Check(PodBuilder("p").Claim("unknown-class").Build(), Node("n0"), catalog).code,
+            VolumeCode::kUnboundImmediate);
+}
+
+TEST(CheckPodVolumesTest, WaitForFirstConsumerPicksTheSmallestFittingVolumeOnTheNode) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClaim(Claim("data", "local", kReadWriteOnce, 50 * kGiB));
+  catalog.UpsertVolume(LocalVolume("big", "n0", 500 * kGiB));
+  catalog.UpsertVolume(LocalVolume("small", "n0", 60 * kGiB));
+  catalog.UpsertVolume(LocalVolume("too-small", "n0", 10 * kGiB));
+  catalog.UpsertVolume(LocalVolume("other-node", "n1", 60 * kGiB));
+  VolumeInfo taken = LocalVolume("taken", "n0", 60 * kGiB);
+  taken.claim_namespace = "team";
+  taken.claim_name = "someone-else";
+  catalog.UpsertVolume(taken);
+  PodInfo pod = PodBuilder("p").Claim("data").Build();
+
+  VolumeVerdict verdict = Check(pod, Node("n0"), catalog);
+  ASSERT_TRUE(verdict.ok()) << verdict.Message();
+  EXPECT_THAT(verdict.decisions, ElementsAre(ClaimDecision{"team", "data", "small", "n0"}));
+
+  // No provisioner: a node without a fitting volume cannot have the claim.
+  VolumeVerdict none = Check(pod, Node("n2"), catalog);
+  EXPECT_EQ(none.code, VolumeCode::kBindConflict);
+  EXPECT_THAT(none.Message(), HasSubstr("didn't find available persistent volumes to bind"));
+
+  // A volume taken earlier in the plan is not offered again.
+  VolumePlan plan;
+  plan.Add(ClaimDecision{"team", "other", "small", "n0"});
+  EXPECT_THAT(Check(pod, Node("n0"), catalog, plan).decisions,
+              ElementsAre(ClaimDecision{"team", "data", "big", "n0"}));
+}
+
+TEST(CheckPodVolumesTest, AccessModesAndVolumeModeMustBeOffered) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClaim(Claim("shared", "local", kReadWriteMany));
+  catalog.UpsertVolume(LocalVolume("rwo", "n0"));
+  PodInfo pod = PodBuilder("p").Claim("shared").Build();
+  EXPECT_EQ(Check(pod, Node("n0"), catalog).code, VolumeCode::kBindConflict);
+
+  VolumeInfo rwx = LocalVolume("rwx", "n0");
+  rwx.access_modes = kReadWriteMany | kReadWriteOnce;
+  rwx.block_mode = true;
+  catalog.UpsertVolume(rwx);
+  EXPECT_EQ(Check(pod, Node("n0"), catalog).code, VolumeCode::kBindConflict);  // Block
+  rwx.block_mode = false;
+  catalog.UpsertVolume(rwx);
+  EXPECT_TRUE(Check(pod, Node("n0"), catalog).ok());
+}
+
+TEST(CheckPodVolumesTest, AVolumeReservedForTheClaimWinsWhateverItsSize) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClaim(Claim("data", "local", kReadWriteOnce, 50 * kGiB));
+  catalog.UpsertVolume(LocalVolume("fits", "n0", 60 * kGiB));
+  VolumeInfo reserved = LocalVolume("retained", "n0", 1000 * kGiB);
+  reserved.phase = "Released";  // given to this claim by rewriting its claimRef
+  reserved.claim_namespace = "team";
+  reserved.claim_name = "data";
+  catalog.UpsertVolume(reserved);
+  EXPECT_THAT(Check(PodBuilder("p").Claim("data").Build(), Node("n0"), catalog).decisions,
+              ElementsAre(ClaimDecision{"team", "data", "retained", "n0"}));
+}
+
+TEST(CheckPodVolumesTest, ProvisioningFollowsAllowedTopologiesAndTheSelectedNode) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(ProvisionedClass({TermRequiring("zone", SelectorOperator::kIn, {"a"})}));
+  catalog.UpsertClaim(Claim("scratch", "fast"));
+  PodInfo pod = PodBuilder("p").Claim("scratch").Build();
+
+  EXPECT_THAT(Check(pod, Node("n0", "a"), catalog).decisions,
+              ElementsAre(ClaimDecision{"team", "scratch", "", "n0"}));
+  EXPECT_EQ(Check(pod, Node("n1", "b"), catalog).code, VolumeCode::kBindConflict);
+
+  // Once a node is selected, provisioning is under way for it alone.
+  ClaimInfo selected = Claim("scratch", "fast");
+  selected.selected_node = "n2";
+  catalog.UpsertClaim(selected);
+  EXPECT_EQ(Check(pod, Node("n0", "a"), catalog).code, VolumeCode::kBindConflict);
+  VolumeVerdict on_selected = Check(pod, Node("n2", "a"), catalog);
+  EXPECT_TRUE(on_selected.ok());
+  EXPECT_TRUE(on_selected.decisions.empty());
+}
+
+TEST(CheckPodVolumesTest, ReadWriteOnceUsersShareANodeAndReadWriteOncePodHasOne) {
+  StorageCatalog catalog;
+  ClaimInfo rwo = Claim("logs", "local");
+  rwo.volume_name = "pv";
+  catalog.UpsertClaim(rwo);
+  VolumeInfo volume = LocalVolume("pv", "n0");
+  volume.node_affinity.reset();  // a network disk: any node may attach it
+  catalog.UpsertVolume(volume);
+  PodInfo pod = PodBuilder("p").Claim("logs").Build();
+  ClaimUsers on_n0 = {"n0"};
+  EXPECT_TRUE(Check(pod, Node("n0"), catalog, {}, &on_n0).ok());
+  EXPECT_EQ(Check(pod, Node("n1"), catalog, {}, &on_n0).code, VolumeCode::kReadWriteOnceNode);
+
+  ClaimInfo many = rwo;
+  many.access_modes = kReadWriteOnce | kReadWriteMany;
+  catalog.UpsertClaim(many);
+  EXPECT_TRUE(Check(pod, Node("n1"), catalog, {}, &on_n0).ok());
+
+  ClaimInfo single = rwo;
+  single.access_modes = kReadWriteOncePod;
+  catalog.UpsertClaim(single);
+  EXPECT_EQ(Check(pod, Node("n0"), catalog, {}, &on_n0).code, VolumeCode::kReadWriteOncePodInUse);
+  EXPECT_TRUE(Check(pod, Node("n0"), catalog).ok());
+}
+
+TEST(AssumeClaimDecisionsTest, ClaimsShowTheirVolumeOrNodeAndVolumesTheirClaim) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClass(ProvisionedClass());
+  catalog.UpsertClaim(Claim("data", "local"));
+  catalog.UpsertClaim(Claim("scratch", "fast"));
+  catalog.UpsertVolume(LocalVolume("pv", "n0"));
+  AssumeClaimDecisions(catalog, {ClaimDecision{"team", "data", "pv", "n0"},
+                                 ClaimDecision{"team", "scratch", "", "n0"},
+                                 ClaimDecision{"team", "gone", "", "n0"}});
+  EXPECT_EQ(catalog.FindClaim("team", "data")->volume_name, "pv");
+  EXPECT_EQ(catalog.FindVolume("pv")->claim_name, "data");
+  EXPECT_EQ(catalog.FindVolume("pv")->claim_uid, "uid-data");
+  EXPECT_EQ(catalog.FindClaim("team", "scratch")->selected_node, "n0");
+  EXPECT_EQ(catalog.FindClaim("team", "gone"), nullptr);
+}
+
+// The planner with volumes tracked: whole gangs go where every member's
+// claims can be had.
+class VolumePlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) {
+      std::string name = "n" + std::to_string(i);
+      ASSERT_TRUE(snapshot_
+                      .UpsertNode(NodeBuilder(name)
+                                      .Gpus(8)
+                                      .Label(std::string(kHostname), name)
+                                      .Label("zone", i == 2 ? "b" : "a")
+                                      .Build())
+                      .ok());
+    }
+    snapshot_.storage().set_tracked(true);
+    snapshot_.storage().UpsertClass(LocalClass());
+    snapshot_.storage().UpsertClass(ProvisionedClass());
+  }
+
+  static std::map<std::string, std::string> Placement(const GroupPlan& plan) {
+    std::map<std::string, std::string> out;
+    for (const Assignment& assignment : plan.assignments) {
+      out[assignment.pod->name] = assignment.node_name;
+    }
+    return out;
+  }
+
+  // Workers 0 and 1 mounting the local claims data-0 and data-1.
+  GroupFixture TwoMembersWithClaimsOfTheirOwn() {
+    GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 2, 0}}));
+    for (int i = 0; i < 2; ++i) {
+      std::string claim = "data-" + std::to_string(i);
+      snapshot_.storage().UpsertClaim(Claim(claim, "local"));
+      job.AddMembers("worker", i, 1, [&claim](PodBuilder& pod) { pod.Gpus(1).Claim(claim); });
+    }
+    return job;
+  }
+
+  Snapshot snapshot_;
+  PlannerConfig config_;
+};
+
+TEST_F(VolumePlannerTest, AGangSharingOneLocalClaimLandsOnTheNodeOfItsVolume) {
+  snapshot_.storage().UpsertClaim(Claim("data", "local"));
+  snapshot_.storage().UpsertVolume(LocalVolume("pv-n2", "n2"));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 4, 4, 0}}));
+  job.AddMembers("worker", 0, 4, [](PodBuilder& pod) { pod.Gpus(1).Claim("data"); });
+
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  for (const auto& [pod, node] : Placement(plan)) {
+    EXPECT_EQ(node, "n2") << pod;
+  }
+  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "data", "pv-n2", "n2"}));
+
+  ASSERT_TRUE(CommitPlan(snapshot_, plan).ok());
+  EXPECT_EQ(snapshot_.storage().FindClaim("team", "data")->volume_name, "pv-n2");
+  EXPECT_THAT(*snapshot_.ClaimUsersOf("team/data"), ElementsAre("n2", "n2", "n2", "n2"));
+}
+
+TEST_F(VolumePlannerTest, AProvisionedReadWriteOnceClaimPinsItsUsersToOneNode) {
+  snapshot_.storage().UpsertClaim(Claim("scratch", "fast"));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 3, 3, 0}}));
+  job.AddMembers("worker", 0, 3, [](PodBuilder& pod) { pod.Gpus(2).Claim("scratch"); });
+
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  std::map<std::string, std::string> placement = Placement(plan);
+  ASSERT_EQ(placement.size(), 3u);
+  std::string node = placement.begin()->second;
+  for (const auto& [pod, on] : placement) {
+    EXPECT_EQ(on, node) << pod;
+  }
+  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "scratch", "", node}));
+}
+
+TEST_F(VolumePlannerTest, PerMemberClaimsEachGetAVolumeOfTheirOwn) {
+  snapshot_.storage().UpsertVolume(LocalVolume("pv-a", "n1"));
+  snapshot_.storage().UpsertVolume(LocalVolume("pv-b", "n1"));
+  GroupFixture job = TwoMembersWithClaimsOfTheirOwn();
+
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "data-0", "pv-a", "n1"},
+                                                ClaimDecision{"team", "data-1", "pv-b", "n1"}));
+}
+
+TEST_F(VolumePlannerTest, AGangWhoseVolumesFitNowhereWaitsNamingTheClaimAndLeavesNoTrace) {
+  snapshot_.storage().UpsertVolume(LocalVolume("only-one", "n0"));
+  GroupFixture job = TwoMembersWithClaimsOfTheirOwn();
+
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_THAT(plan.reason, HasSubstr("worker: 1 of min 2 placeable"));
+  EXPECT_THAT(plan.reason,
+              HasSubstr("3 node(s) didn't find available persistent volumes to bind (claim "
+                        "\"data-1\")"));
+  EXPECT_TRUE(plan.claim_decisions.empty());
+  EXPECT_EQ(snapshot_.ClaimUsersOf("team/data-0"), nullptr);
+  EXPECT_EQ(snapshot_.storage().FindClaim("team", "data-0")->volume_name, "");
+}
+
+TEST_F(VolumePlannerTest, UntrackedVolumesAreIgnoredAsBefore) {
+  snapshot_.storage().set_tracked(false);
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 2, 2, 0}}));
+  job.AddMembers("worker", 0, 2, [](PodBuilder& pod) { pod.Gpus(1).Claim("no-such-claim"); });
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  EXPECT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_TRUE(plan.claim_decisions.empty());
+}
+
+}  // namespace
+}  // namespace hybridjob::scheduler
