@@ -146,12 +146,16 @@ void Snapshot::Detach(const PodInfo& pod, uint32_t slot) {
     }
     CountSelectorKeys(pod, -1);
   }
+  UncountClaimUsers(pod, state.info.name);
+}
+
+void Snapshot::UncountClaimUsers(const PodInfo& pod, const std::string& node_name) {
   for (const std::string& claim : pod.claims) {
     auto users = claim_users_.find(PodKey(pod.namespace_name, claim));
     if (users == claim_users_.end()) {
       continue;
     }
-    auto user = std::find(users->second.begin(), users->second.end(), state.info.name);
+    auto user = std::find(users->second.begin(), users->second.end(), node_name);
     if (user != users->second.end()) {
       users->second.erase(user);
     }
@@ -287,13 +291,7 @@ void Snapshot::RollbackTentative(size_t mark) {
       anti_affinity_pods_.pop_back();
       CountSelectorKeys(pod, -1);
     }
-    for (const std::string& claim : pod.claims) {
-      auto users = claim_users_.find(PodKey(pod.namespace_name, claim));
-      users->second.pop_back();
-      if (users->second.empty()) {
-        claim_users_.erase(users);
-      }
-    }
+    UncountClaimUsers(pod, state.info.name);
   }
 }
 

@@ -13,6 +13,14 @@ VolumeVerdict Reject(VolumeCode code, std::string_view claim) {
   return verdict;
 }
 
+// std::map::erase by a key of another type arrives only in C++23.
+template <typename Map>
+void EraseKey(Map& map, std::string_view key) {
+  if (auto it = map.find(key); it != map.end()) {
+    map.erase(it);
+  }
+}
+
 bool VolumeNodeAffinityMatches(const VolumeInfo& volume, const NodeInfo& node) {
   if (!volume.node_affinity.has_value()) {
     return true;
@@ -107,8 +115,7 @@ VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, co
       return Reject(VolumeCode::kReadWriteOnceNode, claim_name);
     }
   }
-  std::string key = claim->Key();
-  const ClaimDecision* earlier = plan.Find(key);
+  const ClaimDecision* earlier = plan.Find(claim->namespace_name, claim->name);
   std::string_view volume_name = claim->volume_name;
   if (earlier != nullptr) {
     if (earlier->volume_name.empty()) {
@@ -138,7 +145,7 @@ VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, co
                                              : Reject(VolumeCode::kBindConflict, claim_name);
   }
   for (const ClaimDecision& decision : *decided) {
-    if (decision.ClaimKey() == key) {
+    if (decision.IsFor(claim->namespace_name, claim->name)) {
       return {};  // the pod mounts the claim twice
     }
   }
@@ -162,10 +169,7 @@ void StorageCatalog::UpsertClaim(ClaimInfo claim) {
 }
 
 void StorageCatalog::RemoveClaim(std::string_view namespace_name, std::string_view name) {
-  auto it = claims_.find(PodKey(namespace_name, name));
-  if (it != claims_.end()) {
-    claims_.erase(it);
-  }
+  EraseKey(claims_, PodKey(namespace_name, name));
 }
 
 void StorageCatalog::UpsertVolume(VolumeInfo volume) {
@@ -174,10 +178,7 @@ void StorageCatalog::UpsertVolume(VolumeInfo volume) {
 }
 
 void StorageCatalog::RemoveVolume(std::string_view name) {
-  auto it = volumes_.find(name);
-  if (it != volumes_.end()) {
-    volumes_.erase(it);
-  }
+  EraseKey(volumes_, name);
 }
 
 void StorageCatalog::UpsertClass(StorageClassInfo storage_class) {
@@ -186,15 +187,16 @@ void StorageCatalog::UpsertClass(StorageClassInfo storage_class) {
 }
 
 void StorageCatalog::RemoveClass(std::string_view name) {
-  auto it = classes_.find(name);
-  if (it != classes_.end()) {
-    classes_.erase(it);
-  }
+  EraseKey(classes_, name);
 }
 
 const ClaimInfo* StorageCatalog::FindClaim(std::string_view namespace_name,
                                            std::string_view name) const {
-  auto it = claims_.find(PodKey(namespace_name, name));
+  return FindClaimByKey(PodKey(namespace_name, name));
+}
+
+const ClaimInfo* StorageCatalog::FindClaimByKey(std::string_view claim_key) const {
+  auto it = claims_.find(claim_key);
   return it == claims_.end() ? nullptr : &it->second;
 }
 
@@ -236,9 +238,10 @@ std::string VolumeVerdict::Message() const {
   return "unknown";
 }
 
-const ClaimDecision* VolumePlan::Find(std::string_view claim_key) const {
+const ClaimDecision* VolumePlan::Find(std::string_view namespace_name,
+                                      std::string_view claim_name) const {
   for (const ClaimDecision& decision : decisions_) {
-    if (decision.ClaimKey() == claim_key) {
+    if (decision.IsFor(namespace_name, claim_name)) {
       return &decision;
     }
   }
@@ -252,7 +255,7 @@ bool VolumePlan::VolumeTaken(std::string_view volume_name) const {
 }
 
 void VolumePlan::Add(const ClaimDecision& decision) {
-  if (Find(decision.ClaimKey()) == nullptr) {
+  if (Find(decision.namespace_name, decision.claim_name) == nullptr) {
     decisions_.push_back(decision);
   }
 }
@@ -262,8 +265,9 @@ VolumeVerdict CheckPodVolumes(const PodInfo& pod, const NodeInfo& node,
                               const ClaimUsersLookup& users_of) {
   VolumeVerdict fits;
   for (const std::string& name : pod.claims) {
-    const ClaimInfo* claim = catalog.FindClaim(pod.namespace_name, name);
-    const ClaimUsers* users = users_of ? users_of(PodKey(pod.namespace_name, name)) : nullptr;
+    const std::string key = PodKey(pod.namespace_name, name);
+    const ClaimInfo* claim = catalog.FindClaimByKey(key);
+    const ClaimUsers* users = users_of ? users_of(key) : nullptr;
     VolumeVerdict verdict = CheckClaim(claim, name, node, catalog, plan, users, &fits.decisions);
     if (!verdict.ok()) {
       return verdict;

@@ -121,6 +121,7 @@ class Snapshot {
   void Attach(const PodInfo& pod, uint32_t slot);
   void Detach(const PodInfo& pod, uint32_t slot);
   void CountSelectorKeys(const PodInfo& pod, int delta);
+  void UncountClaimUsers(const PodInfo& pod, const std::string& node_name);
   void IndexGroupMember(const PodInfo& pod);
   void UnindexGroupMember(const PodInfo& pod);
 

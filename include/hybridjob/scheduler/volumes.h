@@ -91,6 +91,8 @@ class StorageCatalog {
   void RemoveClass(std::string_view name);
 
   const ClaimInfo* FindClaim(std::string_view namespace_name, std::string_view name) const;
+  // By "namespace/name", the key ClaimUsers are indexed by.
+  const ClaimInfo* FindClaimByKey(std::string_view claim_key) const;
   const VolumeInfo* FindVolume(std::string_view name) const;
   const StorageClassInfo* FindClass(std::string_view name) const;
   // Every volume, by name (the order breaks ties deterministically).
@@ -111,7 +113,9 @@ struct ClaimDecision {
   std::string volume_name;
   std::string node_name;
 
-  std::string ClaimKey() const { return PodKey(namespace_name, claim_name); }
+  bool IsFor(std::string_view claim_namespace, std::string_view claim) const {
+    return namespace_name == claim_namespace && claim_name == claim;
+  }
   friend bool operator==(const ClaimDecision&, const ClaimDecision&) = default;
 };
 
@@ -146,7 +150,7 @@ struct VolumeVerdict {
 // The volumes of a plan in progress: claims decided so far.
 class VolumePlan {
  public:
-  const ClaimDecision* Find(std::string_view claim_key) const;
+  const ClaimDecision* Find(std::string_view namespace_name, std::string_view claim_name) const;
   bool VolumeTaken(std::string_view volume_name) const;
   void Add(const ClaimDecision& decision);
   const std::vector<ClaimDecision>& decisions() const { return decisions_; }
