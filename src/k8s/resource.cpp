@@ -49,6 +49,12 @@ Resource Secrets() {
 Resource PersistentVolumeClaims() {
   return {"", "v1", "persistentvolumeclaims", true};
 }
+Resource PersistentVolumes() {
+  return {"", "v1", "persistentvolumes", false};
+}
+Resource StorageClasses() {
+  return {"storage.k8s.io", "v1", "storageclasses", false};
+}
 Resource Events() {
   return {"", "v1", "events", true};
 }

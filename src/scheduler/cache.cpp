@@ -17,7 +17,7 @@ bool SchedulerCache::Apply(Delta delta) {
 
 bool SchedulerCache::HasSynced() const {
   return nodes_synced_ && pods_synced_ && jobs_synced_ && namespaces_synced_ &&
-         priority_classes_synced_;
+         priority_classes_synced_ && claims_synced_ && volumes_synced_ && storage_classes_synced_;
 }
 
 std::vector<const PodInfo*> SchedulerCache::Pending() const {
@@ -291,6 +291,65 @@ bool SchedulerCache::ApplyOne(Relist<PriorityClassInfo> delta) {
   const bool changed = directory_.ReplacePriorityClasses(std::move(delta.objects)) &&
                        ReresolvePods([](const PodInfo&) { return true; });
   return changed || first;
+}
+
+// A storage object changes where a member's volumes can be had: a claim
+// bound or provisioned, a volume made available, a class created.
+bool SchedulerCache::ApplyOne(Upsert<ClaimInfo> delta) {
+  snapshot_.storage().UpsertClaim(std::move(delta.object));
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Removal<ClaimInfo> delta) {
+  snapshot_.storage().RemoveClaim(delta.namespace_name, delta.name);
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Relist<ClaimInfo> delta) {
+  snapshot_.storage().ReplaceClaims(std::move(delta.objects));
+  claims_synced_ = true;
+  TrackStorageOnceListed();
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Upsert<VolumeInfo> delta) {
+  snapshot_.storage().UpsertVolume(std::move(delta.object));
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Removal<VolumeInfo> delta) {
+  snapshot_.storage().RemoveVolume(delta.name);
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Relist<VolumeInfo> delta) {
+  snapshot_.storage().ReplaceVolumes(std::move(delta.objects));
+  volumes_synced_ = true;
+  TrackStorageOnceListed();
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Upsert<StorageClassInfo> delta) {
+  snapshot_.storage().UpsertClass(std::move(delta.object));
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Removal<StorageClassInfo> delta) {
+  snapshot_.storage().RemoveClass(delta.name);
+  return true;
+}
+
+bool SchedulerCache::ApplyOne(Relist<StorageClassInfo> delta) {
+  snapshot_.storage().ReplaceClasses(std::move(delta.objects));
+  storage_classes_synced_ = true;
+  TrackStorageOnceListed();
+  return true;
+}
+
+void SchedulerCache::TrackStorageOnceListed() {
+  if (claims_synced_ && volumes_synced_ && storage_classes_synced_) {
+    snapshot_.storage().set_tracked(true);
+  }
 }
 
 }  // namespace hybridjob::scheduler

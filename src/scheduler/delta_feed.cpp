@@ -77,7 +77,13 @@ DeltaFeed::DeltaFeed()
       namespace_sink_(std::make_unique<ParsingSink<NamespaceInfo>>(*this, &ParseNamespaceInfo,
                                                                    "namespace", false)),
       priority_class_sink_(std::make_unique<ParsingSink<PriorityClassInfo>>(
-          *this, &ParsePriorityClassInfo, "PriorityClass", true)) {}
+          *this, &ParsePriorityClassInfo, "PriorityClass", true)),
+      claim_sink_(std::make_unique<ParsingSink<ClaimInfo>>(*this, &ParseClaim,
+                                                           "PersistentVolumeClaim", true)),
+      volume_sink_(
+          std::make_unique<ParsingSink<VolumeInfo>>(*this, &ParseVolume, "PersistentVolume", true)),
+      storage_class_sink_(std::make_unique<ParsingSink<StorageClassInfo>>(*this, &ParseStorageClass,
+                                                                          "StorageClass", true)) {}
 
 DeltaFeed::~DeltaFeed() = default;
 

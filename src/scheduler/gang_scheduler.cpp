@@ -235,15 +235,24 @@ void GangScheduler::Start() {
   namespaces.resource = k8s::resources::Namespaces();
   k8s::ReflectorOptions priority_classes;
   priority_classes.resource = k8s::resources::PriorityClasses();
+  // What pods' volumes are checked against (volumes.h).
+  k8s::ReflectorOptions claims;
+  claims.resource = k8s::resources::PersistentVolumeClaims();
+  k8s::ReflectorOptions volumes;
+  volumes.resource = k8s::resources::PersistentVolumes();
+  k8s::ReflectorOptions storage_classes;
+  storage_classes.resource = k8s::resources::StorageClasses();
   for (auto [options, sink] :
        {std::pair{jobs, &feed_.job_sink()}, std::pair{namespaces, &feed_.namespace_sink()},
-        std::pair{priority_classes, &feed_.priority_class_sink()}}) {
-    tenancy_reflectors_.push_back(std::make_unique<k8s::Reflector>(client_, options, *sink));
+        std::pair{priority_classes, &feed_.priority_class_sink()},
+        std::pair{claims, &feed_.claim_sink()}, std::pair{volumes, &feed_.volume_sink()},
+        std::pair{storage_classes, &feed_.storage_class_sink()}}) {
+    lookup_reflectors_.push_back(std::make_unique<k8s::Reflector>(client_, options, *sink));
   }
   for (k8s::Reflector* reflector : {node_reflector_.get(), pod_reflector_.get()}) {
     reflector_threads_.emplace_back([reflector] { reflector->Run(); });
   }
-  for (auto& reflector : tenancy_reflectors_) {
+  for (auto& reflector : lookup_reflectors_) {
     reflector_threads_.emplace_back([r = reflector.get()] { r->Run(); });
   }
   loop_thread_ = std::thread([this] { Loop(); });
@@ -278,7 +287,7 @@ void GangScheduler::Stop() {
       reflector->Stop();
     }
   }
-  for (auto& reflector : tenancy_reflectors_) {
+  for (auto& reflector : lookup_reflectors_) {
     reflector->Stop();
   }
   for (std::thread& thread : reflector_threads_) {

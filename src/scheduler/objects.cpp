@@ -864,6 +864,23 @@ Result<NodeInfo> ParseNode(const nlohmann::json& node) {
   return GuardedParse<NodeInfo>("node", [&]() { return ParseNodeOrThrow(node); });
 }
 
+Result<std::vector<NodeSelectorTerm>> ParseNodeSelectorTermsJson(const nlohmann::json& terms,
+                                                                 const std::string& path) {
+  try {
+    if (!terms.is_array()) {
+      Fail(path, "expected an array");
+    }
+    std::vector<NodeSelectorTerm> out;
+    out.reserve(terms.size());
+    for (size_t i = 0; i < terms.size(); ++i) {
+      out.push_back(ParseNodeSelectorTerm(terms[i], IndexPath(path, i)));
+    }
+    return out;
+  } catch (const JsonFieldError& error) {
+    return InvalidArgument(error.what());
+  }
+}
+
 Result<NodeInfo> ParseNodeJson(std::string_view text) {
   Result<json> parsed = ParseJsonText("node", text);
   if (!parsed.ok()) {

@@ -77,7 +77,8 @@ const VolumeInfo* MatchVolume(const ClaimInfo& claim, const NodeInfo& node,
     }
     if (!reserved &&
         (volume.phase != "Available" || volume.capacity_bytes < claim.requested_bytes ||
-         (volume.access_modes & claim.access_modes) != claim.access_modes)) {
+         (volume.access_modes & claim.access_modes) != claim.access_modes ||
+         (claim.selector.has_value() && !claim.selector->Matches(volume.labels)))) {
       continue;
     }
     if (reserved) {
@@ -154,7 +155,7 @@ VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, co
     return {};
   }
   if (storage_class->provisioner.empty() || storage_class->provisioner == kNoProvisioner ||
-      !ClassAllowsNode(*storage_class, node)) {
+      claim->selector.has_value() || !ClassAllowsNode(*storage_class, node)) {
     return Reject(VolumeCode::kBindConflict, claim_name);
   }
   decided->push_back(ClaimDecision{claim->namespace_name, claim->name, "", node.name});
@@ -188,6 +189,27 @@ void StorageCatalog::UpsertClass(StorageClassInfo storage_class) {
 
 void StorageCatalog::RemoveClass(std::string_view name) {
   EraseKey(classes_, name);
+}
+
+void StorageCatalog::ReplaceClaims(std::vector<ClaimInfo> claims) {
+  claims_.clear();
+  for (ClaimInfo& claim : claims) {
+    UpsertClaim(std::move(claim));
+  }
+}
+
+void StorageCatalog::ReplaceVolumes(std::vector<VolumeInfo> volumes) {
+  volumes_.clear();
+  for (VolumeInfo& volume : volumes) {
+    UpsertVolume(std::move(volume));
+  }
+}
+
+void StorageCatalog::ReplaceClasses(std::vector<StorageClassInfo> classes) {
+  classes_.clear();
+  for (StorageClassInfo& storage_class : classes) {
+    UpsertClass(std::move(storage_class));
+  }
 }
 
 const ClaimInfo* StorageCatalog::FindClaim(std::string_view namespace_name,

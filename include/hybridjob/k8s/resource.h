@@ -30,6 +30,8 @@ Resource Services();
 Resource ConfigMaps();
 Resource Secrets();
 Resource PersistentVolumeClaims();
+Resource PersistentVolumes();
+Resource StorageClasses();
 Resource Events();
 Resource Namespaces();
 Resource ServiceAccounts();

@@ -43,10 +43,11 @@ class SchedulerCache {
   // again. True when it was assumed.
   bool ForgetAssumed(const std::string& namespace_name, const std::string& name);
 
-  // Nodes, pods, HybridJobs, namespaces and PriorityClasses all listed once.
   // The pod as last seen, pending or on a node; null when gone.
   const PodInfo* FindPod(const std::string& namespace_name, const std::string& name) const;
 
+  // Nodes, pods, HybridJobs, namespaces, PriorityClasses, claims, volumes and
+  // storage classes all listed once.
   bool HasSynced() const;
   size_t PendingCount() const { return pending_.size(); }
   size_t AssumedCount() const { return assumed_.size(); }
@@ -67,6 +68,17 @@ class SchedulerCache {
   bool ApplyOne(Upsert<PriorityClassInfo> delta);
   bool ApplyOne(Removal<PriorityClassInfo> delta);
   bool ApplyOne(Relist<PriorityClassInfo> delta);
+  bool ApplyOne(Upsert<ClaimInfo> delta);
+  bool ApplyOne(Removal<ClaimInfo> delta);
+  bool ApplyOne(Relist<ClaimInfo> delta);
+  bool ApplyOne(Upsert<VolumeInfo> delta);
+  bool ApplyOne(Removal<VolumeInfo> delta);
+  bool ApplyOne(Relist<VolumeInfo> delta);
+  bool ApplyOne(Upsert<StorageClassInfo> delta);
+  bool ApplyOne(Removal<StorageClassInfo> delta);
+  bool ApplyOne(Relist<StorageClassInfo> delta);
+  // Volumes count in plans once claims, volumes and classes are all listed.
+  void TrackStorageOnceListed();
 
   bool UpsertPod(PodInfo pod);
   bool RemovePod(const std::string& namespace_name, const std::string& name);
@@ -88,6 +100,9 @@ class SchedulerCache {
   bool jobs_synced_ = false;
   bool namespaces_synced_ = false;
   bool priority_classes_synced_ = false;
+  bool claims_synced_ = false;
+  bool volumes_synced_ = false;
+  bool storage_classes_synced_ = false;
 };
 
 }  // namespace hybridjob::scheduler

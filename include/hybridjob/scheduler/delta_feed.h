@@ -25,13 +25,16 @@ class DeltaFeed {
   DeltaFeed& operator=(const DeltaFeed&) = delete;
 
   // Sinks for reflectors the caller owns. An object that does not parse is
-  // logged and skipped; a HybridJob or PriorityClass that stops parsing is
-  // taken as gone (its pods wait as if it were not there).
+  // logged and skipped; a HybridJob, PriorityClass or storage object that
+  // stops parsing is taken as gone (its pods wait as if it were not there).
   k8s::ReflectorSink& node_sink() { return *node_sink_; }
   k8s::ReflectorSink& pod_sink() { return *pod_sink_; }
   k8s::ReflectorSink& job_sink() { return *job_sink_; }
   k8s::ReflectorSink& namespace_sink() { return *namespace_sink_; }
   k8s::ReflectorSink& priority_class_sink() { return *priority_class_sink_; }
+  k8s::ReflectorSink& claim_sink() { return *claim_sink_; }
+  k8s::ReflectorSink& volume_sink() { return *volume_sink_; }
+  k8s::ReflectorSink& storage_class_sink() { return *storage_class_sink_; }
 
   void Push(Delta delta);
   // Waits until a delta is queued, Wake() is called or `deadline` passes,
@@ -46,6 +49,9 @@ class DeltaFeed {
   std::unique_ptr<k8s::ReflectorSink> job_sink_;
   std::unique_ptr<k8s::ReflectorSink> namespace_sink_;
   std::unique_ptr<k8s::ReflectorSink> priority_class_sink_;
+  std::unique_ptr<k8s::ReflectorSink> claim_sink_;
+  std::unique_ptr<k8s::ReflectorSink> volume_sink_;
+  std::unique_ptr<k8s::ReflectorSink> storage_class_sink_;
 
   Mutex mu_;
   std::condition_variable cv_;

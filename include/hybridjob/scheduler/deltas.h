@@ -9,6 +9,7 @@
 
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/tenancy.h>
+#include <hybridjob/scheduler/volumes.h>
 
 namespace hybridjob::scheduler {
 
@@ -29,10 +30,13 @@ struct Relist {
   std::vector<T> objects;
 };
 
-using Delta = std::variant<Upsert<NodeInfo>, Removal<NodeInfo>, Relist<NodeInfo>, Upsert<PodInfo>,
-                           Removal<PodInfo>, Relist<PodInfo>, Upsert<TrustedJob>,
-                           Removal<TrustedJob>, Relist<TrustedJob>, Upsert<NamespaceInfo>,
-                           Removal<NamespaceInfo>, Relist<NamespaceInfo>, Upsert<PriorityClassInfo>,
-                           Removal<PriorityClassInfo>, Relist<PriorityClassInfo>>;
+using Delta =
+    std::variant<Upsert<NodeInfo>, Removal<NodeInfo>, Relist<NodeInfo>, Upsert<PodInfo>,
+                 Removal<PodInfo>, Relist<PodInfo>, Upsert<TrustedJob>, Removal<TrustedJob>,
+                 Relist<TrustedJob>, Upsert<NamespaceInfo>, Removal<NamespaceInfo>,
+                 Relist<NamespaceInfo>, Upsert<PriorityClassInfo>, Removal<PriorityClassInfo>,
+                 Relist<PriorityClassInfo>, Upsert<ClaimInfo>, Removal<ClaimInfo>,
+                 Relist<ClaimInfo>, Upsert<VolumeInfo>, Removal<VolumeInfo>, Relist<VolumeInfo>,
+                 Upsert<StorageClassInfo>, Removal<StorageClassInfo>, Relist<StorageClassInfo>>;
 
 }  // namespace hybridjob::scheduler

@@ -3,7 +3,8 @@
 //
 // Threads and queues:
 //
-//   reflectors (nodes, pods, HybridJobs, namespaces, PriorityClasses)
+//   reflectors (nodes, pods, HybridJobs, namespaces, PriorityClasses,
+//               claims, volumes, StorageClasses)
 //        | parse, queue deltas                        DeltaFeed
 //        v
 //   loop: takes every delta and bind outcome, applies them to the cache it
@@ -109,7 +110,8 @@ class GangScheduler {
   std::unique_ptr<Evictor> evictor_;
   std::unique_ptr<k8s::Reflector> node_reflector_;
   std::unique_ptr<k8s::Reflector> pod_reflector_;
-  std::vector<std::unique_ptr<k8s::Reflector>> tenancy_reflectors_;  // jobs, namespaces, classes
+  // HybridJobs, namespaces, PriorityClasses; claims, volumes, StorageClasses.
+  std::vector<std::unique_ptr<k8s::Reflector>> lookup_reflectors_;
   std::vector<std::thread> reflector_threads_;
   std::thread loop_thread_;
 

@@ -261,4 +261,9 @@ Result<LabelSelector> ParseLabelSelectorJson(const nlohmann::json& selector,
 Result<NodeInfo> ParseNode(const nlohmann::json& node);
 Result<NodeInfo> ParseNodeJson(std::string_view text);
 
+// A core/v1 NodeSelector's nodeSelectorTerms array (as in a PersistentVolume's
+// spec.nodeAffinity.required); errors name `path`.
+Result<std::vector<NodeSelectorTerm>> ParseNodeSelectorTermsJson(const nlohmann::json& terms,
+                                                                 const std::string& path);
+
 }  // namespace hybridjob::scheduler

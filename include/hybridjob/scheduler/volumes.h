@@ -14,6 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/objects.h>
 
 namespace hybridjob::scheduler {
@@ -53,17 +56,22 @@ struct ClaimInfo {
   bool block_mode = false;    // spec.volumeMode: Block
   std::string selected_node;  // the selected-node annotation
   bool deleting = false;      // metadata.deletionTimestamp is set
+  // spec.selector: only volumes whose labels match; such a claim is never
+  // provisioned (the PV controller refuses to).
+  std::optional<LabelSelector> selector;
 
   std::string Key() const { return PodKey(namespace_name, name); }
 };
 
 struct VolumeInfo {
   std::string name;
+  LabelMap labels;
   std::string storage_class;
   AccessModes access_modes = 0;
   int64_t capacity_bytes = 0;
   bool block_mode = false;
-  // Available, Bound, Released or Failed (status.phase).
+  // Pending, Available, Bound, Released or Failed (status.phase); only an
+  // Available volume is matched to a claim that is not reserved to it.
   std::string phase = "Available";
   // spec.claimRef: the claim the volume is bound or reserved to, if any.
   std::string claim_namespace;
@@ -74,6 +82,14 @@ struct VolumeInfo {
 
   bool HasClaimRef() const { return !claim_name.empty(); }
 };
+
+// core/v1 PersistentVolumeClaim and PersistentVolume, storage.k8s.io/v1
+// StorageClass. The class is the legacy volume.beta.kubernetes.io/storage-class
+// annotation when set, else spec.storageClassName, as the PV controller reads
+// it. Malformed fields give an InvalidArgument status naming the field.
+Result<ClaimInfo> ParseClaim(const nlohmann::json& claim);
+Result<VolumeInfo> ParseVolume(const nlohmann::json& volume);
+Result<StorageClassInfo> ParseStorageClass(const nlohmann::json& storage_class);
 
 // What the informers know of claims, volumes and classes. Until the shell
 // says it tracks them (set_tracked), the planner ignores volumes entirely:
@@ -89,6 +105,10 @@ class StorageCatalog {
   void RemoveVolume(std::string_view name);
   void UpsertClass(StorageClassInfo storage_class);
   void RemoveClass(std::string_view name);
+  // After a (re)list: exactly these, the rest are gone.
+  void ReplaceClaims(std::vector<ClaimInfo> claims);
+  void ReplaceVolumes(std::vector<VolumeInfo> volumes);
+  void ReplaceClasses(std::vector<StorageClassInfo> classes);
 
   const ClaimInfo* FindClaim(std::string_view namespace_name, std::string_view name) const;
   // By "namespace/name", the key ClaimUsers are indexed by.

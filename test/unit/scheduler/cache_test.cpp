@@ -88,6 +88,9 @@ class SchedulerCacheTest : public ::testing::Test {
     feed_.job_sink().Replace({TrainJob()}, "1");
     feed_.namespace_sink().Replace({Namespace("team-a")}, "1");
     feed_.priority_class_sink().Replace({}, "1");
+    feed_.claim_sink().Replace({}, "1");
+    feed_.volume_sink().Replace({}, "1");
+    feed_.storage_class_sink().Replace({}, "1");
     feed_.node_sink().Replace({Node("node-1")}, "1");
     feed_.pod_sink().Replace({PendingMember("train-worker-0", 0, 2)}, "1");
     ASSERT_TRUE(Drain());
@@ -160,7 +163,7 @@ TEST_F(SchedulerCacheTest, AnInPlaceResizeOfABoundPodWakesTheLoop) {
   EXPECT_TRUE(Drain());
 }
 
-TEST_F(SchedulerCacheTest, NothingSyncsUntilJobsNamespacesAndClassesAreListed) {
+TEST_F(SchedulerCacheTest, NothingSyncsUntilEveryKindIsListed) {
   DeltaFeed feed;
   SchedulerCache cache(kScheduler);
   feed.node_sink().Replace({}, "1");
@@ -170,8 +173,89 @@ TEST_F(SchedulerCacheTest, NothingSyncsUntilJobsNamespacesAndClassesAreListed) {
   DrainInto(feed, cache);
   EXPECT_FALSE(cache.HasSynced());
   feed.priority_class_sink().Replace({}, "1");
+  feed.claim_sink().Replace({}, "1");
+  feed.volume_sink().Replace({}, "1");
+  DrainInto(feed, cache);
+  EXPECT_FALSE(cache.HasSynced());
+  EXPECT_FALSE(cache.snapshot().storage().tracked());
+  feed.storage_class_sink().Replace({}, "1");
   EXPECT_TRUE(DrainInto(feed, cache));
   EXPECT_TRUE(cache.HasSynced());
+  EXPECT_TRUE(cache.snapshot().storage().tracked());
+}
+
+json Claim(const std::string& name, const std::string& volume_name = "") {
+  json claim = {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", name + "-uid"}}},
+                {"spec",
+                 {{"storageClassName", "local"},
+                  {"accessModes", json::array({"ReadWriteOnce"})},
+                  {"resources", {{"requests", {{"storage", "10Gi"}}}}}}}};
+  if (!volume_name.empty()) {
+    claim["spec"]["volumeName"] = volume_name;
+  }
+  return claim;
+}
+
+json LocalVolume(const std::string& name, const std::string& node) {
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"storageClassName", "local"},
+            {"accessModes", json::array({"ReadWriteOnce"})},
+            {"capacity", {{"storage", "20Gi"}}},
+            {"nodeAffinity",
+             {{"required",
+               {{"nodeSelectorTerms",
+                 json::array({{{"matchExpressions",
+                                json::array({{{"key", "kubernetes.io/hostname"},
+                                              {"operator", "In"},
+                                              {"values", json::array({node})}}})}}})}}}}}}},
+          {"status", {{"phase", "Available"}}}};
+}
+
+// Claims, volumes and classes reach the snapshot's catalog as the informers
+// see them; each change may let a waiting member in, so the loop wakes.
+TEST_F(SchedulerCacheTest, StorageObjectsReachTheCatalogAndWakeTheLoop) {
+  feed_.storage_class_sink().Apply(k8s::WatchEventType::kAdded,
+                                   {{"metadata", {{"name", "local"}}},
+                                    {"provisioner", "kubernetes.io/no-provisioner"},
+                                    {"volumeBindingMode", "WaitForFirstConsumer"}});
+  feed_.volume_sink().Apply(k8s::WatchEventType::kAdded, LocalVolume("pv-1", "node-1"));
+  feed_.claim_sink().Apply(k8s::WatchEventType::kAdded, Claim("data"));
+  EXPECT_TRUE(Drain());
+  const StorageCatalog& storage = cache_.snapshot().storage();
+  ASSERT_NE(storage.FindClass("local"), nullptr);
+  EXPECT_TRUE(storage.FindClass("local")->wait_for_first_consumer);
+  ASSERT_NE(storage.FindVolume("pv-1"), nullptr);
+  ASSERT_NE(storage.FindClaim("team-a", "data"), nullptr);
+  EXPECT_EQ(storage.FindClaim("team-a", "data")->volume_name, "");
+
+  feed_.claim_sink().Apply(k8s::WatchEventType::kModified, Claim("data", "pv-1"));
+  EXPECT_TRUE(Drain());
+  EXPECT_EQ(storage.FindClaim("team-a", "data")->volume_name, "pv-1");
+
+  feed_.claim_sink().Apply(k8s::WatchEventType::kDeleted, Claim("data", "pv-1"));
+  feed_.volume_sink().Apply(k8s::WatchEventType::kDeleted, LocalVolume("pv-1", "node-1"));
+  EXPECT_TRUE(Drain());
+  EXPECT_EQ(storage.FindClaim("team-a", "data"), nullptr);
+  EXPECT_EQ(storage.FindVolume("pv-1"), nullptr);
+}
+
+// A relist replaces what the watch missed: objects not in it are gone. A
+// claim that stops parsing is gone too (its pods wait, as for a missing one).
+TEST_F(SchedulerCacheTest, AStorageRelistForgetsWhatIsGone) {
+  feed_.claim_sink().Replace({Claim("data"), Claim("logs")}, "2");
+  Drain();
+  feed_.claim_sink().Replace({Claim("logs")}, "3");
+  Drain();
+  const StorageCatalog& storage = cache_.snapshot().storage();
+  EXPECT_EQ(storage.FindClaim("team-a", "data"), nullptr);
+  EXPECT_NE(storage.FindClaim("team-a", "logs"), nullptr);
+
+  json broken = Claim("logs");
+  broken["spec"]["accessModes"] = json::array({"ReadWriteSometimes"});
+  feed_.claim_sink().Apply(k8s::WatchEventType::kModified, broken);
+  Drain();
+  EXPECT_EQ(storage.FindClaim("team-a", "logs"), nullptr);
 }
 
 // Informers only queue: nothing reaches the cache until the loop takes it,

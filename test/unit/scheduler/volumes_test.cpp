@@ -111,6 +111,35 @@ TEST(CheckPodVolumesTest, UnboundImmediateClaimWaitsForTheVolumeController) {
             VolumeCode::kUnboundImmediate);
 }
 
+// spec.selector narrows the volumes a claim may get to those whose labels
+// match, and the PV controller never provisions such a claim.
+TEST(CheckPodVolumesTest, AClaimSelectorNarrowsTheVolumesAndRulesOutProvisioning) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  ClaimInfo claim = Claim("data", "local");
+  claim.selector = LabelSelector{{SelectorRequirement{"tier", SelectorOperator::kIn, {"ssd"}}}};
+  catalog.UpsertClaim(claim);
+  VolumeInfo hdd = LocalVolume("hdd", "n0", 20 * kGiB);
+  hdd.labels = LabelMap{{"tier", "hdd"}};
+  VolumeInfo ssd = LocalVolume("ssd", "n0", 40 * kGiB);
+  ssd.labels = LabelMap{{"tier", "ssd"}};
+  catalog.UpsertVolume(hdd);
+  catalog.UpsertVolume(ssd);
+  PodInfo pod = PodBuilder("p").Claim("data").Build();
+  VolumeVerdict verdict = Check(pod, Node("n0"), catalog);
+  ASSERT_TRUE(verdict.ok()) << verdict.Message();
+  ASSERT_EQ(verdict.decisions.size(), 1u);
+  EXPECT_EQ(verdict.decisions[0].volume_name, "ssd");
+
+  StorageClassInfo provisioned = ProvisionedClass();
+  catalog.UpsertClass(provisioned);
+  ClaimInfo fast = Claim("scratch", "fast");
+  fast.selector = claim.selector;
+  catalog.UpsertClaim(fast);
+  EXPECT_EQ(Check(PodBuilder("q").Claim("scratch").Build(), Node("n0"), catalog).code,
+            VolumeCode::kBindConflict);
+}
+
 TEST(CheckPodVolumesTest, WaitForFirstConsumerPicksTheSmallestFittingVolumeOnTheNode) {
   StorageCatalog catalog;
   catalog.UpsertClass(LocalClass());
