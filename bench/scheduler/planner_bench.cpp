@@ -18,6 +18,15 @@
 //                     snapshot, the failed placement, the victim search and
 //                     its what-if plans (victims are not applied, so every
 //                     iteration sees the same cluster). Target: <= 200 ms.
+// BM_PlanGangWithVolumes: one group (1 PS + 32 one-GPU workers) planned onto
+//                     1,000 nodes, its workers' volumes checked as
+//                     kube-scheduler's VolumeBinding plugin does: volumes=none
+//                     (the baseline), local (each worker's own
+//                     WaitForFirstConsumer claim matched among 2,000 node-local
+//                     PVs, two per node), shared (one ReadWriteMany claim bound
+//                     to a zonal PV: a quarter of the nodes qualify) and
+//                     provisioned (each worker's claim provisioned by a class
+//                     whose allowedTopologies name one zone).
 // The /busy variants first load the cluster with 50,000 running pods (10 per
 // node, a share of the GPUs taken) so scans meet full and partly used nodes.
 #include <memory>
@@ -31,6 +40,7 @@
 #include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/volumes.h>
 
 namespace {
 
@@ -315,6 +325,130 @@ void BM_ReclaimForWaitingGang(benchmark::State& state) {
 BENCHMARK(BM_ReclaimForWaitingGang)
     ->Unit(benchmark::kMillisecond)
     ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+enum class VolumeLayout : int64_t { kNone = 0, kLocal = 1, kShared = 2, kProvisioned = 3 };
+
+constexpr int kVolumeNodes = 1000;
+constexpr char kZoneLabel[] = "topology.kubernetes.io/zone";
+
+NodeSelectorTerm Requiring(const std::string& key, const std::string& value) {
+  NodeSelectorTerm term;
+  term.match_expressions.push_back(SelectorRequirement{key, SelectorOperator::kIn, {value}});
+  return term;
+}
+
+ClaimInfo MakeClaim(const std::string& name, const std::string& storage_class, AccessModes modes) {
+  ClaimInfo claim;
+  claim.namespace_name = "ml";
+  claim.name = name;
+  claim.uid = "uid-" + name;
+  claim.storage_class = storage_class;
+  claim.access_modes = modes;
+  claim.requested_bytes = 50 * kGi;
+  return claim;
+}
+
+// kVolumeNodes GPU nodes and the storage of `layout`, tracked by the planner.
+std::unique_ptr<Snapshot> MakeStorageCluster(VolumeLayout layout) {
+  auto snapshot = std::make_unique<Snapshot>();
+  for (int n = 0; n < kVolumeNodes; ++n) {
+    (void)snapshot->UpsertNode(MakeNode(n));
+  }
+  StorageCatalog& storage = snapshot->storage();
+  storage.set_tracked(true);
+  storage.UpsertClass(StorageClassInfo{"local", std::string(kNoProvisioner), true, {}});
+  storage.UpsertClass(
+      StorageClassInfo{"zonal", "ebs.csi.aws.com", true, {Requiring(kZoneLabel, "zone-2")}});
+  storage.UpsertClass(StorageClassInfo{"shared", "nfs.csi.k8s.io", false, {}});
+  if (layout == VolumeLayout::kLocal) {
+    for (int n = 0; n < kVolumeNodes; ++n) {
+      for (int v = 0; v < 2; ++v) {
+        VolumeInfo volume;
+        volume.name = "local-" + std::to_string(n) + "-" + std::to_string(v);
+        volume.storage_class = "local";
+        volume.access_modes = kReadWriteOnce;
+        volume.capacity_bytes = 100 * kGi;
+        volume.node_affinity = std::vector<NodeSelectorTerm>{
+            Requiring("kubernetes.io/hostname", "node-" + std::to_string(n))};
+        storage.UpsertVolume(std::move(volume));
+      }
+    }
+  }
+  if (layout == VolumeLayout::kShared) {
+    VolumeInfo volume;
+    volume.name = "shared-pv";
+    volume.storage_class = "shared";
+    volume.access_modes = kReadWriteMany;
+    volume.capacity_bytes = 1000 * kGi;
+    volume.phase = "Bound";
+    volume.claim_namespace = "ml";
+    volume.claim_name = "shared";
+    volume.node_affinity = std::vector<NodeSelectorTerm>{Requiring(kZoneLabel, "zone-1")};
+    storage.UpsertVolume(std::move(volume));
+    ClaimInfo claim = MakeClaim("shared", "shared", kReadWriteMany);
+    claim.volume_name = "shared-pv";
+    storage.UpsertClaim(std::move(claim));
+  }
+  return snapshot;
+}
+
+void BM_PlanGangWithVolumes(benchmark::State& state) {
+  const auto layout = static_cast<VolumeLayout>(state.range(0));
+  std::unique_ptr<Snapshot> cluster = MakeStorageCluster(layout);
+  Backlog gang = MakeBacklog(1, 32, 32);
+  for (const auto& pod : gang.pods) {
+    if (pod->role != "worker") {
+      continue;
+    }
+    const std::string claim = "data-" + std::to_string(pod->index);
+    switch (layout) {
+      case VolumeLayout::kNone:
+        break;
+      case VolumeLayout::kLocal:
+        cluster->storage().UpsertClaim(MakeClaim(claim, "local", kReadWriteOnce));
+        pod->claims.push_back(claim);
+        break;
+      case VolumeLayout::kShared:
+        pod->claims.emplace_back("shared");
+        break;
+      case VolumeLayout::kProvisioned:
+        cluster->storage().UpsertClaim(MakeClaim(claim, "zonal", kReadWriteOnce));
+        pod->claims.push_back(claim);
+        break;
+    }
+  }
+  std::vector<PodGroup> groups = BuildGroups(gang.pending, *cluster);
+  PlannerConfig config;
+  uint32_t start = 0;
+  size_t placed = 0;
+  size_t claim_decisions = 0;
+  for (auto _ : state) {
+    GroupPlan plan = PlanGroup(*cluster, groups.front(), config, start);
+    start = plan.next_start_slot;
+    placed = plan.assignments.size();
+    claim_decisions = plan.claim_decisions.size();
+    benchmark::DoNotOptimize(plan);
+  }
+  if (placed != 33) {
+    state.SkipWithError("the gang was not placed whole");
+  }
+  const size_t expected_decisions =
+      layout == VolumeLayout::kLocal || layout == VolumeLayout::kProvisioned ? 32 : 0;
+  if (claim_decisions != expected_decisions) {
+    state.SkipWithError("unexpected number of claim decisions");
+  }
+  state.counters["pods_placed"] = static_cast<double>(placed);
+  state.counters["claim_decisions"] = static_cast<double>(claim_decisions);
+}
+BENCHMARK(BM_PlanGangWithVolumes)
+    ->ArgName("volumes")
+    ->Arg(static_cast<int64_t>(VolumeLayout::kNone))
+    ->Arg(static_cast<int64_t>(VolumeLayout::kLocal))
+    ->Arg(static_cast<int64_t>(VolumeLayout::kShared))
+    ->Arg(static_cast<int64_t>(VolumeLayout::kProvisioned))
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(5)
     ->ReportAggregatesOnly(true);
 
 }  // namespace

@@ -30,6 +30,26 @@ bool VolumeNodeAffinityMatches(const VolumeInfo& volume, const NodeInfo& node) {
       [&node](const NodeSelectorTerm& term) { return NodeSelectorTermMatches(term, node); });
 }
 
+}  // namespace
+
+// The one hostname a volume's node affinity allows, when it allows one: a
+// single term that requires kubernetes.io/hostname In [x] (local volumes, as
+// static provisioners write them).
+std::optional<std::string> PinnedHostname(const VolumeInfo& volume) {
+  if (!volume.node_affinity.has_value() || volume.node_affinity->size() != 1) {
+    return std::nullopt;
+  }
+  for (const SelectorRequirement& requirement : volume.node_affinity->front().match_expressions) {
+    if (requirement.key == kHostnameLabel && requirement.op == SelectorOperator::kIn &&
+        requirement.values.size() == 1) {
+      return requirement.values.front();
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // allowedTopologies terms hold only label requirements; a term without any
 // matches every node (unlike a node selector term).
 bool ClassAllowsNode(const StorageClassInfo& storage_class, const NodeInfo& node) {
@@ -61,34 +81,43 @@ bool Taken(const VolumeInfo& volume, const VolumePlan& plan,
 
 // The volume an unbound claim would get on this node, as the PV controller's
 // matcher picks it: a volume reserved for the claim first, else the smallest
-// available one of its class that offers its size, modes and volume mode.
+// available one of its class that offers its size, modes and volume mode
+// (the name breaks ties, so every plan picks the same).
 const VolumeInfo* MatchVolume(const ClaimInfo& claim, const NodeInfo& node,
                               const StorageCatalog& catalog, const VolumePlan& plan,
                               const std::vector<ClaimDecision>& decided) {
   const VolumeInfo* best = nullptr;
-  for (const auto& [name, volume] : catalog.volumes()) {
-    if (volume.storage_class != claim.storage_class || volume.block_mode != claim.block_mode ||
-        Taken(volume, plan, decided) || !VolumeNodeAffinityMatches(volume, node)) {
-      continue;
+  const VolumeInfo* reserved_best = nullptr;
+  auto consider = [&](const VolumeInfo& volume) {
+    if (volume.block_mode != claim.block_mode || Taken(volume, plan, decided) ||
+        !VolumeNodeAffinityMatches(volume, node)) {
+      return;
     }
-    bool reserved = volume.HasClaimRef() && ReservedFor(volume, claim);
-    if (volume.HasClaimRef() && !reserved) {
-      continue;
+    if (volume.HasClaimRef()) {
+      if (ReservedFor(volume, claim) &&
+          (reserved_best == nullptr || volume.name < reserved_best->name)) {
+        reserved_best = &volume;
+      }
+      return;
     }
-    if (!reserved &&
-        (volume.phase != "Available" || volume.capacity_bytes < claim.requested_bytes ||
-         (volume.access_modes & claim.access_modes) != claim.access_modes ||
-         (claim.selector.has_value() && !claim.selector->Matches(volume.labels)))) {
-      continue;
+    if (volume.phase != "Available" || volume.capacity_bytes < claim.requested_bytes ||
+        (volume.access_modes & claim.access_modes) != claim.access_modes ||
+        (claim.selector.has_value() && !claim.selector->Matches(volume.labels))) {
+      return;
     }
-    if (reserved) {
-      return &volume;
-    }
-    if (best == nullptr || volume.capacity_bytes < best->capacity_bytes) {
+    if (best == nullptr || volume.capacity_bytes < best->capacity_bytes ||
+        (volume.capacity_bytes == best->capacity_bytes && volume.name < best->name)) {
       best = &volume;
     }
+  };
+  const StorageCatalog::Candidates candidates = catalog.CandidatesFor(claim.storage_class, node);
+  for (const VolumeInfo* volume : candidates.pinned) {
+    consider(*volume);
   }
-  return best;
+  for (const VolumeInfo* volume : candidates.unpinned) {
+    consider(*volume);
+  }
+  return reserved_best != nullptr ? reserved_best : best;
 }
 
 bool OnlyReadWriteOnce(AccessModes modes) {
@@ -174,12 +203,72 @@ void StorageCatalog::RemoveClaim(std::string_view namespace_name, std::string_vi
 }
 
 void StorageCatalog::UpsertVolume(VolumeInfo volume) {
+  if (auto it = volumes_.find(volume.name); it != volumes_.end()) {
+    Unindex(it->second);
+    it->second = std::move(volume);
+    Index(it->second);
+    return;
+  }
   std::string name = volume.name;
-  volumes_.insert_or_assign(std::move(name), std::move(volume));
+  auto [it, inserted] = volumes_.emplace(std::move(name), std::move(volume));
+  Index(it->second);
 }
 
 void StorageCatalog::RemoveVolume(std::string_view name) {
-  EraseKey(volumes_, name);
+  if (auto it = volumes_.find(name); it != volumes_.end()) {
+    Unindex(it->second);
+    volumes_.erase(it);
+  }
+}
+
+void StorageCatalog::Index(const VolumeInfo& volume) {
+  ClassVolumes& of_class = volumes_by_class_[volume.storage_class];
+  if (std::optional<std::string> hostname = PinnedHostname(volume)) {
+    of_class.by_hostname[*hostname].push_back(&volume);
+  } else {
+    of_class.unpinned.push_back(&volume);
+  }
+}
+
+void StorageCatalog::Unindex(const VolumeInfo& volume) {
+  auto of_class = volumes_by_class_.find(volume.storage_class);
+  if (of_class == volumes_by_class_.end()) {
+    return;
+  }
+  auto drop = [&volume](std::vector<const VolumeInfo*>& list) {
+    list.erase(std::remove(list.begin(), list.end(), &volume), list.end());
+  };
+  if (std::optional<std::string> hostname = PinnedHostname(volume)) {
+    auto pinned = of_class->second.by_hostname.find(*hostname);
+    if (pinned != of_class->second.by_hostname.end()) {
+      drop(pinned->second);
+      if (pinned->second.empty()) {
+        of_class->second.by_hostname.erase(pinned);
+      }
+    }
+  } else {
+    drop(of_class->second.unpinned);
+  }
+  if (of_class->second.by_hostname.empty() && of_class->second.unpinned.empty()) {
+    volumes_by_class_.erase(of_class);
+  }
+}
+
+StorageCatalog::Candidates StorageCatalog::CandidatesFor(std::string_view storage_class,
+                                                         const NodeInfo& node) const {
+  auto of_class = volumes_by_class_.find(storage_class);
+  if (of_class == volumes_by_class_.end()) {
+    return {};
+  }
+  Candidates candidates;
+  candidates.unpinned = of_class->second.unpinned;
+  if (const std::string* hostname = node.labels.Find(kHostnameLabel)) {
+    if (auto pinned = of_class->second.by_hostname.find(*hostname);
+        pinned != of_class->second.by_hostname.end()) {
+      candidates.pinned = pinned->second;
+    }
+  }
+  return candidates;
 }
 
 void StorageCatalog::UpsertClass(StorageClassInfo storage_class) {
@@ -200,6 +289,7 @@ void StorageCatalog::ReplaceClaims(std::vector<ClaimInfo> claims) {
 
 void StorageCatalog::ReplaceVolumes(std::vector<VolumeInfo> volumes) {
   volumes_.clear();
+  volumes_by_class_.clear();
   for (VolumeInfo& volume : volumes) {
     UpsertVolume(std::move(volume));
   }

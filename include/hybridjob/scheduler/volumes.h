@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,8 @@ using AccessModes = uint8_t;
 
 // The provisioner name of classes whose volumes are made by hand (local PVs).
 inline constexpr std::string_view kNoProvisioner = "kubernetes.io/no-provisioner";
+// The node label local volumes are pinned by.
+inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 // The annotation the scheduler sets on a claim to provision it for a node.
 inline constexpr std::string_view kAnnotationSelectedNode = "volume.kubernetes.io/selected-node";
 
@@ -83,6 +86,10 @@ struct VolumeInfo {
   bool HasClaimRef() const { return !claim_name.empty(); }
 };
 
+// The one hostname a volume's node affinity allows, when it allows only one
+// (a single term requiring kubernetes.io/hostname In [x]: local volumes).
+std::optional<std::string> PinnedHostname(const VolumeInfo& volume);
+
 // core/v1 PersistentVolumeClaim and PersistentVolume, storage.k8s.io/v1
 // StorageClass. The class is the legacy volume.beta.kubernetes.io/storage-class
 // annotation when set, else spec.storageClassName, as the PV controller reads
@@ -115,13 +122,33 @@ class StorageCatalog {
   const ClaimInfo* FindClaimByKey(std::string_view claim_key) const;
   const VolumeInfo* FindVolume(std::string_view name) const;
   const StorageClassInfo* FindClass(std::string_view name) const;
-  // Every volume, by name (the order breaks ties deterministically).
+  // Every volume, by name.
   const std::map<std::string, VolumeInfo, std::less<>>& volumes() const { return volumes_; }
 
+  // The volumes of a class that may be had on a node: those whose node
+  // affinity pins them to the node's hostname, and those not pinned to any
+  // one hostname. Either kind still needs its affinity checked; volumes
+  // pinned to other hostnames are left out, so a check on one node does not
+  // scan every local volume of the cluster.
+  struct Candidates {
+    std::span<const VolumeInfo* const> pinned;
+    std::span<const VolumeInfo* const> unpinned;
+  };
+  Candidates CandidatesFor(std::string_view storage_class, const NodeInfo& node) const;
+
  private:
+  struct ClassVolumes {
+    std::map<std::string, std::vector<const VolumeInfo*>, std::less<>> by_hostname;
+    std::vector<const VolumeInfo*> unpinned;
+  };
+  void Index(const VolumeInfo& volume);
+  void Unindex(const VolumeInfo& volume);
+
   bool tracked_ = false;
   std::map<std::string, ClaimInfo, std::less<>> claims_;  // by namespace/name
+  // Elements of a std::map stay where they are, so the index points at them.
   std::map<std::string, VolumeInfo, std::less<>> volumes_;
+  std::map<std::string, ClassVolumes, std::less<>> volumes_by_class_;
   std::map<std::string, StorageClassInfo, std::less<>> classes_;
 };
 

@@ -140,6 +140,70 @@ TEST(CheckPodVolumesTest, AClaimSelectorNarrowsTheVolumesAndRulesOutProvisioning
             VolumeCode::kBindConflict);
 }
 
+// The catalog looks up a node's local volumes by hostname instead of
+// scanning every volume; volumes that are not pinned to one hostname are
+// always candidates. Changing or removing a volume moves it in the index.
+TEST(StorageCatalogTest, CandidatesAreTheNodesPinnedVolumesAndTheUnpinnedOnes) {
+  StorageCatalog catalog;
+  catalog.UpsertVolume(LocalVolume("on-n0", "n0"));
+  catalog.UpsertVolume(LocalVolume("on-n1", "n1"));
+  VolumeInfo zonal = LocalVolume("zonal", "unused");
+  zonal.node_affinity =
+      std::vector<NodeSelectorTerm>{TermRequiring("zone", SelectorOperator::kIn, {"a"})};
+  catalog.UpsertVolume(zonal);
+  VolumeInfo two_hosts = LocalVolume("two-hosts", "n0");
+  two_hosts.node_affinity->push_back(
+      TermRequiring(std::string(kHostname), SelectorOperator::kIn, {"n1"}));
+  catalog.UpsertVolume(two_hosts);
+  EXPECT_EQ(PinnedHostname(*catalog.FindVolume("on-n0")), "n0");
+  EXPECT_EQ(PinnedHostname(zonal), std::nullopt);
+  EXPECT_EQ(PinnedHostname(two_hosts), std::nullopt);
+
+  auto names = [&catalog](const std::string& storage_class, const NodeInfo& node) {
+    std::vector<std::string> out;
+    StorageCatalog::Candidates candidates = catalog.CandidatesFor(storage_class, node);
+    for (const VolumeInfo* volume : candidates.pinned) {
+      out.push_back(volume->name);
+    }
+    for (const VolumeInfo* volume : candidates.unpinned) {
+      out.push_back(volume->name);
+    }
+    return out;
+  };
+  EXPECT_THAT(names("local", Node("n0")), ElementsAre("on-n0", "zonal", "two-hosts"));
+  EXPECT_THAT(names("local", Node("n1")), ElementsAre("on-n1", "zonal", "two-hosts"));
+  EXPECT_TRUE(names("fast", Node("n0")).empty());
+
+  VolumeInfo moved = LocalVolume("on-n0", "n1");
+  catalog.UpsertVolume(moved);
+  EXPECT_THAT(names("local", Node("n0")), ElementsAre("zonal", "two-hosts"));
+  EXPECT_THAT(names("local", Node("n1")), ElementsAre("on-n1", "on-n0", "zonal", "two-hosts"));
+  moved.storage_class = "fast";
+  catalog.UpsertVolume(moved);
+  EXPECT_THAT(names("fast", Node("n1")), ElementsAre("on-n0"));
+  catalog.RemoveVolume("on-n0");
+  catalog.RemoveVolume("zonal");
+  EXPECT_TRUE(names("fast", Node("n1")).empty());
+  EXPECT_THAT(names("local", Node("n1")), ElementsAre("on-n1", "two-hosts"));
+  catalog.ReplaceVolumes({LocalVolume("fresh", "n1")});
+  EXPECT_THAT(names("local", Node("n1")), ElementsAre("fresh"));
+  EXPECT_TRUE(names("local", Node("n0")).empty());
+}
+
+// Among volumes of equal size the name decides, whatever order they came in.
+TEST(CheckPodVolumesTest, EqualVolumesAreChosenByName) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClaim(Claim("data", "local"));
+  catalog.UpsertVolume(LocalVolume("pv-b", "n0", 20 * kGiB));
+  catalog.UpsertVolume(LocalVolume("pv-a", "n0", 20 * kGiB));
+  catalog.UpsertVolume(LocalVolume("pv-c", "n0", 20 * kGiB));
+  VolumeVerdict verdict = Check(PodBuilder("p").Claim("data").Build(), Node("n0"), catalog);
+  ASSERT_TRUE(verdict.ok()) << verdict.Message();
+  ASSERT_EQ(verdict.decisions.size(), 1u);
+  EXPECT_EQ(verdict.decisions[0].volume_name, "pv-a");
+}
+
 TEST(CheckPodVolumesTest, WaitForFirstConsumerPicksTheSmallestFittingVolumeOnTheNode) {
   StorageCatalog catalog;
   catalog.UpsertClass(LocalClass());
