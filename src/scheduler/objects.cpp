@@ -11,6 +11,7 @@
 namespace hybridjob::scheduler {
 namespace {
 
+using hybridjob::GuardedParse;
 using hybridjob::IndexPath;
 using hybridjob::JoinPath;
 using hybridjob::JsonFieldError;
@@ -657,17 +658,6 @@ NodeInfo ParseNodeOrThrow(const json& object) {
     }
   }
   return node;
-}
-
-template <typename T, typename Parse>
-Result<T> GuardedParse(std::string_view what, Parse parse) {
-  try {
-    return parse();
-  } catch (const JsonFieldError& error) {
-    return InvalidArgument(std::string(what) + ": " + error.what());
-  } catch (const nlohmann::json::exception& error) {
-    return InvalidArgument(std::string(what) + ": " + error.what());
-  }
 }
 
 Result<nlohmann::json> ParseJsonText(std::string_view what, std::string_view text) {

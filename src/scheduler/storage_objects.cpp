@@ -32,9 +32,13 @@ std::string RequiredName(const json& metadata) {
   return name;
 }
 
-std::string StorageClassOf(const json& metadata, const json* spec) {
-  std::map<std::string, std::string> annotations =
-      Strict().StringMap(metadata, "annotations", "metadata");
+using Annotations = std::map<std::string, std::string>;
+
+Annotations AnnotationsOf(const json& metadata) {
+  return Strict().StringMap(metadata, "annotations", "metadata");
+}
+
+std::string StorageClassOf(const Annotations& annotations, const json* spec) {
   if (auto legacy = annotations.find(std::string(kLegacyClassAnnotation));
       legacy != annotations.end()) {
     return legacy->second;
@@ -104,14 +108,13 @@ ClaimInfo ParseClaimOrThrow(const json& object) {
   }
   claim.uid = Strict().String(metadata, "uid", "metadata").value_or("");
   claim.deleting = Strict().String(metadata, "deletionTimestamp", "metadata").has_value();
-  std::map<std::string, std::string> annotations =
-      Strict().StringMap(metadata, "annotations", "metadata");
+  const Annotations annotations = AnnotationsOf(metadata);
   if (auto selected = annotations.find(std::string(kAnnotationSelectedNode));
       selected != annotations.end()) {
     claim.selected_node = selected->second;
   }
   const json* spec = Strict().Object(object, "spec", "");
-  claim.storage_class = StorageClassOf(metadata, spec);
+  claim.storage_class = StorageClassOf(annotations, spec);
   if (spec == nullptr) {
     return claim;
   }
@@ -122,11 +125,7 @@ ClaimInfo ParseClaimOrThrow(const json& object) {
     claim.requested_bytes = StorageBytes(*resources, "requests", "spec.resources");
   }
   if (const json* selector = JsonMember(*spec, "selector")) {
-    Result<LabelSelector> parsed = ParseLabelSelectorJson(*selector, "spec.selector");
-    if (!parsed.ok()) {
-      throw JsonFieldError(parsed.status().message());
-    }
-    claim.selector = std::move(parsed).value();
+    claim.selector = ValueOrThrowFieldError(ParseLabelSelectorJson(*selector, "spec.selector"));
   }
   return claim;
 }
@@ -140,7 +139,7 @@ VolumeInfo ParseVolumeOrThrow(const json& object) {
   volume.name = RequiredName(metadata);
   volume.labels = LabelMap(Strict().StringMap(metadata, "labels", "metadata"));
   const json* spec = Strict().Object(object, "spec", "");
-  volume.storage_class = StorageClassOf(metadata, spec);
+  volume.storage_class = StorageClassOf(AnnotationsOf(metadata), spec);
   // A volume the PV controller has not looked at yet is Pending.
   volume.phase = "Pending";
   if (const json* status = Strict().Object(object, "status", "")) {
@@ -159,14 +158,11 @@ VolumeInfo ParseVolumeOrThrow(const json& object) {
   }
   if (const json* affinity = Strict().Object(*spec, "nodeAffinity", "spec")) {
     if (const json* required = Strict().Object(*affinity, "required", "spec.nodeAffinity")) {
-      const std::string path = "spec.nodeAffinity.required.nodeSelectorTerms";
-      const json* terms = Strict().Array(*required, "nodeSelectorTerms", path);
-      Result<std::vector<NodeSelectorTerm>> parsed =
-          ParseNodeSelectorTermsJson(terms != nullptr ? *terms : json::array(), path);
-      if (!parsed.ok()) {
-        throw JsonFieldError(parsed.status().message());
-      }
-      volume.node_affinity = std::move(parsed).value();
+      const json* terms =
+          Strict().Array(*required, "nodeSelectorTerms", "spec.nodeAffinity.required");
+      volume.node_affinity = ValueOrThrowFieldError(
+          ParseNodeSelectorTermsJson(terms != nullptr ? *terms : json::array(),
+                                     "spec.nodeAffinity.required.nodeSelectorTerms"));
     }
   }
   return volume;
@@ -217,30 +213,19 @@ StorageClassInfo ParseStorageClassOrThrow(const json& object) {
   return storage_class;
 }
 
-template <typename T, typename Parse>
-Result<T> Guarded(std::string_view kind, Parse parse) {
-  try {
-    return parse();
-  } catch (const JsonFieldError& error) {
-    return InvalidArgument(std::string(kind) + ": " + error.what());
-  } catch (const json::exception& error) {
-    return InvalidArgument(std::string(kind) + ": " + error.what());
-  }
-}
-
 }  // namespace
 
 Result<ClaimInfo> ParseClaim(const nlohmann::json& claim) {
-  return Guarded<ClaimInfo>("persistentvolumeclaim", [&] { return ParseClaimOrThrow(claim); });
+  return GuardedParse<ClaimInfo>("persistentvolumeclaim", [&] { return ParseClaimOrThrow(claim); });
 }
 
 Result<VolumeInfo> ParseVolume(const nlohmann::json& volume) {
-  return Guarded<VolumeInfo>("persistentvolume", [&] { return ParseVolumeOrThrow(volume); });
+  return GuardedParse<VolumeInfo>("persistentvolume", [&] { return ParseVolumeOrThrow(volume); });
 }
 
 Result<StorageClassInfo> ParseStorageClass(const nlohmann::json& storage_class) {
-  return Guarded<StorageClassInfo>("storageclass",
-                                   [&] { return ParseStorageClassOrThrow(storage_class); });
+  return GuardedParse<StorageClassInfo>("storageclass",
+                                        [&] { return ParseStorageClassOrThrow(storage_class); });
 }
 
 }  // namespace hybridjob::scheduler

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,29 @@ class JsonFieldError : public std::runtime_error {
 
 // Throws JsonFieldError("path: message").
 [[noreturn]] void ThrowFieldError(std::string_view path, std::string_view message);
+
+// Runs a parser that gives up at its first bad field (a JsonFields in
+// kFirstErrorThrows mode) and turns the throw into InvalidArgument("what: ...").
+template <typename T, typename Parse>
+Result<T> GuardedParse(std::string_view what, Parse parse) {
+  try {
+    return parse();
+  } catch (const JsonFieldError& error) {
+    return InvalidArgument(std::string(what) + ": " + error.what());
+  } catch (const nlohmann::json::exception& error) {
+    return InvalidArgument(std::string(what) + ": " + error.what());
+  }
+}
+
+// The value of a nested parse inside such a parser; its error is thrown on
+// as is (it already names its field).
+template <typename T>
+T ValueOrThrowFieldError(Result<T> result) {
+  if (!result.ok()) {
+    throw JsonFieldError(result.status().message());
+  }
+  return std::move(result).value();
+}
 
 class JsonFields {
  public:

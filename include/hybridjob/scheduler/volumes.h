@@ -122,9 +122,6 @@ class StorageCatalog {
   const ClaimInfo* FindClaimByKey(std::string_view claim_key) const;
   const VolumeInfo* FindVolume(std::string_view name) const;
   const StorageClassInfo* FindClass(std::string_view name) const;
-  // Every volume, by name.
-  const std::map<std::string, VolumeInfo, std::less<>>& volumes() const { return volumes_; }
-
   // The volumes of a class that may be had on a node: those whose node
   // affinity pins them to the node's hostname, and those not pinned to any
   // one hostname. Either kind still needs its affinity checked; volumes
