@@ -45,7 +45,7 @@ k() { "$KUBECTL" "$@"; }
 k apply -f "$ROOT/crds/" >/dev/null
 k wait --for condition=established --timeout=60s crd/hybridjobs.batch.hybridjob.io >/dev/null
 
-"$BIN/hybridjob-sim" --nodes 4 --gpus-per-node 4 --cpu 32 --memory 256Gi \
+"$BIN/hybridjob-sim" --nodes 4 --gpus-per-node 4 --cpu 32 --memory 256Gi --storage-class standard \
   >"$LOG_DIR/hybridjob-sim.log" 2>&1 &
 PIDS+=($!)
 until [ "$(k get nodes --no-headers 2>/dev/null | grep -c ' Ready')" -eq 4 ]; do sleep 0.5; done

@@ -338,6 +338,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   HJ_RETURN_IF_ERROR(reader.Read("clientQPS", &config.client_qps));
   HJ_RETURN_IF_ERROR(reader.Read("clientBurst", &config.client_burst));
   HJ_RETURN_IF_ERROR(reader.Read("bindConcurrency", &config.bind_concurrency));
+  HJ_RETURN_IF_ERROR(reader.Read("volumeBindTimeoutSeconds", &config.volume_bind_timeout_seconds));
   HJ_RETURN_IF_ERROR(reader.Read("metricsAddr", &config.metrics_addr));
   HJ_RETURN_IF_ERROR(reader.Read("healthAddr", &config.health_addr));
   HJ_RETURN_IF_ERROR(ParseLeaderElection(reader.Child("leaderElection"), &config.leader_election));
@@ -378,6 +379,9 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   }
   if (config.bind_concurrency < 1 || config.bind_concurrency > 1024) {
     return InvalidArgument("bindConcurrency: must be between 1 and 1024");
+  }
+  if (config.volume_bind_timeout_seconds < 1 || config.volume_bind_timeout_seconds > 86400) {
+    return InvalidArgument("volumeBindTimeoutSeconds: must be between 1 and 86400");
   }
   if (config.gpu_resources.empty()) {
     return InvalidArgument("gpuResources: name at least one resource");

@@ -30,7 +30,9 @@ struct DecisionCopy {
   std::vector<PodRef> assignments;
   std::vector<PodRef> surplus;
   std::vector<PodRef> pending;
-  std::string summary;  // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
+  std::vector<ClaimDecision> claim_decisions;  // to be written before any bind
+  std::vector<ClaimDecision> awaited_claims;   // to be Bound before any bind
+  std::string summary;                         // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
   Timestamp creation_time{};
 };
 
@@ -120,6 +122,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
     planner_config_ = std::move(planner);
     policy_config_ = std::move(policy);
     cycle_interval_ = std::chrono::seconds(std::max<int64_t>(1, config.gang_backoff_seconds));
+    volume_bind_timeout_ = std::chrono::seconds(config.volume_bind_timeout_seconds);
     cycle_requested_ = true;  // waiting groups see the new queues at once
   }
   feed_.Wake();
@@ -218,6 +221,14 @@ void GangScheduler::Start() {
     binder_->SetLatencyObserver(std::move(latency_observer_));
   }
   binder_->Start(static_cast<int>(config_.bind_concurrency));
+  claim_writer_ = std::make_unique<ClaimWriter>(client_, [this](ClaimWriteOutcome outcome) {
+    {
+      MutexLock lock(mu_);
+      claim_outcomes_.push_back(std::move(outcome));
+    }
+    feed_.Wake();
+  });
+  claim_writer_->Start();
 
   k8s::ReflectorOptions nodes;
   nodes.resource = k8s::resources::Nodes();
@@ -279,6 +290,9 @@ void GangScheduler::Stop() {
   if (loop_thread_.joinable()) {
     loop_thread_.join();
   }
+  if (claim_writer_) {
+    claim_writer_->Stop();
+  }
   if (binder_) {
     binder_->Stop();
   }
@@ -324,7 +338,11 @@ void GangScheduler::Loop() {
   while (true) {
     // A cycle on every change, and at least every interval for the decisions
     // that time alone makes (schedule timeouts, starvation, stale evictions).
-    const bool changed = TakeInbox(next_cycle);
+    auto wake_at = next_cycle;
+    for (const auto& [key, wait] : volume_waits_) {
+      wake_at = std::min(wake_at, wait.deadline);  // to give it up on time
+    }
+    const bool changed = TakeInbox(wake_at);
     bool requested = false;
     bool active = false;
     std::chrono::seconds interval;
@@ -342,7 +360,8 @@ void GangScheduler::Loop() {
       next_cycle = SteadyClock::now() + interval;
       continue;
     }
-    if (!changed && !requested && SteadyClock::now() < next_cycle) {
+    const bool given_up = AdvanceVolumeWaits();
+    if (!changed && !given_up && !requested && SteadyClock::now() < next_cycle) {
       continue;  // a status update that changes no plan
     }
     RunOneCycle();
@@ -357,15 +376,90 @@ bool GangScheduler::TakeInbox(SteadyClock::time_point deadline) {
     changed = cache_.Apply(std::move(delta)) || changed;
   }
   std::vector<BindOutcome> outcomes;
+  std::vector<ClaimWriteOutcome> claim_outcomes;
   {
     MutexLock lock(mu_);
     outcomes.swap(bind_outcomes_);
+    claim_outcomes.swap(claim_outcomes_);
+  }
+  for (ClaimWriteOutcome& outcome : claim_outcomes) {
+    auto wait = volume_waits_.find(outcome.key);
+    if (wait == volume_waits_.end()) {
+      continue;
+    }
+    wait->second.written = true;
+    wait->second.write_error = std::move(outcome.status);
   }
   for (BindOutcome& outcome : outcomes) {
     changed = changed || !outcome.failed.empty();
     ApplyBindOutcome(std::move(outcome));
   }
   return changed;
+}
+
+bool GangScheduler::AdvanceVolumeWaits() {
+  const auto now = SteadyClock::now();
+  bool given_up = false;
+  for (auto it = volume_waits_.begin(); it != volume_waits_.end();) {
+    VolumeWait& wait = it->second;
+    Status failure = wait.write_error;
+    bool done = wait.written && failure.ok();
+    for (const ClaimDecision& decision : wait.awaited) {
+      if (!failure.ok() || !done) {
+        break;
+      }
+      Result<bool> claim_done = ClaimDecisionDone(cache_.snapshot().storage(), decision);
+      if (!claim_done.ok()) {
+        failure = claim_done.status();
+      } else {
+        done = *claim_done;
+      }
+    }
+    if (failure.ok() && !done && now >= wait.deadline) {
+      std::string unbound;
+      for (const ClaimDecision& decision : wait.awaited) {
+        auto claim_done = ClaimDecisionDone(cache_.snapshot().storage(), decision);
+        if (claim_done.ok() && !*claim_done) {
+          unbound += (unbound.empty() ? "" : ", ") + decision.claim_name;
+        }
+      }
+      failure = Status(StatusCode::kTimeout,
+                       "claims not bound within the volume bind timeout: " +
+                           (unbound.empty() ? std::string("(writes unfinished)") : unbound));
+    }
+    if (failure.ok() && !done) {
+      ++it;
+      continue;
+    }
+    if (failure.ok()) {
+      binder_->Submit(std::move(wait.gang));
+      it = volume_waits_.erase(it);
+      continue;
+    }
+    // Given up, as a failed bind of a gang none of whose members bound: the
+    // members are pending again, the claims' assumptions go, what was written
+    // stays (a pre-bound volume, a selected node) and the next plan honours it.
+    const GangBind& gang = wait.gang;
+    spdlog::warn("gang {}: volumes not bound ({}); planning it again", gang.key,
+                 failure.ToString());
+    for (const PodRef& member : gang.members) {
+      (void)cache_.ForgetAssumed(member.namespace_name, member.name);
+      reporter_->Mark(member.namespace_name, member.name,
+                      {{"PodScheduled", false, std::string(api::kVolumeBindingReason),
+                        "gang " + gang.group_name + ": " + failure.message()}});
+    }
+    for (const PodRef& member : gang.surplus) {
+      surplus_.erase(PodKey(member.namespace_name, member.name));
+    }
+    RestoreClaimDecisions(cache_.snapshot().storage(), wait.decisions);
+    ++stats_.groups_rolled_back;
+    events_->Record(PodReference(gang.members.front()), k8s::EventType::kWarning, "FailedBinding",
+                    "gang " + gang.group_name + " placed, but its volumes were not bound: " +
+                        failure.message() + "; it is planned again");
+    it = volume_waits_.erase(it);
+    given_up = true;
+  }
+  return given_up;
 }
 
 void GangScheduler::ApplyBindOutcome(BindOutcome outcome) {
@@ -399,8 +493,14 @@ void GangScheduler::RunOneCycle() {
   std::vector<const PodInfo*> pending;
   for (const PodInfo* pod : cache_.Pending()) {
     still_pending.insert(pod->Key());
-    if (rolling_back_.empty() || pod->job_name.empty() ||
-        !rolling_back_.contains(PodKey(pod->namespace_name, pod->job_name))) {
+    // A gang being rolled back, or whose volumes are being bound, is not
+    // planned again until that is over.
+    if (pod->job_name.empty() || (rolling_back_.empty() && volume_waits_.empty())) {
+      pending.push_back(pod);
+      continue;
+    }
+    const std::string group_key = PodKey(pod->namespace_name, pod->job_name);
+    if (!rolling_back_.contains(group_key) && !volume_waits_.contains(group_key)) {
       pending.push_back(pod);
     }
   }
@@ -430,9 +530,13 @@ void GangScheduler::RunOneCycle() {
       copy.untrusted = !decision.group.pending.empty() &&
                        !decision.group.pending.front()->untrusted_reason.empty();
       copy.summary = Summary(decision.plan);
+      copy.claim_decisions = decision.plan.claim_decisions;
       copy.creation_time = decision.group.creation_time;
+      copy.awaited_claims = copy.claim_decisions;
       for (const auto& assignment : decision.plan.assignments) {
         copy.assignments.push_back(PodRefOf(*assignment.pod, assignment.node_name));
+        AddClaimsToAwait(snapshot.storage(), *assignment.pod, assignment.node_name,
+                         copy.awaited_claims);
         cache_.Assume(assignment.pod->Key());
       }
       for (const PodInfo* pod : decision.plan.surplus) {
@@ -489,6 +593,22 @@ void GangScheduler::RunOneCycle() {
         surplus_.insert(PodKey(member.namespace_name, member.name));
       }
       reported_.erase(gang.key);
+      if (!decision.awaited_claims.empty()) {
+        VolumeWait wait;
+        {
+          MutexLock lock(mu_);
+          wait.deadline = SteadyClock::now() + volume_bind_timeout_;
+        }
+        wait.written = decision.claim_decisions.empty();
+        if (!wait.written) {
+          claim_writer_->Submit(gang.key, decision.claim_decisions);
+        }
+        wait.gang = std::move(gang);
+        wait.decisions = std::move(decision.claim_decisions);
+        wait.awaited = std::move(decision.awaited_claims);
+        volume_waits_[wait.gang.key] = std::move(wait);
+        continue;
+      }
       binder_->Submit(std::move(gang));
       continue;
     }

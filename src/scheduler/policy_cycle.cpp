@@ -268,6 +268,8 @@ bool PolicyCycle::Commit(Entry& entry, GroupPlan& plan) {
   share_.Add(entry.queue, PlanRequest(plan), static_cast<int64_t>(plan.assignments.size()));
   entry.assignments.insert(entry.assignments.end(), plan.assignments.begin(),
                            plan.assignments.end());
+  entry.claim_decisions.insert(entry.claim_decisions.end(), plan.claim_decisions.begin(),
+                               plan.claim_decisions.end());
   return true;
 }
 

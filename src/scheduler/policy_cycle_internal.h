@@ -37,7 +37,8 @@ struct Entry {
   WaitCause cause = WaitCause::kNone;
   GroupPlan plan;       // the plan at minimum (placed or not), or a plan carrying the reason
   bool placed = false;  // placed at its minimum in this cycle
-  std::vector<Assignment> assignments;  // everything committed in this cycle
+  std::vector<Assignment> assignments;         // everything committed in this cycle
+  std::vector<ClaimDecision> claim_decisions;  // what those commits decided for unbound claims
   int32_t grown = 0;
   ResourceList need;  // MinimumRequest
   // The ancestor of its queue whose max holds it back (kOverQueueMax): reclaim

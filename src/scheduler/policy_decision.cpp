@@ -38,6 +38,7 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
   plan.outcome = PlanOutcome::kPlaced;
   plan.next_start_slot = entry.plan.next_start_slot;
   plan.assignments = entry.assignments;
+  plan.claim_decisions = entry.claim_decisions;
   std::stable_sort(plan.assignments.begin(), plan.assignments.end(),
                    [&](const Assignment& a, const Assignment& b) {
                      if (role_order(a.pod) != role_order(b.pod)) {

@@ -119,6 +119,16 @@ void PolicyCycle::GrowFully(Entry& entry) {
       }
     }
     plan.assignments = std::move(kept);
+    // Only the claims of members still placed are bound for them.
+    std::erase_if(plan.claim_decisions, [&plan](const ClaimDecision& decision) {
+      return std::none_of(plan.assignments.begin(), plan.assignments.end(),
+                          [&decision](const Assignment& assignment) {
+                            const PodInfo& pod = *assignment.pod;
+                            return pod.namespace_name == decision.namespace_name &&
+                                   std::find(pod.claims.begin(), pod.claims.end(),
+                                             decision.claim_name) != pod.claims.end();
+                          });
+    });
     entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
   }
   if (plan.assignments.empty()) {

@@ -113,6 +113,9 @@ ClaimInfo ParseClaimOrThrow(const json& object) {
       selected != annotations.end()) {
     claim.selected_node = selected->second;
   }
+  if (const json* status = Strict().Object(object, "status", "")) {
+    claim.bound = Strict().String(*status, "phase", "status").value_or("") == "Bound";
+  }
   const json* spec = Strict().Object(object, "spec", "");
   claim.storage_class = StorageClassOf(annotations, spec);
   if (spec == nullptr) {

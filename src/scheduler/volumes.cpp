@@ -180,14 +180,15 @@ VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, co
     }
   }
   if (const VolumeInfo* volume = MatchVolume(*claim, node, catalog, plan, *decided)) {
-    decided->push_back(ClaimDecision{claim->namespace_name, claim->name, volume->name, node.name});
+    decided->push_back(
+        ClaimDecision{claim->namespace_name, claim->name, volume->name, node.name, claim->uid});
     return {};
   }
   if (storage_class->provisioner.empty() || storage_class->provisioner == kNoProvisioner ||
       claim->selector.has_value() || !ClassAllowsNode(*storage_class, node)) {
     return Reject(VolumeCode::kBindConflict, claim_name);
   }
-  decided->push_back(ClaimDecision{claim->namespace_name, claim->name, "", node.name});
+  decided->push_back(ClaimDecision{claim->namespace_name, claim->name, "", node.name, claim->uid});
   return {};
 }
 
@@ -195,14 +196,58 @@ VolumeVerdict CheckClaim(const ClaimInfo* claim, std::string_view claim_name, co
 
 void StorageCatalog::UpsertClaim(ClaimInfo claim) {
   std::string key = claim.Key();
+  EraseKey(claims_before_assumed_, key);
   claims_.insert_or_assign(std::move(key), std::move(claim));
 }
 
+void StorageCatalog::AssumeClaim(ClaimInfo claim) {
+  std::string key = claim.Key();
+  auto it = claims_.find(key);
+  if (it != claims_.end() && !claims_before_assumed_.contains(key)) {
+    claims_before_assumed_.emplace(key, it->second);
+  }
+  claims_.insert_or_assign(std::move(key), std::move(claim));
+}
+
+void StorageCatalog::RestoreClaim(std::string_view namespace_name, std::string_view name) {
+  auto saved = claims_before_assumed_.find(PodKey(namespace_name, name));
+  if (saved == claims_before_assumed_.end()) {
+    return;
+  }
+  claims_.insert_or_assign(saved->first, std::move(saved->second));
+  claims_before_assumed_.erase(saved);
+}
+
+void StorageCatalog::AssumeVolume(VolumeInfo volume) {
+  if (auto it = volumes_.find(volume.name);
+      it != volumes_.end() && !volumes_before_assumed_.contains(volume.name)) {
+    volumes_before_assumed_.emplace(volume.name, it->second);
+  }
+  PutVolume(std::move(volume));
+}
+
+void StorageCatalog::RestoreVolume(std::string_view name) {
+  auto saved = volumes_before_assumed_.find(name);
+  if (saved == volumes_before_assumed_.end()) {
+    return;
+  }
+  VolumeInfo volume = std::move(saved->second);
+  volumes_before_assumed_.erase(saved);
+  PutVolume(std::move(volume));
+}
+
 void StorageCatalog::RemoveClaim(std::string_view namespace_name, std::string_view name) {
-  EraseKey(claims_, PodKey(namespace_name, name));
+  const std::string key = PodKey(namespace_name, name);
+  EraseKey(claims_before_assumed_, key);
+  EraseKey(claims_, key);
 }
 
 void StorageCatalog::UpsertVolume(VolumeInfo volume) {
+  EraseKey(volumes_before_assumed_, volume.name);
+  PutVolume(std::move(volume));
+}
+
+void StorageCatalog::PutVolume(VolumeInfo volume) {
   if (auto it = volumes_.find(volume.name); it != volumes_.end()) {
     Unindex(it->second);
     it->second = std::move(volume);
@@ -215,6 +260,7 @@ void StorageCatalog::UpsertVolume(VolumeInfo volume) {
 }
 
 void StorageCatalog::RemoveVolume(std::string_view name) {
+  EraseKey(volumes_before_assumed_, name);
   if (auto it = volumes_.find(name); it != volumes_.end()) {
     Unindex(it->second);
     volumes_.erase(it);
@@ -282,6 +328,7 @@ void StorageCatalog::RemoveClass(std::string_view name) {
 
 void StorageCatalog::ReplaceClaims(std::vector<ClaimInfo> claims) {
   claims_.clear();
+  claims_before_assumed_.clear();
   for (ClaimInfo& claim : claims) {
     UpsertClaim(std::move(claim));
   }
@@ -290,6 +337,7 @@ void StorageCatalog::ReplaceClaims(std::vector<ClaimInfo> claims) {
 void StorageCatalog::ReplaceVolumes(std::vector<VolumeInfo> volumes) {
   volumes_.clear();
   volumes_by_class_.clear();
+  volumes_before_assumed_.clear();
   for (VolumeInfo& volume : volumes) {
     UpsertVolume(std::move(volume));
   }
@@ -403,10 +451,61 @@ void AssumeClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecisi
       reserved.claim_namespace = claim->namespace_name;
       reserved.claim_name = claim->name;
       reserved.claim_uid = claim->uid;
-      catalog.UpsertVolume(std::move(reserved));
+      catalog.AssumeVolume(std::move(reserved));
     }
-    catalog.UpsertClaim(std::move(assumed));
+    catalog.AssumeClaim(std::move(assumed));
   }
+}
+
+void RestoreClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecision>& decisions) {
+  for (const ClaimDecision& decision : decisions) {
+    catalog.RestoreClaim(decision.namespace_name, decision.claim_name);
+    if (!decision.volume_name.empty()) {
+      catalog.RestoreVolume(decision.volume_name);
+    }
+  }
+}
+
+void AddClaimsToAwait(const StorageCatalog& catalog, const PodInfo& pod, std::string_view node,
+                      std::vector<ClaimDecision>& awaited) {
+  if (!catalog.tracked()) {
+    return;
+  }
+  for (const std::string& name : pod.claims) {
+    const bool listed = std::any_of(
+        awaited.begin(), awaited.end(),
+        [&](const ClaimDecision& decision) { return decision.IsFor(pod.namespace_name, name); });
+    const ClaimInfo* claim = catalog.FindClaim(pod.namespace_name, name);
+    if (listed || (claim != nullptr && claim->bound)) {
+      continue;
+    }
+    ClaimDecision wait{pod.namespace_name, name, "", std::string(node), ""};
+    if (claim != nullptr) {
+      wait.volume_name = claim->volume_name;
+      wait.claim_uid = claim->uid;
+    }
+    awaited.push_back(std::move(wait));
+  }
+}
+
+Result<bool> ClaimDecisionDone(const StorageCatalog& catalog, const ClaimDecision& decision) {
+  const std::string quoted = "persistentvolumeclaim \"" + decision.claim_name + "\"";
+  const ClaimInfo* claim = catalog.FindClaim(decision.namespace_name, decision.claim_name);
+  if (claim == nullptr) {
+    return NotFound(quoted + " not found");
+  }
+  if (claim->deleting) {
+    return Status(StatusCode::kConflict, quoted + " is being deleted");
+  }
+  if (!claim->bound) {
+    return false;
+  }
+  if (!decision.volume_name.empty() && claim->volume_name != decision.volume_name) {
+    return Status(StatusCode::kConflict, quoted + " was bound to volume \"" + claim->volume_name +
+                                             "\", not to \"" + decision.volume_name +
+                                             "\" chosen for it");
+  }
+  return true;
 }
 
 }  // namespace hybridjob::scheduler

@@ -80,7 +80,60 @@ nlohmann::json InitStatuses(const SimPod& pod, WallClock::time_point now) {
   return statuses;
 }
 
+// The objects the pod's volumes name. A ConfigMap or Secret marked optional
+// mounts empty when it is missing, so it never holds the pod.
+std::vector<SimMount> Mounts(const std::string& pod_name, const nlohmann::json& spec) {
+  std::vector<SimMount> mounts;
+  auto volumes = spec.find("volumes");
+  if (volumes == spec.end() || !volumes->is_array()) {
+    return mounts;
+  }
+  for (const auto& volume : *volumes) {
+    if (!volume.is_object()) {
+      continue;
+    }
+    const std::string name = volume.value("name", "");
+    auto source = [&](const char* field) -> const nlohmann::json* {
+      auto it = volume.find(field);
+      return it != volume.end() && it->is_object() ? &*it : nullptr;
+    };
+    if (const auto* claim = source("persistentVolumeClaim")) {
+      mounts.push_back({SimMount::Kind::kClaim, name, claim->value("claimName", "")});
+    } else if (source("ephemeral") != nullptr) {
+      mounts.push_back({SimMount::Kind::kClaim, name, pod_name + "-" + name});
+    } else if (const auto* config_map = source("configMap")) {
+      if (!config_map->value("optional", false)) {
+        mounts.push_back({SimMount::Kind::kConfigMap, name, config_map->value("name", "")});
+      }
+    } else if (const auto* secret = source("secret")) {
+      if (!secret->value("optional", false)) {
+        mounts.push_back({SimMount::Kind::kSecret, name, secret->value("secretName", "")});
+      }
+    }
+  }
+  return mounts;
+}
+
 }  // namespace
+
+std::string MountFailureMessage(const SimMount& mount, MountState state) {
+  switch (mount.kind) {
+    case SimMount::Kind::kClaim:
+      if (state == MountState::kUnbound) {
+        return "Unable to attach or mount volumes: unmounted volumes=[" + mount.volume +
+               "]: persistentvolumeclaim \"" + mount.object + "\" is not bound";
+      }
+      return "Unable to attach or mount volumes: unmounted volumes=[" + mount.volume +
+             "]: persistentvolumeclaim \"" + mount.object + "\" not found";
+    case SimMount::Kind::kConfigMap:
+      return "MountVolume.SetUp failed for volume \"" + mount.volume + "\" : configmap \"" +
+             mount.object + "\" not found";
+    case SimMount::Kind::kSecret:
+      return "MountVolume.SetUp failed for volume \"" + mount.volume + "\" : secret \"" +
+             mount.object + "\" not found";
+  }
+  return {};
+}
 
 Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object()) {
@@ -100,6 +153,7 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   out.node_name = spec.value("nodeName", "");
   out.containers = Containers(spec, "containers");
   out.init_containers = Containers(spec, "initContainers");
+  out.mounts = Mounts(out.name, spec);
   const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   out.phase = status.value("phase", "");
   out.start_time = ParseTimeField(status, "startTime");
@@ -165,6 +219,33 @@ nlohmann::json RefusalStatusPatch(const AdmissionRefusal& refusal) {
            {{"phase", "Failed"},
             {"reason", refusal.reason},
             {"message", "Pod was rejected: " + refusal.message}}}};
+}
+
+nlohmann::json ContainerCreatingStatusPatch(const SimPod& pod, WallClock::time_point now,
+                                            const std::string& host_ip) {
+  nlohmann::json containers = nlohmann::json::array();
+  for (const auto& c : pod.containers) {
+    containers.push_back({{"name", c.first},
+                          {"image", c.second},
+                          {"imageID", ""},
+                          {"ready", false},
+                          {"started", false},
+                          {"restartCount", 0},
+                          {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}});
+  }
+  nlohmann::json not_ready = Condition("Ready", false, now);
+  not_ready["reason"] = "ContainersNotReady";
+  nlohmann::json containers_not_ready = Condition("ContainersReady", false, now);
+  containers_not_ready["reason"] = "ContainersNotReady";
+  return {
+      {"status",
+       {{"phase", "Pending"},
+        {"hostIP", host_ip},
+        {"startTime", Rfc3339(now)},
+        {"conditions", nlohmann::json::array(
+                           {Condition("Initialized", pod.init_containers.empty(), now), not_ready,
+                            containers_not_ready, Condition("PodScheduled", true, now)})},
+        {"containerStatuses", containers}}}};
 }
 
 KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,

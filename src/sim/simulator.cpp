@@ -178,6 +178,25 @@ Status Simulator::Start() {
   queue_ = std::make_unique<k8s::WorkQueue>(std::make_unique<k8s::WorkqueueRateLimiter>(
       std::chrono::milliseconds(50), std::chrono::seconds(30), 100000, 100000));
 
+  events_ = std::make_unique<k8s::EventRecorder>(client_, "kubelet");
+  // Only whether each exists (and a claim is Bound) is kept.
+  auto watch_mountable = [this](k8s::Resource resource, bool claims) {
+    k8s::InformerOptions<bool> options;
+    options.reflector.resource = std::move(resource);
+    options.decode = [claims](nlohmann::json&& object) -> Result<bool> {
+      if (!claims) {
+        return true;
+      }
+      auto status = object.find("status");
+      return status != object.end() && status->is_object() && status->value("phase", "") == "Bound";
+    };
+    auto informer = std::make_unique<k8s::Informer<bool>>(client_, options);
+    informer->Start();
+    return informer;
+  };
+  claims_ = watch_mountable(k8s::resources::PersistentVolumeClaims(), true);
+  config_maps_ = watch_mountable(k8s::resources::ConfigMaps(), false);
+  secrets_ = watch_mountable(k8s::resources::Secrets(), false);
   k8s::InformerOptions<SimPod> informer_options;
   informer_options.reflector.resource = k8s::resources::Pods();
   informer_options.reflector.field_selector = "spec.nodeName!=";
@@ -247,6 +266,11 @@ void Simulator::Stop() {
   if (nodes_) {
     nodes_->Stop();
   }
+  for (auto* informer : {claims_.get(), config_maps_.get(), secrets_.get()}) {
+    if (informer != nullptr) {
+      informer->Stop();
+    }
+  }
   if (queue_) {
     queue_->ShutDown();
   }
@@ -254,6 +278,10 @@ void Simulator::Stop() {
     worker.join();
   }
   workers_.clear();
+  if (events_) {
+    events_->Flush(std::chrono::seconds(2));
+    events_->Stop();
+  }
   for (auto& heartbeat : heartbeat_threads_) {
     heartbeat.join();
   }
@@ -309,6 +337,32 @@ void Simulator::Handle(const std::string& key) {
       ++stats_.pods_refused;
     }
   }
+  // Admitted, the pod waits for its volumes before any container starts.
+  if (decision.step == KubeletStep::kStart && written_phase != "Failed" && !pod->mounts.empty()) {
+    if (auto blocked = BlockedMount(*pod)) {
+      bool first = false;
+      {
+        MutexLock lock(mu_);
+        std::string& written = written_phase_[pod->uid];
+        first = written != "ContainerCreating";
+        written = "ContainerCreating";
+      }
+      if (first) {
+        ++stats_.mounts_waited;
+        k8s::PatchOptions options;
+        options.subresource = "status";
+        (void)client_.Patch(
+            k8s::resources::Pods(), pod->namespace_name, pod->name, k8s::PatchType::kMerge,
+            ContainerCreatingStatusPatch(*pod, now, NodeAddress(node->second)).dump(), options);
+        k8s::ObjectReference ref{"v1", "Pod", pod->namespace_name, pod->name, pod->uid, "", ""};
+        events_->Record(ref, k8s::EventType::kWarning, "FailedMount",
+                        MountFailureMessage(blocked->first, blocked->second));
+      }
+      queue_->Forget(key);
+      queue_->AddAfter(key, std::chrono::seconds(1));
+      return;
+    }
+  }
   Status result;
   switch (decision.step) {
     case KubeletStep::kNothing:
@@ -348,6 +402,22 @@ void Simulator::Handle(const std::string& key) {
   if (decision.wake_at && decision.step != KubeletStep::kFinish) {
     queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(*decision.wake_at - now));
   }
+}
+
+std::optional<std::pair<SimMount, MountState>> Simulator::BlockedMount(const SimPod& pod) {
+  for (const SimMount& mount : pod.mounts) {
+    const k8s::Informer<bool>& informer = mount.kind == SimMount::Kind::kClaim       ? *claims_
+                                          : mount.kind == SimMount::Kind::kConfigMap ? *config_maps_
+                                                                                     : *secrets_;
+    auto object = informer.store().Get(pod.namespace_name + "/" + mount.object);
+    if (object == nullptr) {
+      return std::pair{mount, MountState::kMissing};
+    }
+    if (!*object) {
+      return std::pair{mount, MountState::kUnbound};
+    }
+  }
+  return std::nullopt;
 }
 
 void Simulator::TrackAdmitted(const SimPod& pod, bool gone) {

@@ -68,7 +68,10 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
                                        "--memory",
                                        "256Gi",
                                        "--heartbeat-interval",
-                                       "20s"};
+                                       "20s",
+                                       // The default class, as kind's `standard`.
+                                       "--storage-class",
+                                       "standard"};
   sim_argv.insert(sim_argv.end(), replicas.sim_args.begin(), replicas.sim_args.end());
   sim_ = std::make_unique<ChildProcess>(sim_argv, dir + "/logs/hybridjob-sim.log");
   // Nodes first, so the scheduler's first cycle sees them.

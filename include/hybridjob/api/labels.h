@@ -38,6 +38,10 @@ inline constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
 // kInvalidGroupReason: the group's shape cannot be planned (a refused
 // group-spec annotation, members that disagree).
 inline constexpr std::string_view kInvalidGroupReason = "InvalidGroup";
+// kVolumeBindingReason: the group was placed, but the claims its plan decided
+// were not Bound in time (volumeBindTimeoutSeconds) or could not be written;
+// it is planned again.
+inline constexpr std::string_view kVolumeBindingReason = "WaitingForVolumes";
 // Other reasons name the scheduling policy's cause (WaitCauseName in
 // scheduler/policy_cycle.h): QueueLimit, NotAllowedInQueue, ...
 

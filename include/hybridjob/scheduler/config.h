@@ -35,6 +35,10 @@ struct SchedulerConfig {
   double client_qps = 500;
   int64_t client_burst = 1000;
   int64_t bind_concurrency = 16;
+  // How long a placed gang waits for its claims to be Bound (pre-bound or
+  // provisioned) before it is planned again: kube-scheduler's
+  // VolumeBinding bindTimeoutSeconds.
+  int64_t volume_bind_timeout_seconds = 600;
   LeaderElectionSettings leader_election;
   std::string metrics_addr = "0.0.0.0:10261";
   std::string health_addr = "0.0.0.0:10262";

@@ -16,6 +16,10 @@
 //        | outcomes            the Eviction API)     retried pod conditions)
 //        +--> back to the loop through the feed's wake-up
 //
+// A placed gang with unbound claims goes to the ClaimWriter first (pre-bind
+// volumes, select nodes for provisioning); the loop keeps it until its cache
+// shows every claim Bound, then hands it to the binder, or gives it up.
+//
 // Only the feed, the bind queue, the reporter's queue and the figures the
 // loop publishes for metrics are shared between threads.
 #pragma once
@@ -39,6 +43,7 @@
 #include <hybridjob/k8s/reflector.h>
 #include <hybridjob/scheduler/binder.h>
 #include <hybridjob/scheduler/cache.h>
+#include <hybridjob/scheduler/claim_writer.h>
 #include <hybridjob/scheduler/config.h>
 #include <hybridjob/scheduler/delta_feed.h>
 #include <hybridjob/scheduler/evictor.h>
@@ -95,6 +100,9 @@ class GangScheduler {
   // `deadline`; whether a plan may have changed.
   bool TakeInbox(std::chrono::steady_clock::time_point deadline);
   void ApplyBindOutcome(BindOutcome outcome);
+  // Placed gangs waiting for their claims: bound now, given up, or waiting on.
+  // Whether any was given up (its members are pending again).
+  bool AdvanceVolumeWaits();
   void PublishCacheFigures();
   void RunOneCycle();
 
@@ -107,6 +115,7 @@ class GangScheduler {
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<PodStatusReporter> reporter_;
   std::unique_ptr<GangBinder> binder_;
+  std::unique_ptr<ClaimWriter> claim_writer_;
   std::unique_ptr<Evictor> evictor_;
   std::unique_ptr<k8s::Reflector> node_reflector_;
   std::unique_ptr<k8s::Reflector> pod_reflector_;
@@ -122,9 +131,11 @@ class GangScheduler {
   PlannerConfig planner_config_ HJ_GUARDED_BY(mu_);
   PolicyConfig policy_config_ HJ_GUARDED_BY(mu_);
   std::chrono::seconds cycle_interval_ HJ_GUARDED_BY(mu_){5};
+  std::chrono::seconds volume_bind_timeout_ HJ_GUARDED_BY(mu_){600};
   // A reconfiguration or a new leader: plan now.
   bool cycle_requested_ HJ_GUARDED_BY(mu_) = false;
-  std::vector<BindOutcome> bind_outcomes_ HJ_GUARDED_BY(mu_);  // binder -> loop
+  std::vector<BindOutcome> bind_outcomes_ HJ_GUARDED_BY(mu_);         // binder -> loop
+  std::vector<ClaimWriteOutcome> claim_outcomes_ HJ_GUARDED_BY(mu_);  // claim writer -> loop
   // Until Start hands it to the binder.
   GangLatencyObserver latency_observer_ HJ_GUARDED_BY(mu_);
   // Published by the loop.
@@ -140,6 +151,16 @@ class GangScheduler {
   // waiting to grow, which would overwrite the mark.
   std::unordered_set<std::string> surplus_;
   std::unordered_map<std::string, RollbackHold> rolling_back_;  // by group key
+  // A placed gang whose claims the PV controller must bind first.
+  struct VolumeWait {
+    GangBind gang;
+    std::vector<ClaimDecision> decisions;  // written and assumed for this plan
+    std::vector<ClaimDecision> awaited;    // those, and the members' other unbound claims
+    std::chrono::steady_clock::time_point deadline;
+    bool written = false;  // the claim writer is done
+    Status write_error;    // what it could not write
+  };
+  std::unordered_map<std::string, VolumeWait> volume_waits_;  // by group key
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
   std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said

@@ -59,6 +59,7 @@ struct ClaimInfo {
   bool block_mode = false;    // spec.volumeMode: Block
   std::string selected_node;  // the selected-node annotation
   bool deleting = false;      // metadata.deletionTimestamp is set
+  bool bound = false;         // status.phase is Bound: the PV controller finished binding
   // spec.selector: only volumes whose labels match; such a claim is never
   // provisioned (the PV controller refuses to).
   std::optional<LabelSelector> selector;
@@ -117,6 +118,15 @@ class StorageCatalog {
   void ReplaceVolumes(std::vector<VolumeInfo> volumes);
   void ReplaceClasses(std::vector<StorageClassInfo> classes);
 
+  // What a committed plan assumes before the API server shows it, as
+  // kube-scheduler's assume cache does: the first assumption of an object
+  // keeps the informer's version, which an informer write drops (the server
+  // has spoken) and Restore* puts back (the plan was given up).
+  void AssumeClaim(ClaimInfo claim);
+  void AssumeVolume(VolumeInfo volume);
+  void RestoreClaim(std::string_view namespace_name, std::string_view name);
+  void RestoreVolume(std::string_view name);
+
   const ClaimInfo* FindClaim(std::string_view namespace_name, std::string_view name) const;
   // By "namespace/name", the key ClaimUsers are indexed by.
   const ClaimInfo* FindClaimByKey(std::string_view claim_key) const;
@@ -138,11 +148,16 @@ class StorageCatalog {
     std::map<std::string, std::vector<const VolumeInfo*>, std::less<>> by_hostname;
     std::vector<const VolumeInfo*> unpinned;
   };
+  // Upsert without touching what was assumed.
+  void PutVolume(VolumeInfo volume);
   void Index(const VolumeInfo& volume);
   void Unindex(const VolumeInfo& volume);
 
   bool tracked_ = false;
   std::map<std::string, ClaimInfo, std::less<>> claims_;  // by namespace/name
+  // The informer's versions of assumed objects (AssumeClaim, AssumeVolume).
+  std::map<std::string, ClaimInfo, std::less<>> claims_before_assumed_;
+  std::map<std::string, VolumeInfo, std::less<>> volumes_before_assumed_;
   // Elements of a std::map stay where they are, so the index points at them.
   std::map<std::string, VolumeInfo, std::less<>> volumes_;
   std::map<std::string, ClassVolumes, std::less<>> volumes_by_class_;
@@ -156,6 +171,7 @@ struct ClaimDecision {
   std::string claim_name;
   std::string volume_name;
   std::string node_name;
+  std::string claim_uid;  // what the volume's claimRef names, when known
 
   bool IsFor(std::string_view claim_namespace, std::string_view claim) const {
     return namespace_name == claim_namespace && claim_name == claim;
@@ -218,5 +234,22 @@ VolumeVerdict CheckPodVolumes(const PodInfo& pod, const NodeInfo& node,
 // volume its claim, so later plans of the same cycle do not take them again.
 // Informer updates replace these with what the API server holds.
 void AssumeClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecision>& decisions);
+// Undoes AssumeClaimDecisions for a plan that was given up, where no informer
+// write has replaced the assumption yet.
+void RestoreClaimDecisions(StorageCatalog& catalog, const std::vector<ClaimDecision>& decisions);
+
+// Adds to `awaited` each claim of `pod` (placed on `node`) that is not Bound
+// yet and not in `awaited` already: a placed gang waits for these besides
+// what its plan decided, since a claim whose volume or node was chosen by an
+// earlier plan (or by its user) fits the node before it is bound. Nothing
+// when volumes are not tracked.
+void AddClaimsToAwait(const StorageCatalog& catalog, const PodInfo& pod, std::string_view node,
+                      std::vector<ClaimDecision>& awaited);
+
+// Whether the PV controller has finished what a decision asked: the claim is
+// Bound (to the pre-bound volume, when one was chosen). False while it still
+// may be; an error when it never will (the claim is gone or being deleted, or
+// bound to another volume).
+Result<bool> ClaimDecisionDone(const StorageCatalog& catalog, const ClaimDecision& decision);
 
 }  // namespace hybridjob::scheduler

@@ -24,6 +24,21 @@ inline constexpr const char* kExitCodeAnnotation = "sim.hybridjob.io/exit-code";
 
 using WallClock = std::chrono::system_clock;
 
+// A volume of a pod that names another object, which must be there (and a
+// claim Bound) before the kubelet can mount it and start the containers.
+struct SimMount {
+  enum class Kind { kClaim, kConfigMap, kSecret };
+  Kind kind = Kind::kClaim;
+  std::string volume;  // the pod's volume name
+  std::string object;  // the claim, ConfigMap or Secret name
+};
+
+// What the kubelet found of the object a mount names.
+enum class MountState { kReady, kMissing, kUnbound };
+
+// The kubelet's words for a mount it cannot set up (a FailedMount Event).
+std::string MountFailureMessage(const SimMount& mount, MountState state);
+
 // The few fields of a pod the kubelet acts on.
 struct SimPod {
   std::string namespace_name;
@@ -39,6 +54,9 @@ struct SimPod {
   std::string annotation_error;  // a bad annotation fails the pod, with this message
   std::vector<std::pair<std::string, std::string>> containers;       // name, image
   std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
+  // Claims, and ConfigMaps and Secrets not marked optional, that the volumes
+  // name (generic ephemeral volumes as their <pod>-<volume> claims).
+  std::vector<SimMount> mounts;
   // What the pod asks of its node, as kube-scheduler and the kubelet count it
   // (only the pods count when the spec cannot be read).
   scheduler::ResourceList requests;
@@ -73,6 +91,11 @@ std::optional<AdmissionRefusal> AdmitPod(const scheduler::ResourceList& request,
 
 // The status a kubelet writes for a pod its admission refused.
 nlohmann::json RefusalStatusPatch(const AdmissionRefusal& refusal);
+
+// The status a kubelet writes for an admitted pod whose volumes cannot be
+// mounted yet: Pending, every container waiting in ContainerCreating.
+nlohmann::json ContainerCreatingStatusPatch(const SimPod& pod, WallClock::time_point now,
+                                            const std::string& host_ip);
 
 // pod_ip / host_ip: the addresses to report.
 KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,

@@ -17,6 +17,7 @@
 
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_client.h>
+#include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/workqueue.h>
 #include <hybridjob/sim/kubelet.h>
@@ -42,7 +43,8 @@ struct SimulatorStats {
   std::atomic<uint64_t> write_errors{0};
   std::atomic<uint64_t> heartbeats{0};
   std::atomic<uint64_t> nodes_lost{0};
-  std::atomic<uint64_t> pods_refused{0};  // by the kubelet's admission
+  std::atomic<uint64_t> pods_refused{0};   // by the kubelet's admission
+  std::atomic<uint64_t> mounts_waited{0};  // pods held in ContainerCreating (first time each)
 };
 
 // What the simulator needs of a Node it watches: whether it still plays the
@@ -81,6 +83,9 @@ class Simulator {
   // The kubelet's admission of a pod about to start: nothing when it fits
   // (it is then counted on its node), else why it is refused.
   std::optional<AdmissionRefusal> Admit(const SimPod& pod);
+  // The first of the pod's mounts the kubelet cannot set up yet (a claim not
+  // Bound, a ConfigMap or Secret missing), as the informers last saw them.
+  std::optional<std::pair<SimMount, MountState>> BlockedMount(const SimPod& pod);
   // Keeps the admitted pods of each node in step with the pods' phases.
   void TrackAdmitted(const SimPod& pod, bool gone);
 
@@ -93,6 +98,11 @@ class Simulator {
   std::unique_ptr<k8s::Informer<SimPod>> pods_;
   std::unique_ptr<k8s::Informer<SimNode>> nodes_;
   std::unique_ptr<k8s::WorkQueue> queue_;
+  std::unique_ptr<k8s::EventRecorder> events_;  // FailedMount, as the kubelet says it
+  // What pods' volumes name: claims (true when Bound), ConfigMaps, Secrets.
+  std::unique_ptr<k8s::Informer<bool>> claims_;
+  std::unique_ptr<k8s::Informer<bool>> config_maps_;
+  std::unique_ptr<k8s::Informer<bool>> secrets_;
   std::vector<std::thread> workers_;
   std::vector<std::thread> heartbeat_threads_;
 

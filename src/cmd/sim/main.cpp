@@ -2,6 +2,9 @@
 // signals only; the logic lives in hybridjob_sim. `hybridjob-sim trace ...`
 // replays a job trace in virtual time instead (trace_command.cpp).
 #include <iostream>
+#include <memory>
+#include <set>
+#include <string>
 #include <string_view>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +14,7 @@
 #include <hybridjob/common/signals.h>
 #include <hybridjob/k8s/config.h>
 #include <hybridjob/k8s/rest_client.h>
+#include <hybridjob/sim/provisioner.h>
 #include <hybridjob/sim/simulator.h>
 
 #include "trace_command.h"
@@ -21,7 +25,8 @@ constexpr const char* kSummary =
     "Registers simulated GPU nodes (Ready, with Lease heartbeats) and plays the kubelet for pods\n"
     "bound to them: Running at once, then Succeeded or Failed after the time the pod asks for\n"
     "(annotations sim.hybridjob.io/duration and sim.hybridjob.io/exit-code). Removes its nodes\n"
-    "on exit unless --keep-nodes.\n"
+    "on exit unless --keep-nodes. With --storage-class, also a volume provisioner for its nodes:\n"
+    "a WaitForFirstConsumer class whose claims get a PV on the node their scheduler selected.\n"
     "`hybridjob-sim trace --help`: replay a job trace in virtual time instead.";
 
 int Fail(const std::string& message) {
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string labels;
   std::string taints;
+  std::string storage_class;
+  bool default_storage_class = true;
   hybridjob::LoggingFlags logging;
   int64_t workers = options.workers;
   double qps = 500;
@@ -63,6 +70,13 @@ int main(int argc, char** argv) {
              "refuse a bound pod that does not fit beside the pods already admitted on its "
              "node (Failed, reason OutOf<resource>), as a kubelet does; "
              "--kubelet-admission=false admits everything");
+  flags.String("storage-class", &storage_class,
+               "create this StorageClass (WaitForFirstConsumer, provisioner "
+               "sim.hybridjob.io/local) and provision node-local volumes for claims of any class "
+               "with that provisioner once a node of this sim is selected for them; empty: none");
+  flags.Bool("default-storage-class", &default_storage_class,
+             "mark the --storage-class class as the cluster's default (claims without a class "
+             "get it)");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
@@ -90,13 +104,32 @@ int main(int argc, char** argv) {
   }
 
   hybridjob::sim::Simulator simulator(**client, options);
+  // The class before the nodes: whoever waits for the nodes may create
+  // claims at once, and the default class is given at a claim's creation.
+  std::unique_ptr<hybridjob::sim::Provisioner> provisioner;
+  if (!storage_class.empty()) {
+    const auto names = simulator.NodeNames();
+    provisioner = std::make_unique<hybridjob::sim::Provisioner>(
+        **client, storage_class, default_storage_class,
+        std::set<std::string>(names.begin(), names.end()));
+    if (auto status = provisioner->Start(); !status.ok()) {
+      provisioner->Stop();
+      return Fail(status.ToString());
+    }
+  }
   if (auto status = simulator.Start(); !status.ok()) {
     simulator.Stop();
+    if (provisioner) {
+      provisioner->Stop();
+    }
     return Fail(status.ToString());
   }
   spdlog::info("simulating {} nodes; Ctrl-C to stop", options.nodes.count);
   const int signal = hybridjob::WaitForShutdownSignal();
   spdlog::info("signal {}: stopping", signal);
+  if (provisioner) {
+    provisioner->Stop();
+  }
   simulator.Stop();
   const auto& stats = simulator.stats();
   spdlog::info("pods started {}, finished {}, removed {}; write errors {}",

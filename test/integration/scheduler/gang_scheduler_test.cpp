@@ -2,7 +2,9 @@
 // Each test has its own scheduler name and node label, so tests running side
 // by side on the shared cluster never schedule each other's pods.
 #include <atomic>
+#include <functional>
 #include <map>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -11,6 +13,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
+#include <hybridjob/sim/provisioner.h>
 #include <hybridjob/sim/simulator.h>
 
 #include "crd.h"
@@ -147,6 +150,12 @@ class GangSchedulerTest : public ::testing::Test {
         if (role.gpus > 0) {
           container["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(role.gpus)}}}};
         }
+        json volumes = json::array();
+        if (claims_of_) {
+          for (const std::string& claim : claims_of_(role.name, i)) {
+            volumes.push_back({{"name", claim}, {"persistentVolumeClaim", {{"claimName", claim}}}});
+          }
+        }
         json pod = {{"apiVersion", "v1"},
                     {"kind", "Pod"},
                     {"metadata",
@@ -164,6 +173,7 @@ class GangSchedulerTest : public ::testing::Test {
                     {"spec",
                      {{"schedulerName", scheduler_name_},
                       {"nodeSelector", {{"test-pool", ns_->name()}}},
+                      {"volumes", std::move(volumes)},
                       {"containers", json::array({container})}}}};
         if (!priority_class.empty()) {
           pod["spec"]["priorityClassName"] = priority_class;
@@ -251,6 +261,8 @@ class GangSchedulerTest : public ::testing::Test {
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<TestNamespace> ns_;
   std::string scheduler_name_;
+  // The claims CreateGroup mounts in a member (role, index), if any.
+  std::function<std::vector<std::string>(const std::string&, int)> claims_of_;
   std::unique_ptr<sim::Simulator> sim_;
   std::unique_ptr<GangScheduler> scheduler_;
 };
@@ -711,6 +723,192 @@ TEST_F(GangSchedulerTest, APriorityClassDecidesPreemption) {
       << "the higher PriorityClass did not preempt: " << ScheduledCondition("high-worker-0").second;
   EXPECT_EQ(CountBound("never-worker-", 2), 0);
   EXPECT_GE(scheduler_->stats().evictions.load(), 2u);
+}
+
+// Volume binding, as the PV controller of kube-controller-manager (the
+// cluster fixture runs it) and the sim's provisioner complete it.
+class VolumeBindingTest : public GangSchedulerTest {
+ protected:
+  void TearDown() override {
+    GangSchedulerTest::TearDown();
+    if (provisioner_) {
+      provisioner_->Stop();
+    }
+    // Cluster-scoped, so removed by hand; the claims go with the namespace.
+    for (const std::string& volume : volumes_) {
+      (void)client_->Delete(k8s::resources::PersistentVolumes(), "", volume);
+    }
+    if (!class_name_.empty()) {
+      (void)client_->Delete(k8s::resources::StorageClasses(), "", class_name_);
+    }
+  }
+
+  std::string NodeName(int index) const { return ns_->name() + "-" + std::to_string(index); }
+
+  // A WaitForFirstConsumer class of this test, with the given provisioner.
+  void CreateClass(const std::string& provisioner) {
+    class_name_ = "wffc-" + ns_->name();
+    json storage_class = sim::MakeStorageClass(class_name_, false);
+    storage_class["provisioner"] = provisioner;
+    ASSERT_TRUE(client_->Create(k8s::resources::StorageClasses(), "", storage_class).ok());
+  }
+
+  // A static local volume on one node, as an admin or a static provisioner makes it.
+  void CreateLocalVolume(const std::string& name, const std::string& node) {
+    const std::string full_name = name + "-" + ns_->name();
+    json volume = {
+        {"apiVersion", "v1"},
+        {"kind", "PersistentVolume"},
+        {"metadata", {{"name", full_name}}},
+        {"spec",
+         {{"capacity", {{"storage", "10Gi"}}},
+          {"accessModes", json::array({"ReadWriteOnce"})},
+          {"storageClassName", class_name_},
+          {"persistentVolumeReclaimPolicy", "Retain"},
+          {"local", {{"path", "/mnt/disks/" + name}}},
+          {"nodeAffinity",
+           {{"required",
+             {{"nodeSelectorTerms",
+               json::array({{{"matchExpressions",
+                              json::array({{{"key", "kubernetes.io/hostname"},
+                                            {"operator", "In"},
+                                            {"values", json::array({node})}}})}}})}}}}}}}};
+    ASSERT_TRUE(client_->Create(k8s::resources::PersistentVolumes(), "", volume).ok());
+    volumes_.push_back(full_name);
+  }
+
+  void CreateClaim(const std::string& name) {
+    json claim = {{"apiVersion", "v1"},
+                  {"kind", "PersistentVolumeClaim"},
+                  {"metadata", {{"name", name}}},
+                  {"spec",
+                   {{"storageClassName", class_name_},
+                    {"accessModes", json::array({"ReadWriteOnce"})},
+                    {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+    ASSERT_TRUE(client_->Create(k8s::resources::PersistentVolumeClaims(), ns_->name(), claim).ok());
+  }
+
+  json Claim(const std::string& name) {
+    auto claim = client_->Get(k8s::resources::PersistentVolumeClaims(), ns_->name(), name);
+    return claim ? *claim : json();
+  }
+
+  bool ClaimBound(const std::string& name) {
+    json claim = Claim(name);
+    return !claim.is_null() && claim.value("status", json::object()).value("phase", "") == "Bound";
+  }
+
+  // The hostname a PV's node affinity pins it to.
+  std::string VolumeNode(const std::string& volume_name) {
+    auto volume = client_->Get(k8s::resources::PersistentVolumes(), "", volume_name);
+    if (!volume) {
+      return {};
+    }
+    return (*volume)["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"]
+                    [0]["values"][0];
+  }
+
+  int CountRunning(const std::string& prefix, int count) {
+    int running = 0;
+    for (int i = 0; i < count; ++i) {
+      json pod = Pod(prefix + std::to_string(i));
+      running += !pod.is_null() && pod["status"].value("phase", "") == "Running" ? 1 : 0;
+    }
+    return running;
+  }
+
+  std::string class_name_;
+  std::vector<std::string> volumes_;
+  std::unique_ptr<sim::Provisioner> provisioner_;
+};
+
+// Static local volumes on one node of three: a gang sharing one claim lands
+// there whole, the claim is bound to a volume there, and the members run.
+TEST_F(VolumeBindingTest, AGangSharingOneLocalClaimLandsOnTheNodeWithTheVolume) {
+  StartNodes(3, 4);
+  CreateClass(std::string(kNoProvisioner));
+  CreateLocalVolume("disk-a", NodeName(1));
+  CreateLocalVolume("disk-b", NodeName(1));
+  CreateClaim("shared");
+  claims_of_ = [](const std::string&, int) { return std::vector<std::string>{"shared"}; };
+  StartScheduler();
+  CreateGroup("train", {{"worker", 4, 4, 1}});
+
+  ASSERT_TRUE(WaitFor([&] { return CountBound("train-worker-", 4) == 4; }, 60s))
+      << "bound: " << CountBound("train-worker-", 4) << "; "
+      << ScheduledCondition("train-worker-0").second;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(NodeOf("train-worker-" + std::to_string(i)), NodeName(1)) << i;
+  }
+  EXPECT_TRUE(ClaimBound("shared"));
+  const std::string volume = Claim("shared")["spec"].value("volumeName", "");
+  EXPECT_TRUE(volume == volumes_[0] || volume == volumes_[1]) << volume;
+  EXPECT_TRUE(WaitFor([&] { return CountRunning("train-worker-", 4) == 4; }, 30s));
+}
+
+// Dynamic provisioning through the sim's provisioner: each member's claim is
+// provisioned on the node its member was placed on, before any is bound.
+TEST_F(VolumeBindingTest, EachMembersClaimIsProvisionedOnItsMembersNode) {
+  StartNodes(3, 1);  // one GPU a node: the members spread
+  CreateClass(std::string(sim::kSimProvisioner));
+  const auto names = sim_->NodeNames();
+  provisioner_ = std::make_unique<sim::Provisioner>(
+      *client_, class_name_, false, std::set<std::string>(names.begin(), names.end()));
+  ASSERT_TRUE(provisioner_->Start().ok());
+  for (int i = 0; i < 3; ++i) {
+    CreateClaim("data-" + std::to_string(i));
+  }
+  claims_of_ = [](const std::string&, int index) {
+    return std::vector<std::string>{"data-" + std::to_string(index)};
+  };
+  StartScheduler();
+  CreateGroup("train", {{"worker", 3, 3, 1}});
+
+  ASSERT_TRUE(WaitFor([&] { return CountBound("train-worker-", 3) == 3; }, 60s))
+      << "bound: " << CountBound("train-worker-", 3) << "; "
+      << ScheduledCondition("train-worker-0").second;
+  std::set<std::string> nodes;
+  for (int i = 0; i < 3; ++i) {
+    const std::string claim = "data-" + std::to_string(i);
+    ASSERT_TRUE(ClaimBound(claim)) << "a member was bound before its claim";
+    const std::string volume = Claim(claim)["spec"].value("volumeName", "");
+    volumes_.push_back(volume);
+    const std::string node = NodeOf("train-worker-" + std::to_string(i));
+    EXPECT_EQ(VolumeNode(volume), node) << claim;
+    EXPECT_EQ(
+        Claim(claim)["metadata"]["annotations"].value(std::string(kAnnotationSelectedNode), ""),
+        node);
+    nodes.insert(node);
+  }
+  EXPECT_EQ(nodes.size(), 3u);
+  EXPECT_TRUE(WaitFor([&] { return CountRunning("train-worker-", 3) == 3; }, 30s));
+}
+
+// No volume anywhere and no provisioner: the gang waits naming the claim, and
+// nothing is bound, reserved or selected.
+TEST_F(VolumeBindingTest, AGangWhoseVolumesFitNowhereWaitsNamingTheClaim) {
+  StartNodes(2, 4);
+  CreateClass(std::string(kNoProvisioner));
+  CreateLocalVolume("elsewhere", "a-node-of-no-one");
+  CreateClaim("data");
+  claims_of_ = [](const std::string&, int) { return std::vector<std::string>{"data"}; };
+  StartScheduler();
+  CreateGroup("train", {{"worker", 2, 2, 1}});
+
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("train-worker-0").first == api::kWaitingReason; }, 30s));
+  const std::string message = ScheduledCondition("train-worker-0").second;
+  EXPECT_NE(message.find("claim \"data\""), std::string::npos) << message;
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(CountBound("train-worker-", 2), 0);
+  const json claim = Claim("data");
+  EXPECT_FALSE(claim["metadata"]
+                   .value("annotations", json::object())
+                   .contains(std::string(kAnnotationSelectedNode)));
+  EXPECT_FALSE(ClaimBound("data"));
+  auto volume = client_->Get(k8s::resources::PersistentVolumes(), "", volumes_[0]);
+  ASSERT_TRUE(volume.ok());
+  EXPECT_FALSE((*volume)["spec"].contains("claimRef"));
 }
 
 }  // namespace

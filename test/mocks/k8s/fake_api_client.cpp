@@ -551,6 +551,13 @@ Result<json> FakeApiClient::Patch(const Resource& resource, std::string_view ns,
   if (!rv.empty() && rv != MetaString(it->second, "resourceVersion")) {
     return ConflictError(resource, name, "the object has been modified");
   }
+  // A uid in the patch is a precondition, as the API server treats it.
+  const std::string uid = MetaString(patch, "uid");
+  if (!uid.empty() && uid != MetaString(it->second, "uid")) {
+    return ConflictError(resource, name,
+                         "Precondition failed: UID in precondition: " + uid +
+                             ", UID in object meta: " + MetaString(it->second, "uid"));
+  }
   return StoreLocked(resource,
                      Written(resource, it->second, std::move(patched), options.subresource),
                      WatchEventType::kModified);

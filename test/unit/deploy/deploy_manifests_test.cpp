@@ -291,8 +291,8 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
   EXPECT_EQ(Verbs(scheduler, "hybridjobs"), (Set{"get", "list", "watch"}));
   EXPECT_EQ(Verbs(scheduler, "namespaces"), (Set{"get", "list", "watch"}));
   EXPECT_EQ(Verbs(scheduler, "priorityclasses"), (Set{"get", "list", "watch"}));
-  EXPECT_EQ(Verbs(scheduler, "persistentvolumeclaims"), (Set{"get", "list", "watch"}));
-  EXPECT_EQ(Verbs(scheduler, "persistentvolumes"), (Set{"get", "list", "watch"}));
+  EXPECT_EQ(Verbs(scheduler, "persistentvolumeclaims"), (Set{"get", "list", "watch", "patch"}));
+  EXPECT_EQ(Verbs(scheduler, "persistentvolumes"), (Set{"get", "list", "watch", "patch"}));
   EXPECT_EQ(Verbs(scheduler, "storageclasses"), (Set{"get", "list", "watch"}));
   EXPECT_THAT(Verbs(scheduler, "hybridjobs/status"), IsEmpty());
 

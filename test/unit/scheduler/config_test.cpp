@@ -63,6 +63,7 @@ gangBackoffSeconds: 10
 clientQPS: 250.5
 clientBurst: 400
 bindConcurrency: 8
+volumeBindTimeoutSeconds: 120
 metricsAddr: 127.0.0.1:9000
 healthAddr: "0"
 leaderElection:
@@ -98,6 +99,7 @@ starvation:
   EXPECT_THAT(config->gpu_resources, ElementsAre("nvidia.com/gpu", "amd.com/gpu"));
   EXPECT_EQ(config->scoring, PackingPolicy::kSpread);
   EXPECT_EQ(config->percentage_of_nodes_to_score, 30);
+  EXPECT_EQ(config->volume_bind_timeout_seconds, 120);
   EXPECT_EQ(config->gang_backoff_seconds, 10);
   EXPECT_DOUBLE_EQ(config->client_qps, 250.5);
   EXPECT_EQ(config->client_burst, 400);
@@ -179,6 +181,8 @@ TEST(SchedulerConfigTest, BadValuesNameTheField) {
   // Used to be accepted and truncated to an int: 4294967296 became a burst of 0.
   EXPECT_EQ(Refusal("clientBurst: 4294967296\n"), "clientBurst: must be at most 2147483647");
   EXPECT_EQ(Refusal("bindConcurrency: 2000\n"), "bindConcurrency: must be between 1 and 1024");
+  EXPECT_EQ(Refusal("volumeBindTimeoutSeconds: 0\n"),
+            "volumeBindTimeoutSeconds: must be between 1 and 86400");
   EXPECT_EQ(Refusal("gpuResources: []\n"), "gpuResources: name at least one resource");
   EXPECT_EQ(Refusal("gpuResources: nvidia.com/gpu\n"), "gpuResources: expected a list");
   EXPECT_EQ(Refusal("gpuResources: [{a: b}]\n"),

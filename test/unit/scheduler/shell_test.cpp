@@ -18,6 +18,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/binder.h>
+#include <hybridjob/scheduler/claim_writer.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 #include <hybridjob/scheduler/status_reporter.h>
 
@@ -286,19 +287,21 @@ class GangSchedulerShellTest : public ::testing::Test {
     }
   }
 
-  void StartScheduler() {
+  void StartScheduler(int64_t volume_bind_timeout_seconds = 600) {
     SchedulerConfig config;
     config.scheduler_name = "gang-scheduler";
     config.gang_backoff_seconds = 60;  // no periodic cycle during a test
     config.bind_concurrency = 2;
+    config.volume_bind_timeout_seconds = volume_bind_timeout_seconds;
     scheduler_ = std::make_unique<GangScheduler>(api_, config);
     scheduler_->Start();
     ASSERT_TRUE(scheduler_->WaitForCacheSync(10s));
     scheduler_->SetActive(true);
   }
 
-  // A HybridJob and its `count` one-cpu workers (min 2), as the controller makes them.
-  void CreateJob(const std::string& job, int count) {
+  // A HybridJob and its `count` one-cpu workers (min 2), as the controller
+  // makes them; each mounts `claim` when one is named.
+  void CreateJob(const std::string& job, int count, const std::string& claim = "") {
     json created = api_.Seed(
         k8s::resources::HybridJobs(),
         {{"apiVersion", api::kApiVersion},
@@ -336,10 +339,50 @@ class GangSchedulerShellTest : public ::testing::Test {
                                                {"controller", true}}})}}},
            {"spec",
             {{"schedulerName", "gang-scheduler"},
+             {"volumes", claim.empty()
+                             ? json::array()
+                             : json::array({{{"name", "data"},
+                                             {"persistentVolumeClaim", {{"claimName", claim}}}}})},
              {"containers",
               json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
            {"status", {{"phase", "Pending"}}}});
     }
+  }
+
+  // A WaitForFirstConsumer class with a provisioner, and a ReadWriteOnce claim of it.
+  void CreateClaimToProvision(const std::string& claim) {
+    api_.Seed(k8s::resources::StorageClasses(), {{"apiVersion", "storage.k8s.io/v1"},
+                                                 {"kind", "StorageClass"},
+                                                 {"metadata", {{"name", "local"}}},
+                                                 {"provisioner", "example.com/local"},
+                                                 {"volumeBindingMode", "WaitForFirstConsumer"}});
+    api_.Seed(k8s::resources::PersistentVolumeClaims(),
+              {{"apiVersion", "v1"},
+               {"kind", "PersistentVolumeClaim"},
+               {"metadata", {{"name", claim}, {"namespace", "team-a"}}},
+               {"spec",
+                {{"storageClassName", "local"},
+                 {"accessModes", json::array({"ReadWriteOnce"})},
+                 {"resources", {{"requests", {{"storage", "1Gi"}}}}}}},
+               {"status", {{"phase", "Pending"}}}});
+  }
+
+  std::string SelectedNode(const std::string& claim) {
+    auto object = api_.Object(k8s::resources::PersistentVolumeClaims(), "team-a", claim);
+    if (!object) {
+      return {};
+    }
+    return (*object)["metadata"]
+        .value("annotations", json::object())
+        .value(std::string(kAnnotationSelectedNode), "");
+  }
+
+  // What the provisioner and the PV controller do once a node is selected.
+  void BindClaim(const std::string& claim) {
+    json object = *api_.Object(k8s::resources::PersistentVolumeClaims(), "team-a", claim);
+    object["spec"]["volumeName"] = "pvc-" + claim;
+    object["status"]["phase"] = "Bound";
+    api_.Seed(k8s::resources::PersistentVolumeClaims(), object);
   }
 
   int Bound(const std::string& job, int count) {
@@ -420,6 +463,115 @@ TEST_F(GangSchedulerShellTest, OnlyChangesThatMayChangeAPlanRunACycle) {
   EXPECT_EQ(scheduler_->stats().cycles.load(), cycles);
   CreateJob("next", 2);
   EXPECT_TRUE(Eventually([&] { return scheduler_->stats().cycles.load() > cycles; }));
+}
+
+// A placed gang whose claim must be provisioned: the node is selected on the
+// claim first, and no member is bound until the claim is Bound.
+TEST_F(GangSchedulerShellTest, AGangIsBoundOnlyOnceTheClaimsItsPlanDecidedAreBound) {
+  CreateClaimToProvision("data");
+  StartScheduler();
+  CreateJob("train", 2, "data");
+  ASSERT_TRUE(Eventually([&] { return !SelectedNode("data").empty(); }))
+      << api_.Object(k8s::resources::Pods(), "team-a", "train-worker-0")->dump();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(Bound("train", 2), 0) << "bound before the claim was";
+  BindClaim("data");
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+  // One ReadWriteOnce claim: both members on the node selected for it.
+  for (int i = 0; i < 2; ++i) {
+    auto pod = api_.Object(k8s::resources::Pods(), "team-a", "train-worker-" + std::to_string(i));
+    EXPECT_EQ((*pod)["spec"]["nodeName"], SelectedNode("data"));
+  }
+}
+
+// A claim not Bound within the timeout releases the gang with a reason; it is
+// placed again and bound once the claim is.
+TEST_F(GangSchedulerShellTest, AClaimNotBoundInTimeReleasesTheGangWithAReason) {
+  CreateClaimToProvision("data");
+  StartScheduler(/*volume_bind_timeout_seconds=*/1);
+  CreateJob("train", 2, "data");
+  ASSERT_TRUE(Eventually([&] {
+    return ConditionReason(api_, "train-worker-0", "PodScheduled") == api::kVolumeBindingReason;
+  }));
+  EXPECT_EQ(Bound("train", 2), 0);
+  EXPECT_GE(scheduler_->stats().groups_rolled_back.load(), 1u);
+  BindClaim("data");
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+}
+
+// A volume chosen for a claim is pre-bound with the version read, and one
+// reserved for another claim meanwhile is not taken.
+TEST(ClaimWriterTest, PreBindsAnAvailableVolumeAndRefusesOneReservedForAnother) {
+  FakeApiClient api;
+  auto volume = [](const std::string& name) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "PersistentVolume"},
+                {"metadata", {{"name", name}}},
+                {"spec", {{"capacity", {{"storage", "1Gi"}}}}},
+                {"status", {{"phase", "Available"}}}};
+  };
+  api.Seed(k8s::resources::PersistentVolumes(), volume("free"));
+  json taken = volume("taken");
+  taken["spec"]["claimRef"] = {{"namespace", "team-b"}, {"name", "other"}};
+  api.Seed(k8s::resources::PersistentVolumes(), taken);
+
+  const ClaimDecision to_free{"team-a", "data", "free", "node-0", "uid-1"};
+  ASSERT_TRUE(WriteClaimDecision(api, to_free).ok());
+  const json pre_bound = *api.Object(k8s::resources::PersistentVolumes(), "", "free");
+  EXPECT_EQ(pre_bound["spec"]["claimRef"]["name"], "data");
+  EXPECT_EQ(pre_bound["spec"]["claimRef"]["uid"], "uid-1");
+  EXPECT_EQ(pre_bound["metadata"]["annotations"][std::string(kAnnotationBoundByController)], "yes");
+  // Written again (a retry): nothing to do.
+  EXPECT_TRUE(WriteClaimDecision(api, to_free).ok());
+
+  const Status refused = WriteClaimDecision(api, {"team-a", "data", "taken", "node-0", "uid-1"});
+  EXPECT_TRUE(k8s::IsConflict(refused)) << refused.ToString();
+  EXPECT_NE(refused.message().find("team-b/other"), std::string::npos) << refused.message();
+  EXPECT_EQ(api.Object(k8s::resources::PersistentVolumes(), "", "taken")
+                ->at("spec")
+                .at("claimRef")
+                .at("name"),
+            "other");
+}
+
+// A volume changed between the read and the write is not overwritten.
+TEST(ClaimWriterTest, AVolumeChangedSinceItWasReadIsNotPreBound) {
+  FakeApiClient api;
+  api.Seed(k8s::resources::PersistentVolumes(),
+           {{"apiVersion", "v1"}, {"kind", "PersistentVolume"}, {"metadata", {{"name", "pv"}}}});
+  bool raced = false;
+  api.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "patch" && !raced) {
+      raced = true;
+      json changed = *api.Object(k8s::resources::PersistentVolumes(), "", "pv");
+      changed["spec"]["claimRef"] = {{"namespace", "team-b"}, {"name", "other"}};
+      api.Seed(k8s::resources::PersistentVolumes(), changed);
+    }
+    return std::nullopt;
+  });
+  const Status written = WriteClaimDecision(api, {"team-a", "data", "pv", "node-0", "uid-1"});
+  EXPECT_TRUE(k8s::IsConflict(written)) << written.ToString();
+  EXPECT_EQ(api.Object(k8s::resources::PersistentVolumes(), "", "pv")
+                ->at("spec")
+                .at("claimRef")
+                .at("name"),
+            "other");
+}
+
+TEST(ClaimWriterTest, SelectsTheNodeOnAClaimToProvisionAndNotOnAClaimMadeAgain) {
+  FakeApiClient api;
+  json claim = api.Seed(k8s::resources::PersistentVolumeClaims(),
+                        {{"apiVersion", "v1"},
+                         {"kind", "PersistentVolumeClaim"},
+                         {"metadata", {{"name", "data"}, {"namespace", "team-a"}}}});
+  const std::string uid = claim["metadata"]["uid"];
+  ASSERT_TRUE(WriteClaimDecision(api, {"team-a", "data", "", "node-1", uid}).ok());
+  EXPECT_EQ(api.Object(k8s::resources::PersistentVolumeClaims(), "team-a", "data")
+                ->at("metadata")
+                .at("annotations")
+                .at(std::string(kAnnotationSelectedNode)),
+            "node-1");
+  EXPECT_FALSE(WriteClaimDecision(api, {"team-a", "data", "", "node-2", "another-uid"}).ok());
 }
 
 }  // namespace

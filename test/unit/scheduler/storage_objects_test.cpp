@@ -31,6 +31,7 @@ TEST(ParseClaimTest, ReadsWhatVolumeBindingNeeds) {
   EXPECT_EQ(parsed->requested_bytes, 1610612736);
   EXPECT_EQ(parsed->selected_node, "node-2");
   EXPECT_FALSE(parsed->deleting);
+  EXPECT_FALSE(parsed->bound);
   ASSERT_TRUE(parsed->selector.has_value());
   EXPECT_TRUE(parsed->selector->Matches(LabelMap{{"tier", "ssd"}}));
   EXPECT_FALSE(parsed->selector->Matches(LabelMap{{"tier", "hdd"}}));
@@ -49,6 +50,10 @@ TEST(ParseClaimTest, TheLegacyClassAnnotationWinsAndDeletionIsSeen) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->storage_class, "old");
   EXPECT_TRUE(parsed->deleting);
+  EXPECT_FALSE(parsed->bound) << "no status: not bound";
+  json bound = claim;
+  bound["status"] = {{"phase", "Bound"}};
+  EXPECT_TRUE(ParseClaim(bound)->bound);
   EXPECT_FALSE(parsed->block_mode);
   EXPECT_FALSE(parsed->selector.has_value());
 }

@@ -220,7 +220,8 @@ TEST(CheckPodVolumesTest, WaitForFirstConsumerPicksTheSmallestFittingVolumeOnThe
 
   VolumeVerdict verdict = Check(pod, Node("n0"), catalog);
   ASSERT_TRUE(verdict.ok()) << verdict.Message();
-  EXPECT_THAT(verdict.decisions, ElementsAre(ClaimDecision{"team", "data", "small", "n0"}));
+  EXPECT_THAT(verdict.decisions,
+              ElementsAre(ClaimDecision{"team", "data", "small", "n0", "uid-data"}));
 
   // No provisioner: a node without a fitting volume cannot have the claim.
   VolumeVerdict none = Check(pod, Node("n2"), catalog);
@@ -229,9 +230,9 @@ TEST(CheckPodVolumesTest, WaitForFirstConsumerPicksTheSmallestFittingVolumeOnThe
 
   // A volume taken earlier in the plan is not offered again.
   VolumePlan plan;
-  plan.Add(ClaimDecision{"team", "other", "small", "n0"});
+  plan.Add(ClaimDecision{"team", "other", "small", "n0", "uid-other"});
   EXPECT_THAT(Check(pod, Node("n0"), catalog, plan).decisions,
-              ElementsAre(ClaimDecision{"team", "data", "big", "n0"}));
+              ElementsAre(ClaimDecision{"team", "data", "big", "n0", "uid-data"}));
 }
 
 TEST(CheckPodVolumesTest, AccessModesAndVolumeModeMustBeOffered) {
@@ -263,7 +264,7 @@ TEST(CheckPodVolumesTest, AVolumeReservedForTheClaimWinsWhateverItsSize) {
   reserved.claim_name = "data";
   catalog.UpsertVolume(reserved);
   EXPECT_THAT(Check(PodBuilder("p").Claim("data").Build(), Node("n0"), catalog).decisions,
-              ElementsAre(ClaimDecision{"team", "data", "retained", "n0"}));
+              ElementsAre(ClaimDecision{"team", "data", "retained", "n0", "uid-data"}));
 }
 
 TEST(CheckPodVolumesTest, ProvisioningFollowsAllowedTopologiesAndTheSelectedNode) {
@@ -273,7 +274,7 @@ TEST(CheckPodVolumesTest, ProvisioningFollowsAllowedTopologiesAndTheSelectedNode
   PodInfo pod = PodBuilder("p").Claim("scratch").Build();
 
   EXPECT_THAT(Check(pod, Node("n0", "a"), catalog).decisions,
-              ElementsAre(ClaimDecision{"team", "scratch", "", "n0"}));
+              ElementsAre(ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"}));
   EXPECT_EQ(Check(pod, Node("n1", "b"), catalog).code, VolumeCode::kBindConflict);
 
   // Once a node is selected, provisioning is under way for it alone.
@@ -318,14 +319,100 @@ TEST(AssumeClaimDecisionsTest, ClaimsShowTheirVolumeOrNodeAndVolumesTheirClaim) 
   catalog.UpsertClaim(Claim("data", "local"));
   catalog.UpsertClaim(Claim("scratch", "fast"));
   catalog.UpsertVolume(LocalVolume("pv", "n0"));
-  AssumeClaimDecisions(catalog, {ClaimDecision{"team", "data", "pv", "n0"},
-                                 ClaimDecision{"team", "scratch", "", "n0"},
-                                 ClaimDecision{"team", "gone", "", "n0"}});
+  AssumeClaimDecisions(catalog, {ClaimDecision{"team", "data", "pv", "n0", "uid-data"},
+                                 ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"},
+                                 ClaimDecision{"team", "gone", "", "n0", "uid-gone"}});
   EXPECT_EQ(catalog.FindClaim("team", "data")->volume_name, "pv");
   EXPECT_EQ(catalog.FindVolume("pv")->claim_name, "data");
   EXPECT_EQ(catalog.FindVolume("pv")->claim_uid, "uid-data");
   EXPECT_EQ(catalog.FindClaim("team", "scratch")->selected_node, "n0");
   EXPECT_EQ(catalog.FindClaim("team", "gone"), nullptr);
+}
+
+// A plan given up puts back what the informers last said; what an informer
+// said meanwhile stays.
+TEST(AssumeClaimDecisionsTest, RestoringAGivenUpPlanKeepsWhatTheServerSaidSince) {
+  StorageCatalog catalog;
+  catalog.UpsertClass(LocalClass());
+  catalog.UpsertClass(ProvisionedClass());
+  catalog.UpsertClaim(Claim("data", "local"));
+  catalog.UpsertClaim(Claim("scratch", "fast"));
+  catalog.UpsertVolume(LocalVolume("pv", "n0"));
+  const std::vector<ClaimDecision> decisions = {
+      ClaimDecision{"team", "data", "pv", "n0", "uid-data"},
+      ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"}};
+  AssumeClaimDecisions(catalog, decisions);
+  // The server's word on scratch arrives before the plan is given up.
+  ClaimInfo provisioned = Claim("scratch", "fast");
+  provisioned.selected_node = "n1";
+  catalog.UpsertClaim(provisioned);
+  RestoreClaimDecisions(catalog, decisions);
+  EXPECT_EQ(catalog.FindClaim("team", "data")->volume_name, "");
+  EXPECT_FALSE(catalog.FindVolume("pv")->HasClaimRef());
+  // Offered again, to any claim that fits.
+  EXPECT_EQ(catalog.CandidatesFor("local", Node("n0")).pinned.size(), 1u);
+  EXPECT_EQ(catalog.FindClaim("team", "scratch")->selected_node, "n1");
+  // Restoring twice changes nothing.
+  RestoreClaimDecisions(catalog, decisions);
+  EXPECT_EQ(catalog.FindClaim("team", "scratch")->selected_node, "n1");
+}
+
+// A member's claims bound or provisioned since an earlier plan fit its node
+// before they are Bound: its gang waits for them too.
+TEST(AddClaimsToAwaitTest, EveryUnboundClaimOfAMemberIsAwaitedOnce) {
+  StorageCatalog catalog;
+  catalog.set_tracked(true);
+  ClaimInfo provisioning = Claim("scratch", "fast");
+  provisioning.selected_node = "n0";
+  catalog.UpsertClaim(provisioning);
+  ClaimInfo binding = Claim("data", "local");
+  binding.volume_name = "pv";
+  catalog.UpsertClaim(binding);
+  ClaimInfo bound = Claim("logs", "local");
+  bound.volume_name = "pv-logs";
+  bound.bound = true;
+  catalog.UpsertClaim(bound);
+  const PodInfo pod = PodBuilder("p").Claim("scratch").Claim("data").Claim("logs").Build();
+  std::vector<ClaimDecision> awaited = {ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"}};
+  AddClaimsToAwait(catalog, pod, "n0", awaited);
+  EXPECT_THAT(awaited, ElementsAre(ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"},
+                                   ClaimDecision{"team", "data", "pv", "n0", "uid-data"}));
+  AddClaimsToAwait(catalog, pod, "n0", awaited);
+  EXPECT_EQ(awaited.size(), 2u) << "a claim shared by members is awaited once";
+
+  std::vector<ClaimDecision> untracked;
+  catalog.set_tracked(false);
+  AddClaimsToAwait(catalog, pod, "n0", untracked);
+  EXPECT_TRUE(untracked.empty());
+}
+
+TEST(ClaimDecisionDoneTest, DoneWhenTheClaimIsBoundToWhatWasChosen) {
+  StorageCatalog catalog;
+  const ClaimDecision pre_bind{"team", "data", "pv", "n0", "uid-data"};
+  const ClaimDecision provision{"team", "scratch", "", "n0", "uid-scratch"};
+  EXPECT_EQ(ClaimDecisionDone(catalog, pre_bind).status().code(), StatusCode::kNotFound);
+
+  ClaimInfo data = Claim("data", "local");
+  catalog.UpsertClaim(data);
+  EXPECT_FALSE(*ClaimDecisionDone(catalog, pre_bind));
+  data.volume_name = "pv";
+  data.bound = true;
+  catalog.UpsertClaim(data);
+  EXPECT_TRUE(*ClaimDecisionDone(catalog, pre_bind));
+  data.volume_name = "someone-elses";
+  catalog.UpsertClaim(data);
+  Result<bool> elsewhere = ClaimDecisionDone(catalog, pre_bind);
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_THAT(elsewhere.status().message(), HasSubstr("someone-elses"));
+
+  ClaimInfo scratch = Claim("scratch", "fast");
+  scratch.volume_name = "pvc-uid-scratch";
+  scratch.bound = true;
+  catalog.UpsertClaim(scratch);
+  EXPECT_TRUE(*ClaimDecisionDone(catalog, provision)) << "any volume the provisioner made";
+  scratch.deleting = true;
+  catalog.UpsertClaim(scratch);
+  EXPECT_FALSE(ClaimDecisionDone(catalog, provision).ok());
 }
 
 // The planner with volumes tracked: whole gangs go where every member's
@@ -382,7 +469,8 @@ TEST_F(VolumePlannerTest, AGangSharingOneLocalClaimLandsOnTheNodeOfItsVolume) {
   for (const auto& [pod, node] : Placement(plan)) {
     EXPECT_EQ(node, "n2") << pod;
   }
-  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "data", "pv-n2", "n2"}));
+  EXPECT_THAT(plan.claim_decisions,
+              ElementsAre(ClaimDecision{"team", "data", "pv-n2", "n2", "uid-data"}));
 
   ASSERT_TRUE(CommitPlan(snapshot_, plan).ok());
   EXPECT_EQ(snapshot_.storage().FindClaim("team", "data")->volume_name, "pv-n2");
@@ -402,7 +490,8 @@ TEST_F(VolumePlannerTest, AProvisionedReadWriteOnceClaimPinsItsUsersToOneNode) {
   for (const auto& [pod, on] : placement) {
     EXPECT_EQ(on, node) << pod;
   }
-  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "scratch", "", node}));
+  EXPECT_THAT(plan.claim_decisions,
+              ElementsAre(ClaimDecision{"team", "scratch", "", node, "uid-scratch"}));
 }
 
 TEST_F(VolumePlannerTest, PerMemberClaimsEachGetAVolumeOfTheirOwn) {
@@ -412,8 +501,9 @@ TEST_F(VolumePlannerTest, PerMemberClaimsEachGetAVolumeOfTheirOwn) {
 
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   ASSERT_TRUE(plan.placed()) << plan.reason;
-  EXPECT_THAT(plan.claim_decisions, ElementsAre(ClaimDecision{"team", "data-0", "pv-a", "n1"},
-                                                ClaimDecision{"team", "data-1", "pv-b", "n1"}));
+  EXPECT_THAT(plan.claim_decisions,
+              ElementsAre(ClaimDecision{"team", "data-0", "pv-a", "n1", "uid-data-0"},
+                          ClaimDecision{"team", "data-1", "pv-b", "n1", "uid-data-1"}));
 }
 
 TEST_F(VolumePlannerTest, AGangWhoseVolumesFitNowhereWaitsNamingTheClaimAndLeavesNoTrace) {

@@ -186,5 +186,55 @@ TEST(NodeFactoryTest, ParsesLabelsAndTaintsAndRejectsNonsense) {
   EXPECT_NE(ValidateNodePool(bad).message().find("--cpu"), std::string::npos);
 }
 
+// The objects a pod's volumes name: claims (generic ephemeral ones by their
+// <pod>-<volume> name), and ConfigMaps and Secrets unless optional.
+TEST(KubeletTest, MountsAreTheClaimsConfigMapsAndSecretsAPodNeeds) {
+  json pod = Pod();
+  pod["spec"]["volumes"] = json::parse(R"([
+    {"name": "data", "persistentVolumeClaim": {"claimName": "train-data"}},
+    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+    {"name": "cluster", "configMap": {"name": "train-cluster"}},
+    {"name": "extra", "configMap": {"name": "maybe", "optional": true}},
+    {"name": "ssh", "secret": {"secretName": "train-ssh"}},
+    {"name": "tmp", "emptyDir": {}}])");
+  auto decoded = DecodeSimPod(pod);
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_EQ(decoded->mounts.size(), 4u);
+  EXPECT_EQ(decoded->mounts[0].kind, SimMount::Kind::kClaim);
+  EXPECT_EQ(decoded->mounts[0].object, "train-data");
+  EXPECT_EQ(decoded->mounts[1].object, "p-scratch");
+  EXPECT_EQ(decoded->mounts[2].kind, SimMount::Kind::kConfigMap);
+  EXPECT_EQ(decoded->mounts[2].object, "train-cluster");
+  EXPECT_EQ(decoded->mounts[3].kind, SimMount::Kind::kSecret);
+  EXPECT_EQ(decoded->mounts[3].object, "train-ssh");
+
+  EXPECT_EQ(MountFailureMessage(decoded->mounts[0], MountState::kUnbound),
+            "Unable to attach or mount volumes: unmounted volumes=[data]: persistentvolumeclaim "
+            "\"train-data\" is not bound");
+  EXPECT_EQ(MountFailureMessage(decoded->mounts[2], MountState::kMissing),
+            "MountVolume.SetUp failed for volume \"cluster\" : configmap \"train-cluster\" not "
+            "found");
+}
+
+// Waiting for its volumes, an admitted pod is Pending with every container
+// in ContainerCreating, as kubectl shows it.
+TEST(KubeletTest, APodWaitingForItsVolumesIsContainerCreating) {
+  auto pod = DecodeSimPod(Pod());
+  ASSERT_TRUE(pod.ok());
+  const json status = ContainerCreatingStatusPatch(*pod, kNow, "10.200.0.1")["status"];
+  EXPECT_EQ(status["phase"], "Pending");
+  EXPECT_EQ(status["hostIP"], "10.200.0.1");
+  ASSERT_EQ(status["containerStatuses"].size(), 2u);
+  EXPECT_EQ(status["containerStatuses"][0]["state"]["waiting"]["reason"], "ContainerCreating");
+  EXPECT_FALSE(status.contains("podIP"));
+  bool ready = true;
+  for (const json& condition : status["conditions"]) {
+    if (condition["type"] == "Ready") {
+      ready = condition["status"] == "True";
+    }
+  }
+  EXPECT_FALSE(ready);
+}
+
 }  // namespace
 }  // namespace hybridjob::sim
