@@ -352,7 +352,7 @@ void Simulator::Handle(const std::string& key) {
         k8s::PatchOptions options;
         options.subresource = "status";
         (void)client_.Patch(
-            k8s::resources::Pods(), pod->namespace_name, pod->name, k8s::PatchType::kMerge,
+            k8s::resources::Pods(), pod->namespace_name, pod->name, k8s::PatchType::kStrategicMerge,
             ContainerCreatingStatusPatch(*pod, now, NodeAddress(node->second)).dump(), options);
         k8s::ObjectReference ref{"v1", "Pod", pod->namespace_name, pod->name, pod->uid, "", ""};
         events_->Record(ref, k8s::EventType::kWarning, "FailedMount",
@@ -371,8 +371,9 @@ void Simulator::Handle(const std::string& key) {
     case KubeletStep::kFinish: {
       k8s::PatchOptions options;
       options.subresource = "status";
-      auto patched = client_.Patch(k8s::resources::Pods(), pod->namespace_name, pod->name,
-                                   k8s::PatchType::kMerge, decision.status_patch.dump(), options);
+      auto patched =
+          client_.Patch(k8s::resources::Pods(), pod->namespace_name, pod->name,
+                        k8s::PatchType::kStrategicMerge, decision.status_patch.dump(), options);
       result = patched ? Status::Ok() : patched.status();
       if (patched) {
         MutexLock lock(mu_);

@@ -109,7 +109,7 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
   ASSERT_TRUE(elastic.WaitFor([&] { return system.Phase("waiting") == "Running"; }, 60s))
       << "the waiting job never ran: " << system.Phase("waiting") << "\n"
       << system.Logs();
-  EXPECT_EQ(Members(system, "elastic", "worker"), 4);
+  EXPECT_EQ(Members(system, "elastic", "worker"), 4) << system.Logs();
   EXPECT_TRUE(WaitFor([&] { return PublishedMembership(system, "elastic") == R"({"worker":4})"; }))
       << PublishedMembership(system, "elastic");
   EXPECT_EQ(BoundCount(system, "elastic"), 4) << "exactly the 4 highest workers were evicted";

@@ -73,7 +73,9 @@ enum class KubeletStep {
 
 struct KubeletDecision {
   KubeletStep step = KubeletStep::kNothing;
-  nlohmann::json status_patch;                   // for kStart / kFinish: merge patch of status
+  // For kStart / kFinish: a strategic merge patch of the status, so conditions
+  // other writers own (DisruptionTarget, the scheduler's) stay, as a kubelet keeps them.
+  nlohmann::json status_patch;
   std::optional<WallClock::time_point> wake_at;  // when to look at the pod again
 };
 
