@@ -911,5 +911,64 @@ TEST_F(VolumeBindingTest, AGangWhoseVolumesFitNowhereWaitsNamingTheClaim) {
   EXPECT_FALSE((*volume)["spec"].contains("claimRef"));
 }
 
+// The documented way to hand a Released volume (its claim gone, reclaim
+// policy Retain) to one named new claim: the claim names the volume, then the
+// volume's claimRef is pointed at the claim. No other claim can take it
+// meanwhile, and a gang mounting the claim goes where the volume is.
+TEST_F(VolumeBindingTest, AReleasedVolumeGoesToTheClaimItIsGivenToAndItsGangFollows) {
+  StartNodes(3, 4);
+  CreateClass(std::string(kNoProvisioner));
+  CreateLocalVolume("kept", NodeName(2));
+  const std::string volume = volumes_[0];
+  // The state a deleted job leaves: bound to a claim that is gone.
+  const json old_ref = {{"spec",
+                         {{"claimRef",
+                           {{"kind", "PersistentVolumeClaim"},
+                            {"namespace", ns_->name()},
+                            {"name", "old-job-data"},
+                            {"uid", "0b4c7d7e-0000-4000-8000-000000000000"}}}}}};
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::resources::PersistentVolumes(), "", volume, k8s::PatchType::kMerge,
+                          old_ref.dump())
+                  .ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto object = client_->Get(k8s::resources::PersistentVolumes(), "", volume);
+        return object.ok() && (*object)["status"].value("phase", "") == "Released";
+      },
+      30s));
+
+  CreateClaim("other");  // fits the volume, but must not get it
+  json reuse = {{"apiVersion", "v1"},
+                {"kind", "PersistentVolumeClaim"},
+                {"metadata", {{"name", "new-job-data"}}},
+                {"spec",
+                 {{"storageClassName", class_name_},
+                  {"volumeName", volume},
+                  {"accessModes", json::array({"ReadWriteOnce"})},
+                  {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+  ASSERT_TRUE(client_->Create(k8s::resources::PersistentVolumeClaims(), ns_->name(), reuse).ok());
+  const json handed =
+      json::array({{{"op", "replace"},
+                    {"path", "/spec/claimRef"},
+                    {"value", {{"namespace", ns_->name()}, {"name", "new-job-data"}}}}});
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::resources::PersistentVolumes(), "", volume, k8s::PatchType::kJson,
+                          handed.dump())
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return ClaimBound("new-job-data"); }, 30s));
+  EXPECT_EQ(Claim("new-job-data")["spec"].value("volumeName", ""), volume);
+  EXPECT_FALSE(ClaimBound("other"));
+
+  claims_of_ = [](const std::string&, int) { return std::vector<std::string>{"new-job-data"}; };
+  StartScheduler();
+  CreateGroup("resumed", {{"worker", 2, 2, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("resumed-worker-", 2) == 2; }, 30s))
+      << ScheduledCondition("resumed-worker-0").second;
+  EXPECT_EQ(NodeOf("resumed-worker-0"), NodeName(2));
+  EXPECT_EQ(NodeOf("resumed-worker-1"), NodeName(2));
+  EXPECT_FALSE(ClaimBound("other"));
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler
