@@ -234,5 +234,68 @@ TEST(EndToEndTest, KubeSchedulerBindsPlainGpuPodsBesideHybridJobs) {
   EXPECT_EQ(plain_seen, 6);
 }
 
+// The seeds' storage layout on the default WaitForFirstConsumer class: a data
+// volume for the workers only, a log volume for every role that outlives the
+// job; the same job created again mounts the retained log volume.
+TEST(EndToEndTest, PerRoleVolumesAreProvisionedAndARetainedOneIsMountedAgain) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});
+  ASSERT_TRUE(system.ok());
+  const std::string manifest =
+      Job("vivo", "tensorflow", {Member("ps", 1, 1, 0, ""), Member("worker", 2, 2, 1, "4s")}) +
+      "  volumes:\n"
+      "    - name: data\n      size: 1Gi\n      mountPath: /data\n      roles: [worker]\n"
+      "    - name: logs\n      size: 1Gi\n      accessModes: [ReadWriteMany]\n"
+      "      mountPath: /logs\n      retain: true\n";
+  auto claim = [&](const std::string& name) {
+    auto object = system.client().Get(k8s::resources::PersistentVolumeClaims(), "default", name);
+    return object.ok() ? *object : json();
+  };
+  auto bound_volume = [&](const std::string& name) {
+    const json object = claim(name);
+    return !object.is_null() && object["status"].value("phase", "") == "Bound"
+               ? object["spec"].value("volumeName", "")
+               : std::string();
+  };
+  std::string output;
+  ASSERT_EQ(system.Apply(manifest, &output), 0) << output;
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("vivo") == "Running"; }, 60s))
+      << system.Phase("vivo") << "\n"
+      << system.Logs();
+  EXPECT_FALSE(bound_volume("vivo-data").empty());
+  const std::string logs_volume = bound_volume("vivo-logs");
+  ASSERT_FALSE(logs_volume.empty());
+  std::string node;
+  for (const json& pod : system.Pods("vivo")) {
+    std::set<std::string> claims;
+    for (const json& volume : pod["spec"]["volumes"]) {
+      if (volume.contains("persistentVolumeClaim")) {
+        claims.insert(volume["persistentVolumeClaim"]["claimName"].get<std::string>());
+      }
+    }
+    const bool worker = pod["metadata"]["labels"][std::string(api::kRoleLabel)] == "worker";
+    const std::set<std::string> expected = worker ? std::set<std::string>{"vivo-data", "vivo-logs"}
+                                                  : std::set<std::string>{"vivo-logs"};
+    EXPECT_EQ(claims, expected) << pod["metadata"]["name"];
+    // The log volume was provisioned on one node, and holds every member there.
+    const std::string on = pod["spec"].value("nodeName", "");
+    EXPECT_TRUE(node.empty() || on == node) << on << " and " << node;
+    node = on;
+  }
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("vivo") == "Succeeded"; }, 60s)) << system.Logs();
+
+  // Deleted, the job takes its data claim along and leaves the retained one.
+  ASSERT_EQ(system.Kubectl("delete hj vivo --wait=true"), 0);
+  ASSERT_TRUE(WaitFor([&] { return claim("vivo-data").is_null(); }, 60s))
+      << claim("vivo-data").dump();
+  EXPECT_EQ(bound_volume("vivo-logs"), logs_volume);
+
+  // Created again, it mounts the same log volume.
+  ASSERT_EQ(system.Apply(manifest, &output), 0) << output;
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("vivo") == "Succeeded"; }, 90s))
+      << system.Phase("vivo") << "\n"
+      << system.Logs();
+  EXPECT_EQ(bound_volume("vivo-logs"), logs_volume);
+}
+
 }  // namespace
 }  // namespace hybridjob::testing
