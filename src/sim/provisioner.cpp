@@ -46,6 +46,14 @@ std::string ClaimClass(const json& claim) {
 
 }  // namespace
 
+json HostnameNodeAffinity(const std::string& node) {
+  const json requirement = {
+      {"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", json::array({node})}};
+  return {
+      {"required",
+       {{"nodeSelectorTerms", json::array({{{"matchExpressions", json::array({requirement})}}})}}}};
+}
+
 json MakeStorageClass(const std::string& name, bool default_class) {
   json storage_class = {
       {"apiVersion", "storage.k8s.io/v1"}, {"kind", "StorageClass"},
@@ -108,13 +116,7 @@ Result<std::optional<json>> VolumeForClaim(const json& claim, const json* storag
                      {"name", k8s::NameOf(claim)},
                      {"uid", uid}}},
                    {"local", {{"path", std::string(kVolumeRoot) + name}}},
-                   {"nodeAffinity",
-                    {{"required",
-                      {{"nodeSelectorTerms",
-                        json::array({{{"matchExpressions",
-                                       json::array({{{"key", "kubernetes.io/hostname"},
-                                                     {"operator", "In"},
-                                                     {"values", json::array({node})}}})}}})}}}}}}}};
+                   {"nodeAffinity", HostnameNodeAffinity(node)}}}};
   if (const std::string mode = StringAt(*spec, "volumeMode"); !mode.empty()) {
     volume["spec"]["volumeMode"] = mode;
   }

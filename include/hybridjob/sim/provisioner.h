@@ -34,6 +34,10 @@ inline constexpr std::string_view kAnnotationProvisionedBy = "pv.kubernetes.io/p
 inline constexpr std::string_view kAnnotationDefaultClass =
     "storageclass.kubernetes.io/is-default-class";
 
+// A PV's spec.nodeAffinity that pins it to one node by kubernetes.io/hostname,
+// as node-local volumes are pinned.
+nlohmann::json HostnameNodeAffinity(const std::string& node);
+
 // The StorageClass the sim provisions for.
 nlohmann::json MakeStorageClass(const std::string& name, bool default_class);
 

@@ -756,23 +756,16 @@ class VolumeBindingTest : public GangSchedulerTest {
   // A static local volume on one node, as an admin or a static provisioner makes it.
   void CreateLocalVolume(const std::string& name, const std::string& node) {
     const std::string full_name = name + "-" + ns_->name();
-    json volume = {
-        {"apiVersion", "v1"},
-        {"kind", "PersistentVolume"},
-        {"metadata", {{"name", full_name}}},
-        {"spec",
-         {{"capacity", {{"storage", "10Gi"}}},
-          {"accessModes", json::array({"ReadWriteOnce"})},
-          {"storageClassName", class_name_},
-          {"persistentVolumeReclaimPolicy", "Retain"},
-          {"local", {{"path", "/mnt/disks/" + name}}},
-          {"nodeAffinity",
-           {{"required",
-             {{"nodeSelectorTerms",
-               json::array({{{"matchExpressions",
-                              json::array({{{"key", "kubernetes.io/hostname"},
-                                            {"operator", "In"},
-                                            {"values", json::array({node})}}})}}})}}}}}}}};
+    json volume = {{"apiVersion", "v1"},
+                   {"kind", "PersistentVolume"},
+                   {"metadata", {{"name", full_name}}},
+                   {"spec",
+                    {{"capacity", {{"storage", "10Gi"}}},
+                     {"accessModes", json::array({"ReadWriteOnce"})},
+                     {"storageClassName", class_name_},
+                     {"persistentVolumeReclaimPolicy", "Retain"},
+                     {"local", {{"path", "/mnt/disks/" + name}}},
+                     {"nodeAffinity", sim::HostnameNodeAffinity(node)}}}};
     ASSERT_TRUE(client_->Create(k8s::resources::PersistentVolumes(), "", volume).ok());
     volumes_.push_back(full_name);
   }
