@@ -298,14 +298,18 @@ Status JobController::Reconcile(const std::string& key) {
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
   }
-  Observed observed;
-  for (const auto& pod : pods_->store().ByIndex(kByJob, key)) {
-    observed.pods.push_back(pod->pod);
-  }
-  observed.services = Copies(services_->store().ByIndex(kByJob, key));
-  observed.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
-  observed.claims = Copies(claims_->store().ByIndex(kByJob, key));
-  observed.deployments = Copies(deployments_->store().ByIndex(kByJob, key));
+  auto read_caches = [&] {
+    Observed read;
+    for (const auto& pod : pods_->store().ByIndex(kByJob, key)) {
+      read.pods.push_back(pod->pod);
+    }
+    read.services = Copies(services_->store().ByIndex(kByJob, key));
+    read.config_maps = Copies(config_maps_->store().ByIndex(kByJob, key));
+    read.claims = Copies(claims_->store().ByIndex(kByJob, key));
+    read.deployments = Copies(deployments_->store().ByIndex(kByJob, key));
+    return read;
+  };
+  Observed observed = read_caches();
   // Never plan from caches that have not yet shown this controller's own
   // writes: a failed member already deleted would be restarted twice.
   const auto clock_now = Expectations::Clock::now();
@@ -329,6 +333,10 @@ Status JobController::Reconcile(const std::string& key) {
     case Expectations::State::kSatisfied:
       break;
   }
+  // The informers' handlers may have met expectations after the caches were
+  // read (a pod created by the last pass arrived in between): read them again,
+  // so the plan sees at least every write the expectations saw.
+  observed = read_caches();
   observed.departed = departed_.For(key, observed.pods, clock_now);
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
