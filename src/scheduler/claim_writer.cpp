@@ -88,11 +88,7 @@ void ClaimWriter::Start() {
 }
 
 void ClaimWriter::Stop() {
-  {
-    MutexLock lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  queue_.ShutDown();
   if (worker_.joinable()) {
     worker_.join();
   }
@@ -101,34 +97,34 @@ void ClaimWriter::Stop() {
 void ClaimWriter::Submit(std::string key, std::vector<ClaimDecision> decisions) {
   {
     MutexLock lock(mu_);
-    queue_.push_back({std::move(key), std::move(decisions)});
+    pending_[key] = std::move(decisions);
   }
-  cv_.notify_all();
+  queue_.Add(key);
 }
 
 void ClaimWriter::Work() {
-  while (true) {
-    Task task;
+  while (auto key = queue_.Get()) {
+    std::vector<ClaimDecision> decisions;
     {
       MutexLock lock(mu_);
-      lock.Wait(cv_, [this]() HJ_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) {
-        return;
+      auto it = pending_.find(*key);
+      if (it != pending_.end()) {
+        decisions = std::move(it->second);
+        pending_.erase(it);
       }
-      task = std::move(queue_.front());
-      queue_.pop_front();
     }
-    ClaimWriteOutcome outcome{task.key, Status::Ok()};
-    for (const ClaimDecision& decision : task.decisions) {
+    ClaimWriteOutcome outcome{*key, Status::Ok()};
+    for (const ClaimDecision& decision : decisions) {
       Status written = WriteClaimDecision(client_, decision);
       if (!written.ok()) {
-        spdlog::warn("gang {}: claim {}/{}: {}", task.key, decision.namespace_name,
-                     decision.claim_name, written.ToString());
+        spdlog::warn("gang {}: claim {}/{}: {}", *key, decision.namespace_name, decision.claim_name,
+                     written.ToString());
         outcome.status = std::move(written);
         break;  // the gang is planned again; what was written is honoured then
       }
     }
     outcomes_(std::move(outcome));
+    queue_.Done(*key);
   }
 }
 

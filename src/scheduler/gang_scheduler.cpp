@@ -403,35 +403,26 @@ bool GangScheduler::AdvanceVolumeWaits() {
   for (auto it = volume_waits_.begin(); it != volume_waits_.end();) {
     VolumeWait& wait = it->second;
     Status failure = wait.write_error;
-    bool done = wait.written && failure.ok();
-    for (const ClaimDecision& decision : wait.awaited) {
-      if (!failure.ok() || !done) {
-        break;
-      }
-      Result<bool> claim_done = ClaimDecisionDone(cache_.snapshot().storage(), decision);
-      if (!claim_done.ok()) {
-        failure = claim_done.status();
-      } else {
-        done = *claim_done;
-      }
-    }
-    if (failure.ok() && !done && now >= wait.deadline) {
-      std::string unbound;
-      for (const ClaimDecision& decision : wait.awaited) {
-        auto claim_done = ClaimDecisionDone(cache_.snapshot().storage(), decision);
-        if (claim_done.ok() && !*claim_done) {
-          unbound += (unbound.empty() ? "" : ", ") + decision.claim_name;
+    bool ready = false;
+    if (failure.ok()) {
+      const AwaitedClaims claims = CheckAwaitedClaims(cache_.snapshot().storage(), wait.awaited);
+      failure = claims.failure;
+      ready = wait.written && claims.AllBound();
+      if (failure.ok() && !ready && now >= wait.deadline) {
+        std::string unbound;
+        for (const std::string& claim : claims.unbound) {
+          unbound += (unbound.empty() ? "" : ", ") + claim;
         }
+        failure = Status(StatusCode::kTimeout,
+                         "claims not bound within the volume bind timeout: " +
+                             (wait.written ? unbound : std::string("(writes unfinished)")));
       }
-      failure = Status(StatusCode::kTimeout,
-                       "claims not bound within the volume bind timeout: " +
-                           (unbound.empty() ? std::string("(writes unfinished)") : unbound));
     }
-    if (failure.ok() && !done) {
+    if (failure.ok() && !ready) {
       ++it;
       continue;
     }
-    if (failure.ok()) {
+    if (ready) {
       binder_->Submit(std::move(wait.gang));
       it = volume_waits_.erase(it);
       continue;

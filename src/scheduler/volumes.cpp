@@ -508,4 +508,20 @@ Result<bool> ClaimDecisionDone(const StorageCatalog& catalog, const ClaimDecisio
   return true;
 }
 
+AwaitedClaims CheckAwaitedClaims(const StorageCatalog& catalog,
+                                 const std::vector<ClaimDecision>& awaited) {
+  AwaitedClaims out;
+  for (const ClaimDecision& decision : awaited) {
+    Result<bool> done = ClaimDecisionDone(catalog, decision);
+    if (!done.ok()) {
+      out.failure = done.status();
+      return out;
+    }
+    if (!*done) {
+      out.unbound.push_back(decision.claim_name);
+    }
+  }
+  return out;
+}
+
 }  // namespace hybridjob::scheduler

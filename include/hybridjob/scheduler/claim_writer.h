@@ -10,9 +10,8 @@
 // unbound claim) and must not wait behind, or hold up, member binds.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/api_client.h>
+#include <hybridjob/k8s/workqueue.h>
 #include <hybridjob/scheduler/volumes.h>
 
 namespace hybridjob::scheduler {
@@ -61,21 +61,17 @@ class ClaimWriter {
   void Start();
   // Writes what is queued, then ends the worker.
   void Stop();
+  // A gang submitted again before its writes started replaces them.
   void Submit(std::string key, std::vector<ClaimDecision> decisions);
 
  private:
-  struct Task {
-    std::string key;
-    std::vector<ClaimDecision> decisions;
-  };
   void Work();
 
   k8s::ApiClient& client_;
   OutcomeSink outcomes_;
+  k8s::WorkQueue queue_;  // gang keys
   Mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> queue_ HJ_GUARDED_BY(mu_);
-  bool stopping_ HJ_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::vector<ClaimDecision>> pending_ HJ_GUARDED_BY(mu_);
   std::thread worker_;
 };
 

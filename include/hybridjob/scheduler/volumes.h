@@ -252,4 +252,13 @@ void AddClaimsToAwait(const StorageCatalog& catalog, const PodInfo& pod, std::st
 // bound to another volume).
 Result<bool> ClaimDecisionDone(const StorageCatalog& catalog, const ClaimDecision& decision);
 
+// Where the claims a placed gang waits for stand, all at once.
+struct AwaitedClaims {
+  Status failure;                    // the first that will never be bound as chosen
+  std::vector<std::string> unbound;  // the claims not Bound yet
+  bool AllBound() const { return failure.ok() && unbound.empty(); }
+};
+AwaitedClaims CheckAwaitedClaims(const StorageCatalog& catalog,
+                                 const std::vector<ClaimDecision>& awaited);
+
 }  // namespace hybridjob::scheduler

@@ -415,6 +415,24 @@ TEST(ClaimDecisionDoneTest, DoneWhenTheClaimIsBoundToWhatWasChosen) {
   EXPECT_FALSE(ClaimDecisionDone(catalog, provision).ok());
 }
 
+TEST(CheckAwaitedClaimsTest, NamesTheUnboundAndStopsAtOneThatWillNeverBind) {
+  StorageCatalog catalog;
+  ClaimInfo data = Claim("data", "local");
+  data.volume_name = "pv";
+  data.bound = true;
+  catalog.UpsertClaim(data);
+  catalog.UpsertClaim(Claim("scratch", "fast"));
+  const ClaimDecision bound{"team", "data", "pv", "n0", "uid-data"};
+  const ClaimDecision provisioning{"team", "scratch", "", "n0", "uid-scratch"};
+  AwaitedClaims waiting = CheckAwaitedClaims(catalog, {bound, provisioning});
+  EXPECT_TRUE(waiting.failure.ok());
+  EXPECT_THAT(waiting.unbound, ElementsAre("scratch"));
+  EXPECT_FALSE(waiting.AllBound());
+  EXPECT_TRUE(CheckAwaitedClaims(catalog, {bound}).AllBound());
+  const ClaimDecision gone{"team", "gone", "", "n0", "uid-gone"};
+  EXPECT_EQ(CheckAwaitedClaims(catalog, {bound, gone}).failure.code(), StatusCode::kNotFound);
+}
+
 // The planner with volumes tracked: whole gangs go where every member's
 // claims can be had.
 class VolumePlannerTest : public ::testing::Test {
