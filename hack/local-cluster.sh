@@ -3,8 +3,8 @@
 # (TLS, RBAC, static admin token, service-account keys) and a
 # kube-controller-manager running only the serviceaccount, serviceaccount-token,
 # garbagecollector, namespace, persistentvolume-binder, pvc-protection,
-# pv-protection and podgc controllers (podgc only deletes the pods of nodes that
-# are gone). No kubelet: hybridjob-sim plays it.
+# pv-protection, podgc (it only deletes the pods of nodes that are gone) and
+# resourcequota controllers. No kubelet: hybridjob-sim plays it.
 #
 #   hack/local-cluster.sh up   [--dir DIR]   start; prints `export ...` lines
 #   hack/local-cluster.sh env  [--dir DIR]   print the `export ...` lines again
@@ -233,7 +233,7 @@ try_up() {
   write_kubeconfig "$dir/kubeconfig" "$server" "$dir/pki/ca.crt" "$token" hybridjob-admin
   start_daemon "$dir" controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/kubeconfig" \
-    --controllers serviceaccount,serviceaccount-token,garbagecollector,namespace,persistentvolume-binder,pvc-protection,pv-protection,podgc \
+    --controllers serviceaccount,serviceaccount-token,garbagecollector,namespace,persistentvolume-binder,pvc-protection,pv-protection,podgc,resourcequota \
     --pvclaimbinder-sync-period 5s \
     --terminated-pod-gc-threshold 0 \
     --service-account-private-key-file "$dir/pki/sa.key" \

@@ -295,6 +295,11 @@ Status JobController::Reconcile(const std::string& key) {
   if (job == nullptr) {
     expectations_.Forget(key);
     departed_.Forget(key);
+    refused_.Forget(key);
+    {
+      MutexLock lock(mu_);
+      config_maps_found_.erase(key);
+    }
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
   }
@@ -338,6 +343,8 @@ Status JobController::Reconcile(const std::string& key) {
   // so the plan sees at least every write the expectations saw.
   observed = read_caches();
   observed.departed = departed_.For(key, observed.pods, clock_now);
+  observed.refused = refused_.For(key, k8s::UidOf(*job));
+  observed.missing = MissingConfigMaps(key, *job);
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
   Plan plan = PlanJob(*job, observed, now, options_.planner);
@@ -415,6 +422,45 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
   return Status::Ok();
 }
 
+std::vector<RequiredConfigMap> JobController::MissingConfigMaps(const std::string& key,
+                                                                const nlohmann::json& job) {
+  const std::string uid = k8s::UidOf(job);
+  {
+    MutexLock lock(mu_);
+    auto it = config_maps_found_.find(key);
+    if (it != config_maps_found_.end() && it->second == uid) {
+      return {};
+    }
+  }
+  Result<api::HybridJob> parsed = api::ParseHybridJob(job);
+  if (!parsed.ok()) {
+    return {};
+  }
+  std::vector<RequiredConfigMap> missing;
+  bool unknown = false;
+  if ((!parsed->status.phase || !api::IsTerminal(*parsed->status.phase)) &&
+      !parsed->status.HasTrueCondition(api::kConditionScheduled)) {
+    for (const RequiredConfigMap& config_map : RequiredConfigMaps(*parsed)) {
+      auto found =
+          client_.Get(k8s::resources::ConfigMaps(), k8s::NamespaceOf(job), config_map.name);
+      if (k8s::IsNotFound(found.status())) {
+        missing.push_back(config_map);
+      } else if (!found.ok()) {
+        // Asked again next pass; meanwhile the members are not held back.
+        spdlog::debug("job {}: checking {}: {}", key, Describe(config_map),
+                      found.status().ToString());
+        unknown = true;
+      }
+    }
+  }
+  // Once placed or finished, no member waits for its first placement.
+  if (missing.empty() && !unknown) {
+    MutexLock lock(mu_);
+    config_maps_found_[key] = uid;
+  }
+  return missing;
+}
+
 Status JobController::CreateChild(const std::string& key, Expectations::ChildKind kind,
                                   const k8s::Resource& resource, const std::string& ns,
                                   const nlohmann::json& object, const k8s::WriteOptions& write) {
@@ -445,13 +491,20 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                                          Expectations::Clock::now());
           }
           const StatusCode code = created.status().code();
-          if (code == StatusCode::kInvalid || code == StatusCode::kBadRequest ||
-              code == StatusCode::kForbidden) {
+          if (created.ok() || code == StatusCode::kAlreadyExists) {
+            refused_.Created(key, k8s::NameOf(a.pod));
+          } else if (code == StatusCode::kInvalid || code == StatusCode::kBadRequest ||
+                     code == StatusCode::kForbidden) {
             // Refused by the API server (admission, quota, a template it will
             // not take): retrying will not help until something changes, so
-            // say it where the user looks, as the ReplicaSet controller does.
+            // say it where the user looks, as the ReplicaSet controller does,
+            // and let the planner decide whether the job goes on without it.
+            const ObservedPod pod = ObservePod(a.pod);
+            refused_.Refused(key, k8s::UidOf(job),
+                             {pod.name, pod.role, pod.index, created.status().message()});
             events_->Record(
-                k8s::ReferenceTo(job), k8s::EventType::kWarning, "FailedCreate",
+                k8s::ReferenceTo(job), k8s::EventType::kWarning,
+                std::string(api::kReasonFailedCreate),
                 "creating pod " + k8s::NameOf(a.pod) + ": " + created.status().message());
           }
           return IgnoreAlreadyExists(created);

@@ -42,6 +42,9 @@ api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& 
   // that never grows is complete with its membership, rather than waiting
   // for indices that will never come.
   api::HybridJob shaped = view.job;
+  // Before a membership, a job whose other pods the API server refuses is
+  // complete with the members it has.
+  const std::optional<Membership> limit = membership ? std::nullopt : RefusalLimit(view);
   int32_t succeeded_members = 0;
   for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
     const int32_t members = membership ? membership->Count(spec.name) : spec.EffectiveMaxReplicas();
@@ -52,9 +55,13 @@ api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& 
     }
     // The maximum is pinned first: left unset it would follow the minimum
     // down, and the indices above it would be ignored.
-    spec.max_replicas = membership && !LearnsMembershipLive(view.job.spec.framework)
-                            ? members
-                            : spec.EffectiveMaxReplicas();
+    if (limit) {
+      spec.max_replicas = limit->Count(spec.name);
+    } else {
+      spec.max_replicas = membership && !LearnsMembershipLive(view.job.spec.framework)
+                              ? members
+                              : spec.EffectiveMaxReplicas();
+    }
     spec.min_replicas = std::max(0, std::min(spec.min_replicas, *spec.max_replicas) - succeeded);
     succeeded_members += succeeded;
   }
@@ -75,15 +82,20 @@ struct IndexRange {
 
 // A pod is created only when no pod of that name exists at all, so a member
 // never has two pods and dead pods never pile up. New pods carry the gang's
-// shape under `membership`.
+// shape under `membership`. The members every role's minimum needs come
+// first: the reconciler's writes start one at a time and stop at the first
+// refusal, so under a quota the minimum is what gets admitted.
 void CreateAbsent(const PlanView& view, const std::optional<Membership>& membership,
                   const std::vector<IndexRange>& ranges, PlanBuilder& plan) {
   std::vector<MemberKey> absent;
-  for (const IndexRange& range : ranges) {
-    for (int32_t i = range.from; i < range.to; ++i) {
-      const std::string& role = range.role->name;
-      if (view.taken_names.count(api::MemberPodName(view.job.metadata.name, role, i)) == 0) {
-        absent.emplace_back(role, i);
+  for (bool minimum : {true, false}) {
+    for (const IndexRange& range : ranges) {
+      for (int32_t i = range.from; i < range.to; ++i) {
+        const std::string& role = range.role->name;
+        if ((i < range.role->min_replicas) == minimum &&
+            view.taken_names.count(api::MemberPodName(view.job.metadata.name, role, i)) == 0) {
+          absent.emplace_back(role, i);
+        }
       }
     }
   }
@@ -137,9 +149,49 @@ std::optional<Membership> CommittedMembership(const PlanView& view) {
   return std::nullopt;
 }
 
-std::optional<Membership> PlacementFromPods(const PlanView& view) {
+std::optional<Membership> RefusalLimit(const PlanView& view) {
+  if (view.refused.empty()) {
+    return std::nullopt;
+  }
+  Membership limit;
   for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-    for (int32_t i = 0; i < role.EffectiveMaxReplicas(); ++i) {
+    int32_t count = 0;
+    while (count < role.EffectiveMaxReplicas() && view.Live(role.name, count) != nullptr) {
+      ++count;
+    }
+    if (count < role.min_replicas) {
+      return std::nullopt;
+    }
+    limit.counts.emplace_back(role.name, count);
+  }
+  return limit;
+}
+
+void YieldToMinimum(const PlanView& view, PlanBuilder& plan) {
+  const bool minimum_refused =
+      std::any_of(view.refused.begin(), view.refused.end(), [&](const auto& entry) {
+        const api::ReplicaSpec* role = view.job.spec.FindRole(entry.first.first);
+        return role != nullptr && entry.first.second < role->min_replicas;
+      });
+  if (!minimum_refused) {
+    return;
+  }
+  for (const auto& [key, pod] : view.own) {
+    const api::ReplicaSpec* role = view.job.spec.FindRole(key.first);
+    if (role != nullptr && key.second >= role->min_replicas && !pod->terminating && !pod->bound() &&
+        pod->phase == PodPhase::kPending) {
+      plan.deletes.push_back({pod->name, pod->uid, "yield to the minimum"});
+    }
+  }
+}
+
+std::optional<Membership> PlacementFromPods(const PlanView& view,
+                                            const std::optional<Membership>& limit) {
+  auto wanted = [&](const api::ReplicaSpec& role) {
+    return limit ? limit->Count(role.name) : role.EffectiveMaxReplicas();
+  };
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    for (int32_t i = 0; i < wanted(role); ++i) {
       const ObservedPod* pod = view.Live(role.name, i);
       if (pod == nullptr || !(pod->bound() || pod->surplus)) {
         return std::nullopt;
@@ -149,7 +201,7 @@ std::optional<Membership> PlacementFromPods(const PlanView& view) {
   Membership membership;
   for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
     int32_t count = 0;
-    while (count < role.EffectiveMaxReplicas() && view.Live(role.name, count)->bound()) {
+    while (count < wanted(role) && view.Live(role.name, count)->bound()) {
       ++count;
     }
     if (count < role.min_replicas) {

@@ -15,7 +15,8 @@ namespace {
 
 using api::JobPhase;
 
-// Our pods as they will be once this plan is applied.
+// Our pods as they will be once this plan is applied; a create the API server
+// refused before is expected to be refused again.
 std::vector<ObservedPod> ProjectedPods(const PlanView& view, const PlanBuilder& plan) {
   const std::set<std::string> deleted = plan.DeletedNames();
   std::vector<ObservedPod> pods;
@@ -26,6 +27,9 @@ std::vector<ObservedPod> ProjectedPods(const PlanView& view, const PlanBuilder& 
   }
   for (const nlohmann::json& created : plan.creates) {
     ObservedPod pod = ObservePod(created);
+    if (view.refused.count({pod.role, pod.index}) != 0) {
+      continue;
+    }
     pod.controller_uid = view.job.metadata.uid;
     pods.push_back(std::move(pod));
   }
@@ -56,6 +60,72 @@ void SetCondition(const PlanView& view, PlanBuilder& plan, std::string_view type
     it->message = message;
     it->last_update_time = now;
   }
+}
+
+void RemoveCondition(PlanBuilder& plan, std::string_view type) {
+  std::erase_if(plan.status.conditions,
+                [&](const api::Condition& condition) { return condition.type == type; });
+}
+
+// ReplicaFailure=True while the API server refuses member pods the job still
+// wants (before a membership, any it lacks; after, those this pass creates
+// again), quoting the server and saying what the job does meanwhile; removed
+// once none is refused, as on a ReplicaSet.
+void MarkReplicaFailure(const PlanView& view, const std::optional<Membership>& membership,
+                        const std::optional<Membership>& limit, PlanBuilder& plan) {
+  std::set<std::string> creating;
+  for (const nlohmann::json& pod : plan.creates) {
+    creating.insert(pod["metadata"].value("name", ""));
+  }
+  std::vector<const RefusedCreate*> refused;
+  for (const auto& [key, create] : view.refused) {
+    if (!membership || creating.count(create->pod) != 0) {
+      refused.push_back(create);
+    }
+  }
+  if (!membership && !view.observed.missing.empty()) {
+    std::string message = "the members need ";
+    for (size_t i = 0; i < view.observed.missing.size(); ++i) {
+      message += (i == 0 ? "" : ", ") + Describe(view.observed.missing[i]);
+    }
+    const bool one = view.observed.missing.size() == 1;
+    message += one ? ", which does not exist; no member is created until it exists"
+                   : ", which do not exist; no member is created until they exist";
+    message += " (or the reference is marked optional)";
+    SetCondition(view, plan, api::kConditionReplicaFailure, true,
+                 std::string(api::kReasonMissingConfigMap), message, true);
+    return;
+  }
+  if (refused.empty()) {
+    RemoveCondition(plan, api::kConditionReplicaFailure);
+    return;
+  }
+  std::string message = "the API server refused member pod";
+  message += refused.size() > 1 ? "s " : " ";
+  for (size_t i = 0; i < refused.size(); ++i) {
+    message += (i == 0 ? "" : ", ") + refused[i]->pod;
+  }
+  message += ": " + refused.front()->message + "; ";
+  if (membership) {
+    message += "they are created once it admits them";
+  } else if (limit) {
+    message += "every role has its minimum, so the gang goes on with the members it has:";
+    for (const auto& [role, count] : limit->counts) {
+      message += " " + role + " " + std::to_string(count);
+    }
+  } else {
+    message += "the job waits until it admits every role's minimum:";
+    for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+      int32_t live = 0;
+      for (int32_t i = 0; i < role.EffectiveMaxReplicas(); ++i) {
+        live += view.Live(role.name, i) != nullptr ? 1 : 0;
+      }
+      message +=
+          " " + role.name + " " + std::to_string(live) + " of " + std::to_string(role.min_replicas);
+    }
+  }
+  SetCondition(view, plan, api::kConditionReplicaFailure, true,
+               std::string(api::kReasonFailedCreate), message, true);
 }
 
 // Scheduled=True once there is a membership; with the per-role members in
@@ -112,6 +182,9 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
     if (const api::Condition* condition = became_true(type)) {
       events.push_back({EventType::kNormal, condition->reason, condition->message});
     }
+  }
+  if (const api::Condition* failure = became_true(api::kConditionReplicaFailure)) {
+    events.push_back({EventType::kWarning, failure->reason, failure->message});
   }
   for (const std::string& change : plan.membership_events) {
     events.push_back({EventType::kNormal, std::string(api::kReasonMembershipChanged), change});
@@ -200,7 +273,7 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
 }
 
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
-                         PlanBuilder& plan) {
+                         const std::optional<Membership>& limit, PlanBuilder& plan) {
   ComputeReplicaStatuses(view, membership, EndedPods::kProjected, plan);
   ComputeReadyMembers(view, membership, plan);
   const std::vector<ObservedPod> projected = ProjectedPods(view, plan);
@@ -209,11 +282,15 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
     present[{pod.role, pod.index}] = &pod;
   }
 
+  // Under a refusal the job is complete with the members it has.
+  auto wanted = [&](const api::ReplicaSpec& role) {
+    return limit ? limit->Count(role.name) : role.EffectiveMaxReplicas();
+  };
   int32_t total_pods = 0;
   bool all_created = true;
   for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-    total_pods += role.EffectiveMaxReplicas();
-    for (int32_t i = 0; i < role.EffectiveMaxReplicas(); ++i) {
+    total_pods += wanted(role);
+    for (int32_t i = 0; i < wanted(role); ++i) {
       all_created = all_created && present.count({role.name, i}) != 0;
     }
   }
@@ -234,12 +311,21 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
   if (all_created || membership) {
     std::string message = "created " + std::to_string(total_pods) + " member pods:";
     for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-      message += " " + role.name + " " + std::to_string(role.EffectiveMaxReplicas());
+      message += " " + role.name + " " + std::to_string(wanted(role));
     }
+    if (limit) {
+      message += " (the API server refused the others)";
+    }
+    // The message says what the job goes on with: decided under a refusal,
+    // it stays once the membership is committed.
     SetCondition(view, plan, api::kConditionCreated, true, std::string(api::kConditionCreated),
-                 message, false);
+                 message, limit.has_value());
+  } else if (!view.refused.empty()) {
+    SetCondition(view, plan, api::kConditionCreated, false, std::string(api::kReasonFailedCreate),
+                 "the API server refuses member pods (see ReplicaFailure)", true);
   }
   MarkScheduled(view, membership, plan);
+  MarkReplicaFailure(view, membership, limit, plan);
   const std::string phase_text(api::ToString(phase));
   if (phase == JobPhase::kQueued) {
     // Why the gang waits, in the scheduler's words (first member that says).
@@ -284,6 +370,7 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
        {api::kConditionRunning, api::kConditionRestarting, api::kConditionQueued}) {
     SetCondition(view, plan, type, false, phase_text, "", false);
   }
+  RemoveCondition(plan, api::kConditionReplicaFailure);
   SetCondition(
       view, plan,
       terminal.phase == JobPhase::kSucceeded ? api::kConditionSucceeded : api::kConditionFailed,

@@ -48,6 +48,15 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
       evicted_gone.insert({pod.role, pod.index});
     }
   }
+  std::map<MemberKey, const RefusedCreate*> refused;
+  for (const RefusedCreate& create : observed.refused) {
+    const api::ReplicaSpec* role = job.spec.FindRole(create.role);
+    if (role != nullptr && create.index >= 0 && create.index < role->EffectiveMaxReplicas() &&
+        create.pod == api::MemberPodName(job.metadata.name, create.role, create.index) &&
+        taken_names.count(create.pod) == 0) {
+      refused[{create.role, create.index}] = &create;
+    }
+  }
   api::HybridJobStatus old_status = job.status;
   return PlanView{.job = std::move(job),
                   .observed = observed,
@@ -55,6 +64,7 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
                   .own = std::move(own),
                   .evicted_gone = std::move(evicted_gone),
                   .taken_names = std::move(taken_names),
+                  .refused = std::move(refused),
                   .now = now,
                   .now_text = api::FormatTime(now),
                   .options = options};

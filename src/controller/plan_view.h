@@ -50,6 +50,9 @@ struct PlanView {
   std::map<MemberKey, const ObservedPod*> own;
   std::set<MemberKey> evicted_gone;   // members deleted while marked for disruption
   std::set<std::string> taken_names;  // every pod of the job's name, ours or not
+  // Members whose pod the API server refused to create and that still have
+  // none, with its answer.
+  std::map<MemberKey, const RefusedCreate*> refused;
   api::TimePoint now;
   std::string now_text;
   const PlannerOptions& options;

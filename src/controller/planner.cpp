@@ -18,6 +18,9 @@ namespace {
 
 using api::JobPhase;
 
+// How often a job whose members need a missing ConfigMap looks again.
+constexpr std::chrono::seconds kMissingObjectRecheck{5};
+
 // The job ends in this pass: what it was doing stops, its pods are cleaned up
 // and its status says how it ended.
 Plan Finish(const PlanView& view, const Terminal& terminal, std::optional<Membership> membership,
@@ -60,11 +63,21 @@ Plan PlanActive(const PlanView& view, PlanBuilder plan) {
 
   // Until a membership is committed every pod is created; once they all
   // exist, the scheduler's placement is the membership.
+  // A job whose other pods the API server refuses goes on with the members
+  // it has, if they reach every minimum.
   std::optional<Membership> membership = CommittedMembership(view);
+  std::optional<Membership> limit;
   if (!membership) {
-    CreateMissingPods(view, plan);
-    if (plan.creates.empty()) {
-      membership = PlacementFromPods(view);
+    limit = RefusalLimit(view);
+    membership = PlacementFromPods(view, limit);
+    if (!membership) {
+      YieldToMinimum(view, plan);
+      if (view.observed.missing.empty()) {
+        CreateMissingPods(view, plan);
+      } else {
+        // Members would hold their nodes while they wait for these.
+        plan.Requeue(kMissingObjectRecheck);
+      }
     }
   }
   if (membership) {
@@ -82,7 +95,7 @@ Plan PlanActive(const PlanView& view, PlanBuilder plan) {
   }
   RefreshGroupSpecs(view, membership, plan);
   EnsureSupportObjects(view, plan);
-  ComputeActiveStatus(view, membership, plan);
+  ComputeActiveStatus(view, membership, membership ? std::nullopt : limit, plan);
   return Assemble(view, std::move(plan));
 }
 

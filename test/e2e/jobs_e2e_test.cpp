@@ -297,5 +297,65 @@ TEST(EndToEndTest, PerRoleVolumesAreProvisionedAndARetainedOneIsMountedAgain) {
   EXPECT_EQ(bound_volume("vivo-logs"), logs_volume);
 }
 
+// A ResourceQuota that admits the GPUs of only the minimum (2 of 4 workers):
+// the job runs at its minimum at once, with a cluster spec of exactly the
+// members it has, and the refusal is said on the job.
+TEST(EndToEndTest, AQuotaThatAdmitsOnlyTheMinimumRunsTheJobAtItsMinimum) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""});
+  ASSERT_TRUE(system.ok());
+  std::string output;
+  ASSERT_EQ(system.Apply("apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpus\n"
+                         "spec:\n  hard:\n    requests.nvidia.com/gpu: \"2\"\n",
+                         &output),
+            0)
+      << output;
+  // The quota admits nothing until kube-controller-manager has counted it.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto quota =
+            system.client().Get(k8s::Resource{"", "v1", "resourcequotas", true}, "default", "gpus");
+        return quota.ok() && (*quota)["status"].contains("used");
+      },
+      30s));
+  ASSERT_EQ(system.Apply(Job("capped", "tensorflow",
+                             {Member("ps", 1, 1, 0, ""), Member("worker", 2, 4, 1, "5s")}),
+                         &output),
+            0)
+      << output;
+  // Well before the scheduler's 300 s wait for missing members.
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("capped") == "Running"; }, 60s))
+      << "phase " << system.Phase("capped") << "\n"
+      << system.Job("capped")["status"].dump(2) << "\n"
+      << system.Logs();
+  Result<json> cluster = NotFound("not read yet");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        cluster = system.client().Get(k8s::resources::ConfigMaps(), "default", "capped-cluster");
+        return cluster.ok();
+      },
+      10s))
+      << cluster.status().ToString();
+  const json spec = json::parse((*cluster)["data"]["cluster.json"].get<std::string>());
+  EXPECT_EQ(spec["ps"], json({"capped-ps-0.capped.default.svc:2222"}));
+  EXPECT_EQ(spec["worker"], json({"capped-worker-0.capped.default.svc:2222",
+                                  "capped-worker-1.capped.default.svc:2222"}));
+  const json status = system.Job("capped")["status"];
+  for (const json& replica : status["replicaStatuses"]) {
+    EXPECT_EQ(replica["members"], replica["name"] == "worker" ? 2 : 1) << replica.dump();
+  }
+  std::set<std::string> pods;
+  for (const json& pod : system.Pods("capped")) {
+    pods.insert(pod["metadata"]["name"].get<std::string>());
+    EXPECT_FALSE(pod["spec"].value("nodeName", "").empty()) << pod["metadata"]["name"];
+  }
+  EXPECT_EQ(pods, (std::set<std::string>{"capped-ps-0", "capped-worker-0", "capped-worker-1"}));
+  ASSERT_EQ(system.Kubectl("get events --field-selector reason=FailedCreate", &output), 0);
+  EXPECT_NE(output.find("exceeded quota: gpus"), std::string::npos) << output;
+
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("capped") == "Succeeded"; }, 60s))
+      << system.Phase("capped") << "\n"
+      << system.Logs();
+}
+
 }  // namespace
 }  // namespace hybridjob::testing

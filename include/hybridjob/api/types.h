@@ -185,12 +185,20 @@ inline constexpr std::string_view kConditionInvalid = "Invalid";
 // Every member pod exists and the scheduler has not placed the gang yet; the
 // reason and message are the scheduler's (Unschedulable, UnknownQueue, ...).
 inline constexpr std::string_view kConditionQueued = "Queued";
+// Member pods the job still wants cannot be created: the API server refuses
+// them (a ResourceQuota, an admission webhook; reason FailedCreate, as on a
+// ReplicaSet, quoting the server), or they would need a ConfigMap that does
+// not exist (MissingConfigMap). Removed once neither holds.
+inline constexpr std::string_view kConditionReplicaFailure = "ReplicaFailure";
 
 // Reasons on conditions and Events beyond the condition types themselves.
 inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr std::string_view kReasonDeadlineExceeded = "DeadlineExceeded";
 inline constexpr std::string_view kReasonMemberFailed = "MemberFailed";
 inline constexpr std::string_view kReasonInvalid = "Invalid";
+inline constexpr std::string_view kReasonFailedCreate = "FailedCreate";
+// ReplicaFailure: members would need a ConfigMap that does not exist.
+inline constexpr std::string_view kReasonMissingConfigMap = "MissingConfigMap";
 // The gang scheduler shrank or grew the job (elastic reclaim, growth).
 inline constexpr std::string_view kReasonMembershipChanged = "MembershipChanged";
 // Event: a member the cluster took away (drain, kubelet refusal) is replaced.

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,8 @@
 #include <hybridjob/controller/expectations.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/controller/options.h>
+#include <hybridjob/controller/references.h>
+#include <hybridjob/controller/refused_creates.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/informer.h>
@@ -89,6 +92,10 @@ class JobController {
   // Applies actions [begin, end): pod writes concurrently, the rest singly.
   Status ApplyRun(const std::string& key, const nlohmann::json& job,
                   const std::vector<Action>& actions, size_t begin, size_t end);
+  // The job's required ConfigMaps (references.h) that do not exist, asked of
+  // the API server until each was seen once for this job.
+  std::vector<RequiredConfigMap> MissingConfigMaps(const std::string& key,
+                                                   const nlohmann::json& job);
   // Creates a child other than a pod and expects the cache to show it.
   Status CreateChild(const std::string& key, Expectations::ChildKind kind,
                      const k8s::Resource& resource, const std::string& ns,
@@ -100,6 +107,7 @@ class JobController {
   ReconcileObserver reconcile_observer_;
   Expectations expectations_;
   DepartedMembers departed_;
+  RefusedCreates refused_;
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<k8s::Informer<nlohmann::json>> jobs_;
@@ -112,6 +120,8 @@ class JobController {
   Mutex mu_;
   bool active_ HJ_GUARDED_BY(mu_) = false;
   bool stopping_ HJ_GUARDED_BY(mu_) = false;
+  // Job key -> uid of the job whose required ConfigMaps were all seen.
+  std::map<std::string, std::string> config_maps_found_ HJ_GUARDED_BY(mu_);
   std::atomic<bool> halting_{false};  // Stop() began: reconcile nothing more
   std::vector<std::thread> workers_;
 };

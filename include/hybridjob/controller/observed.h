@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/controller/references.h>
+
 namespace hybridjob::controller {
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
@@ -67,6 +69,18 @@ struct ObservedPod {
 // Reads a core/v1 Pod; never fails: whatever is missing keeps its default.
 ObservedPod ObservePod(const nlohmann::json& pod);
 
+// A member pod the API server refused to create (a ResourceQuota, an
+// admission webhook, a template it will not take), as the controller
+// remembers it until a create of that pod succeeds.
+struct RefusedCreate {
+  std::string pod;
+  std::string role;
+  int32_t index = -1;
+  std::string message;  // the API server's
+
+  friend bool operator==(const RefusedCreate&, const RefusedCreate&) = default;
+};
+
 // Everything the controller's informers hold for one job, found by the
 // job-name label (pods, Service, ConfigMap, PVCs) or by name.
 struct Observed {
@@ -74,6 +88,12 @@ struct Observed {
   // Members deleted while marked for disruption, in their last state (see
   // DepartedMembers): their indices were evicted, not lost.
   std::vector<ObservedPod> departed;
+  // Member pods of the job the API server refused to create (see
+  // RefusedCreates).
+  std::vector<RefusedCreate> refused;
+  // Required ConfigMaps (references.h) that the API server says do not
+  // exist; checked only until each was seen once.
+  std::vector<RequiredConfigMap> missing;
   std::vector<nlohmann::json> services;
   std::vector<nlohmann::json> config_maps;
   std::vector<nlohmann::json> claims;

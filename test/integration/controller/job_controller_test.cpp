@@ -641,6 +641,56 @@ TEST_F(JobControllerTest, RefusedPodCreatesAreReportedOnTheJob) {
   EXPECT_TRUE(PodNames("nq").empty());
 }
 
+// Members that mount a ConfigMap and read another into their environment are
+// not created while either is missing (they would hold their nodes in
+// ContainerCreating); the job says which, and goes on once both exist.
+TEST_F(JobControllerTest, NoMemberIsCreatedUntilTheConfigMapsItNeedsExist) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  json job = NewJob("cfg", "generic", json::array({Role("worker", 2, 2)}));
+  json& pod_spec = job["spec"]["replicaSpecs"][0]["template"]["spec"];
+  pod_spec["volumes"] = {{{"name", "config"}, {"configMap", {{"name", "cfg-settings"}}}}};
+  pod_spec["containers"][0]["envFrom"] = {{{"configMapRef", {{"name", "cfg-env"}}}}};
+  CreateJob(job);
+  auto failure = [&](const char* field) {
+    const json condition = Condition("cfg", "ReplicaFailure");
+    return condition.is_object() ? condition.value(field, "") : std::string();
+  };
+  ASSERT_TRUE(WaitFor([&] { return failure("reason") == "MissingConfigMap"; }, 30s))
+      << Describe("cfg");
+  EXPECT_EQ(failure("message"),
+            "the members need ConfigMap \"cfg-settings\" (volume \"config\" of role worker), "
+            "ConfigMap \"cfg-env\" (environment of container \"main\" of role worker), which "
+            "do not exist; no member is created until they exist (or the reference is marked "
+            "optional)");
+  EXPECT_TRUE(HasEvent("cfg", "MissingConfigMap", "Warning"));
+  EXPECT_EQ(Phase("cfg"), "Pending");
+  EXPECT_TRUE(PodNames("cfg").empty());
+
+  auto create = [&](const std::string& name) {
+    ASSERT_TRUE(client_
+                    ->Create(k8s::resources::ConfigMaps(), ns(),
+                             {{"apiVersion", "v1"},
+                              {"kind", "ConfigMap"},
+                              {"metadata", {{"name", name}}},
+                              {"data", {{"lr", "0.1"}}}})
+                    .ok());
+  };
+  create("cfg-settings");
+  ASSERT_TRUE(WaitFor(
+      [&] { return failure("message").rfind("the members need ConfigMap \"cfg-env\"", 0) == 0; },
+      30s))
+      << Describe("cfg");
+  EXPECT_TRUE(PodNames("cfg").empty());
+  create("cfg-env");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodsAre("cfg", {"cfg-worker-0", "cfg-worker-1"});
+      },
+      30s))
+      << Describe("cfg");
+  EXPECT_TRUE(WaitFor([&] { return failure("reason").empty(); }, 30s)) << Describe("cfg");
+}
+
 // A member bound alone (a binding whose answer the scheduler lost) ran and
 // succeeded before its gang was placed. The scheduler no longer sees it, so
 // the controller rewrites the waiting member's group spec to count it; then

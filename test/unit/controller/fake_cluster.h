@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <hybridjob/api/time.h>
 #include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/planner.h>
+#include <hybridjob/controller/refused_creates.h>
 
 namespace hybridjob::controller::testing {
 
@@ -102,6 +104,7 @@ class FakeCluster {
       observed.deployments.push_back(object);
     }
     observed.departed = departed_->For("job", observed.pods, DepartedMembers::Clock::time_point{});
+    observed.refused = refused_->For("job", job_["metadata"].value("uid", ""));
     return observed;
   }
 
@@ -109,11 +112,19 @@ class FakeCluster {
     return PlanJob(job_, Observe(), now, options_);
   }
 
+  // As the reconciler: in order, stopping at the first refused create.
   void Apply(const controller::Plan& plan) {
     for (const Action& action : plan.actions) {
+      if (const CreatePod* create = std::get_if<CreatePod>(&action); create && Refuses(*create)) {
+        return;
+      }
       std::visit([this](const auto& a) { ApplyOne(a); }, action);
     }
   }
+
+  // A ResourceQuota on the namespace's pod count: creates beyond it are
+  // refused, and the controller remembers the refusal as its shell does.
+  void SetPodQuota(size_t pods) { pod_quota_ = pods; }
 
   // Plan, apply, and check that planning again on the result asks for nothing.
   controller::Plan Step(api::TimePoint now) {
@@ -257,6 +268,23 @@ class FakeCluster {
     }
   }
 
+  bool Refuses(const CreatePod& create) {
+    const std::string name = NameOf(create.pod);
+    if (!pod_quota_ || pods_.count(name) != 0 || pods_.size() < *pod_quota_) {
+      refused_->Created("job", name);
+      return false;
+    }
+    const ObservedPod pod = ObservePod(create.pod);
+    refused_->Refused(
+        "job", job_["metadata"].value("uid", ""),
+        {name, pod.role, pod.index,
+         "pods \"" + name +
+             "\" is forbidden: exceeded quota: pods, requested: pods=1, "
+             "used: pods=" +
+             std::to_string(pods_.size()) + ", limited: pods=" + std::to_string(*pod_quota_)});
+    return true;
+  }
+
   void ApplyOne(const UpdateStatus& update) { job_["status"] = api::ToJson(update.status); }
   void ApplyOne(const RecordEvent& event) { events_.push_back(event); }
   void ApplyOne(const CreatePod& create) {
@@ -296,6 +324,8 @@ class FakeCluster {
   PlannerOptions options_;
   std::map<std::string, json> pods_;
   std::unique_ptr<DepartedMembers> departed_ = std::make_unique<DepartedMembers>();
+  std::unique_ptr<RefusedCreates> refused_ = std::make_unique<RefusedCreates>();
+  std::optional<size_t> pod_quota_;
   std::map<std::string, json> services_;
   std::map<std::string, json> config_maps_;
   std::map<std::string, json> claims_;

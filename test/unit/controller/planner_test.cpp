@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/planner.h>
@@ -589,6 +590,204 @@ TEST(ControllerPlannerTest, PlacementBelowAMinimumIsNotCommitted) {
   EXPECT_TRUE(DeletedPods(plan).empty());
   EXPECT_TRUE(ActionsOf<CreateConfigMap>(plan).empty());
   EXPECT_EQ(cluster.Status().phase, JobPhase::kQueued);
+}
+
+// A pod of the job as the scheduler will read its group-spec annotation.
+api::GroupSpec GroupSpecOn(const FakeCluster& cluster, const std::string& pod) {
+  Result<api::GroupSpec> spec = api::ParseGroupSpec(
+      cluster.Pod(pod)["metadata"]["annotations"]["batch.hybridjob.io/group-spec"]
+          .get<std::string>());
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : api::GroupSpec{};
+}
+
+// A quota that admits only the minimum (ps 1, workers 2 of 4): the job tells
+// the scheduler it is complete with what it has, runs at its minimum, and its
+// cluster spec lists exactly those members.
+TEST(ControllerPlannerTest, AQuotaThatAdmitsOnlyTheMinimumRunsTheJobAtItsMinimum) {
+  FakeCluster cluster(TfJob());
+  cluster.SetPodQuota(3);
+  cluster.Apply(cluster.Reconcile(T0()));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_EQ(GroupSpecOn(cluster, "mnist-worker-0").FindRole("worker")->max_replicas, 4);
+
+  Plan capped = cluster.Reconcile(T0() + seconds(1));
+  cluster.Apply(capped);
+  EXPECT_THAT(CreatedPods(capped), ElementsAre("mnist-worker-2", "mnist-worker-3"))
+      << "refused pods are asked for again, last";
+  EXPECT_EQ(ActionsOf<PatchPodGroupSpec>(capped).size(), 3u);
+  for (const std::string pod : {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"}) {
+    const api::GroupSpec spec = GroupSpecOn(cluster, pod);
+    EXPECT_EQ(spec.FindRole("worker")->max_replicas, 2) << pod;
+    EXPECT_EQ(spec.FindRole("worker")->min_replicas, 2) << pod;
+    EXPECT_EQ(spec.FindRole("ps")->max_replicas, 1) << pod;
+  }
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  ASSERT_NE(status.FindCondition("Created"), nullptr);
+  EXPECT_EQ(status.FindCondition("Created")->message,
+            "created 3 member pods: ps 1 worker 2 (the API server refused the others)");
+  const api::Condition* failure = status.FindCondition("ReplicaFailure");
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->status, "True");
+  EXPECT_EQ(failure->reason, "FailedCreate");
+  EXPECT_THAT(failure->message, HasSubstr("the API server refused member pod mnist-worker-2: pods "
+                                          "\"mnist-worker-2\" is forbidden: exceeded quota: pods"));
+  EXPECT_THAT(failure->message, HasSubstr("every role has its minimum, so the gang goes on with "
+                                          "the members it has: ps 1 worker 2"));
+
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  Plan placed = cluster.Reconcile(T0() + seconds(2));
+  cluster.Apply(placed);
+  EXPECT_THAT(CreatedPods(placed), IsEmpty()) << "a TF job's membership is fixed once placed";
+  EXPECT_THAT(DeletedPods(placed), IsEmpty());
+  const json* config_map = cluster.ConfigMap("mnist-cluster");
+  ASSERT_NE(config_map, nullptr);
+  EXPECT_EQ((*config_map)["metadata"]["annotations"]["batch.hybridjob.io/members"],
+            R"({"ps":1,"worker":2})");
+  EXPECT_THAT((*config_map)["data"].dump(), HasSubstr("mnist-worker-1.mnist"));
+  EXPECT_THAT((*config_map)["data"].dump(), Not(HasSubstr("mnist-worker-2")));
+  status = cluster.Status();
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(status.FindCondition("ReplicaFailure"), nullptr)
+      << "nothing the job still wants is refused";
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(3));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+  EXPECT_EQ(cluster.Status().ready_members, "3/3");
+}
+
+// A quota below the minimum: nothing is placed and the job says why.
+TEST(ControllerPlannerTest, AQuotaBelowTheMinimumKeepsTheJobWaitingAndSaysWhy) {
+  FakeCluster cluster(TfJob());
+  cluster.SetPodQuota(2);
+  cluster.Apply(cluster.Reconcile(T0()));
+  Plan plan = cluster.Reconcile(T0() + seconds(1));
+  cluster.Apply(plan);
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-1", "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_THAT(ActionsOf<PatchPodGroupSpec>(plan), IsEmpty());
+  EXPECT_EQ(GroupSpecOn(cluster, "mnist-worker-0").FindRole("worker")->max_replicas, 4);
+  const api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kPending);
+  ASSERT_NE(status.FindCondition("ReplicaFailure"), nullptr);
+  EXPECT_THAT(status.FindCondition("ReplicaFailure")->message,
+              HasSubstr("the API server refused member pod mnist-worker-1: pods \"mnist-worker-1\" "
+                        "is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, "
+                        "limited: pods=2; the job waits until it admits every role's minimum: ps "
+                        "1 of 1 worker 1 of 2"));
+
+  // The quota is raised: the job is created whole and the condition goes.
+  cluster.SetPodQuota(10);
+  cluster.Apply(cluster.Reconcile(T0() + seconds(2)));
+  EXPECT_EQ(cluster.PodNames().size(), 5u);
+  cluster.Step(T0() + seconds(3));
+  EXPECT_EQ(cluster.Status().FindCondition("ReplicaFailure"), nullptr);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kQueued);
+}
+
+// Members a minimum needs are created before the others, across roles: a
+// quota admits the minimum before it admits growth.
+TEST(ControllerPlannerTest, MinimumMembersOfEveryRoleAreCreatedFirst) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"].push_back({{"name", "evaluator"},
+                                            {"minReplicas", 1},
+                                            {"maxReplicas", 2},
+                                            {"template", hybridjob::testing::PodTemplate()}});
+  FakeCluster cluster(object);
+  EXPECT_THAT(CreatedPods(cluster.Reconcile(T0())),
+              ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-evaluator-0",
+                          "mnist-worker-2", "mnist-worker-3", "mnist-evaluator-1"));
+}
+
+// Pods above a minimum that took the quota a minimum member needs (writes
+// that went out together) give it up, and the minimum gets it.
+TEST(ControllerPlannerTest, PodsAboveTheMinimumYieldTheQuotaToAMinimumMember) {
+  FakeCluster cluster(TfJob());
+  cluster.SetPodQuota(3);
+  Plan first = cluster.Reconcile(T0());
+  // worker-2's create won the race for the last pod of the quota.
+  for (const CreatePod& create : ActionsOf<CreatePod>(first)) {
+    const std::string name = create.pod["metadata"]["name"];
+    if (name != "mnist-worker-1" && name != "mnist-worker-3") {
+      cluster.Apply(Plan{{create}, std::nullopt});
+    }
+  }
+  cluster.Apply(Plan{{ActionsOf<CreatePod>(first)[2]}, std::nullopt});  // worker-1: refused
+  ASSERT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-2"));
+
+  Plan yield = cluster.Reconcile(T0() + seconds(1));
+  EXPECT_THAT(DeletedPods(yield), ElementsAre("mnist-worker-2"));
+  cluster.Apply(yield);
+  cluster.Apply(cluster.Reconcile(T0() + seconds(2)));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  cluster.Apply(cluster.Reconcile(T0() + seconds(3)));
+  EXPECT_EQ(GroupSpecOn(cluster, "mnist-worker-1").FindRole("worker")->max_replicas, 2);
+}
+
+// A framework that learns its membership live keeps asking for the refused
+// pods after it is placed, and grows into them once the quota admits them.
+TEST(ControllerPlannerTest, AnElasticJobGrowsIntoPodsTheQuotaAdmitsLater) {
+  json object = TfJob();
+  object["spec"]["framework"] = "pytorch";
+  object["spec"]["replicaSpecs"][0]["name"] = "master";
+  FakeCluster cluster(object);
+  cluster.SetPodQuota(3);
+  cluster.Apply(cluster.Reconcile(T0()));
+  cluster.Apply(cluster.Reconcile(T0() + seconds(1)));
+  Place(cluster, {"mnist-master-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Apply(cluster.Reconcile(T0() + seconds(2)));
+  ASSERT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+
+  Plan retry = cluster.Reconcile(T0() + seconds(3));
+  EXPECT_THAT(CreatedPods(retry), ElementsAre("mnist-worker-2", "mnist-worker-3"));
+  cluster.Apply(retry);
+  ASSERT_NE(cluster.Status().FindCondition("ReplicaFailure"), nullptr);
+  EXPECT_THAT(cluster.Status().FindCondition("ReplicaFailure")->message,
+              HasSubstr("they are created once it admits them"));
+
+  cluster.SetPodQuota(5);
+  cluster.Apply(cluster.Reconcile(T0() + seconds(4)));
+  ASSERT_TRUE(cluster.HasPod("mnist-worker-3"));
+  EXPECT_EQ(GroupSpecOn(cluster, "mnist-worker-3").FindRole("worker")->max_replicas, 4);
+  cluster.Bind("mnist-worker-2");
+  cluster.Apply(cluster.Reconcile(T0() + seconds(5)));
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+  EXPECT_EQ(cluster.Status().FindCondition("ReplicaFailure"), nullptr);
+}
+
+// A member would wait in ContainerCreating on its node for a ConfigMap that
+// does not exist: none is created until it does.
+TEST(ControllerPlannerTest, NoMemberIsCreatedWhileAConfigMapItNeedsIsMissing) {
+  FakeCluster cluster(TfJob());
+  Observed observed = cluster.Observe();
+  observed.missing = {{"train-config", "volume \"config\" of role worker"}};
+  Plan plan = PlanJob(cluster.Job(), observed, T0(), {});
+  EXPECT_THAT(CreatedPods(plan), IsEmpty());
+  EXPECT_EQ(ActionsOf<CreateService>(plan).size(), 1u);
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_LE(*plan.requeue_after, seconds(5));
+  const api::HybridJobStatus status = ActionsOf<UpdateStatus>(plan)[0].status;
+  EXPECT_EQ(status.phase, JobPhase::kPending);
+  const api::Condition* failure = status.FindCondition("ReplicaFailure");
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->reason, "MissingConfigMap");
+  EXPECT_EQ(failure->message,
+            "the members need ConfigMap \"train-config\" (volume \"config\" of role worker), "
+            "which does not exist; no member is created until it exists (or the reference is "
+            "marked optional)");
+  ASSERT_EQ(ActionsOf<RecordEvent>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].type, EventType::kWarning);
+  EXPECT_EQ(ActionsOf<RecordEvent>(plan)[0].reason, "MissingConfigMap");
+  cluster.Apply(plan);
+  Observed again = cluster.Observe();
+  again.missing = observed.missing;
+  EXPECT_THAT(PlanJob(cluster.Job(), again, T0() + seconds(5), {}).actions, IsEmpty())
+      << "said once";
+
+  Plan created = cluster.Step(T0() + seconds(10));  // it exists now
+  EXPECT_EQ(CreatedPods(created).size(), 5u);
+  EXPECT_EQ(cluster.Status().FindCondition("ReplicaFailure"), nullptr);
 }
 
 TEST(ControllerPlannerTest, ReplacementLeftOutByTheSchedulerIsKept) {

@@ -272,7 +272,7 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
   EXPECT_EQ(Verbs(controller, "hybridjobs/status"), (Set{"update"}));
   EXPECT_EQ(Verbs(controller, "pods"), (Set{"list", "watch", "create", "patch", "delete"}));
   EXPECT_EQ(Verbs(controller, "services"), (Set{"list", "watch", "create"}));
-  EXPECT_EQ(Verbs(controller, "configmaps"), (Set{"list", "watch", "create", "update"}));
+  EXPECT_EQ(Verbs(controller, "configmaps"), (Set{"get", "list", "watch", "create", "update"}));
   EXPECT_EQ(Verbs(controller, "persistentvolumeclaims"), (Set{"list", "watch", "create"}));
   EXPECT_EQ(Verbs(controller, "deployments"), (Set{"list", "watch", "create"}));
   EXPECT_EQ(Verbs(controller, "events"), (Set{"create", "patch"}));
