@@ -662,7 +662,8 @@ TEST_F(JobControllerTest, NoMemberIsCreatedUntilTheConfigMapsItNeedsExist) {
             "ConfigMap \"cfg-env\" (environment of container \"main\" of role worker), which "
             "do not exist; no member is created until they exist (or the reference is marked "
             "optional)");
-  EXPECT_TRUE(HasEvent("cfg", "MissingConfigMap", "Warning"));
+  // Events are written after the status, by the recorder's own worker.
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("cfg", "MissingConfigMap", "Warning"); }, 30s));
   EXPECT_EQ(Phase("cfg"), "Pending");
   EXPECT_TRUE(PodNames("cfg").empty());
 
