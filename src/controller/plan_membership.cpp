@@ -44,7 +44,7 @@ api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& 
   api::HybridJob shaped = view.job;
   // Before a membership, a job whose other pods the API server refuses is
   // complete with the members it has.
-  const std::optional<Membership> limit = membership ? std::nullopt : RefusalLimit(view);
+  const std::optional<Membership>& limit = membership ? std::nullopt : view.refusal_limit;
   int32_t succeeded_members = 0;
   for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
     const int32_t members = membership ? membership->Count(spec.name) : spec.EffectiveMaxReplicas();
@@ -149,24 +149,6 @@ std::optional<Membership> CommittedMembership(const PlanView& view) {
   return std::nullopt;
 }
 
-std::optional<Membership> RefusalLimit(const PlanView& view) {
-  if (view.refused.empty()) {
-    return std::nullopt;
-  }
-  Membership limit;
-  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-    int32_t count = 0;
-    while (count < role.EffectiveMaxReplicas() && view.Live(role.name, count) != nullptr) {
-      ++count;
-    }
-    if (count < role.min_replicas) {
-      return std::nullopt;
-    }
-    limit.counts.emplace_back(role.name, count);
-  }
-  return limit;
-}
-
 void YieldToMinimum(const PlanView& view, PlanBuilder& plan) {
   const bool minimum_refused =
       std::any_of(view.refused.begin(), view.refused.end(), [&](const auto& entry) {
@@ -185,8 +167,8 @@ void YieldToMinimum(const PlanView& view, PlanBuilder& plan) {
   }
 }
 
-std::optional<Membership> PlacementFromPods(const PlanView& view,
-                                            const std::optional<Membership>& limit) {
+std::optional<Membership> PlacementFromPods(const PlanView& view) {
+  const std::optional<Membership>& limit = view.refusal_limit;
   auto wanted = [&](const api::ReplicaSpec& role) {
     return limit ? limit->Count(role.name) : role.EffectiveMaxReplicas();
   };

@@ -21,23 +21,15 @@ namespace hybridjob::controller::plan {
 // else the status written before it.
 std::optional<Membership> CommittedMembership(const PlanView& view);
 
-// While the API server refuses to create some member pods (a ResourceQuota,
-// an admission webhook): the members the job goes on with, per role its live
-// pods at indices 0..k-1, when every role reaches its minimum with them.
-// Unset when nothing is refused, or while a role stays below its minimum
-// (the job waits for the API server to admit more).
-std::optional<Membership> RefusalLimit(const PlanView& view);
-
 // While a member that a role's minimum needs is refused, unbound pods above
 // their role's minimum hold quota the minimum needs: they are deleted, and
 // created again after the minimum members.
 void YieldToMinimum(const PlanView& view, PlanBuilder& plan);
 
-// The gang is placed when every member pod up to the maximum (or `limit`)
-// exists and is either bound or marked surplus. Members of a role are its
-// bound indices 0..k-1.
-std::optional<Membership> PlacementFromPods(const PlanView& view,
-                                            const std::optional<Membership>& limit);
+// The gang is placed when every member pod up to the maximum (or the
+// refusal limit) exists and is either bound or marked surplus. Members of a
+// role are its bound indices 0..k-1.
+std::optional<Membership> PlacementFromPods(const PlanView& view);
 
 // Before placement: one pod per index up to maxReplicas.
 void CreateMissingPods(const PlanView& view, PlanBuilder& plan);
@@ -103,9 +95,8 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
                          PlanBuilder& plan);
 
 // The status of a job that goes on: phase, replica statuses and conditions.
-// `limit`: RefusalLimit before a membership.
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
-                         const std::optional<Membership>& limit, PlanBuilder& plan);
+                         PlanBuilder& plan);
 
 // The status of a job that ends in this pass as `terminal`.
 void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,

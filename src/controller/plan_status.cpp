@@ -273,7 +273,10 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
 }
 
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
-                         const std::optional<Membership>& limit, PlanBuilder& plan) {
+                         PlanBuilder& plan) {
+  // Before a membership, a job whose other pods are refused is complete
+  // with the members it has.
+  const std::optional<Membership>& limit = membership ? std::nullopt : view.refusal_limit;
   ComputeReplicaStatuses(view, membership, EndedPods::kProjected, plan);
   ComputeReadyMembers(view, membership, plan);
   const std::vector<ObservedPod> projected = ProjectedPods(view, plan);

@@ -23,6 +23,28 @@ bool PlanView::OwnedByJob(const nlohmann::json& object) const {
   return job.metadata.uid.empty() || k8s::ControllerUidOf(object) == job.metadata.uid;
 }
 
+namespace {
+
+std::optional<Membership> RefusalLimit(const PlanView& view) {
+  if (view.refused.empty()) {
+    return std::nullopt;
+  }
+  Membership limit;
+  for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
+    int32_t count = 0;
+    while (count < role.EffectiveMaxReplicas() && view.Live(role.name, count) != nullptr) {
+      ++count;
+    }
+    if (count < role.min_replicas) {
+      return std::nullopt;
+    }
+    limit.counts.emplace_back(role.name, count);
+  }
+  return limit;
+}
+
+}  // namespace
+
 PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
                       const PlannerOptions& options) {
   api::ApplyDefaults(job);
@@ -58,16 +80,19 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
     }
   }
   api::HybridJobStatus old_status = job.status;
-  return PlanView{.job = std::move(job),
-                  .observed = observed,
-                  .old_status = std::move(old_status),
-                  .own = std::move(own),
-                  .evicted_gone = std::move(evicted_gone),
-                  .taken_names = std::move(taken_names),
-                  .refused = std::move(refused),
-                  .now = now,
-                  .now_text = api::FormatTime(now),
-                  .options = options};
+  PlanView view{.job = std::move(job),
+                .observed = observed,
+                .old_status = std::move(old_status),
+                .own = std::move(own),
+                .evicted_gone = std::move(evicted_gone),
+                .taken_names = std::move(taken_names),
+                .refused = std::move(refused),
+                .refusal_limit = std::nullopt,
+                .now = now,
+                .now_text = api::FormatTime(now),
+                .options = options};
+  view.refusal_limit = RefusalLimit(view);
+  return view;
 }
 
 void PlanBuilder::Requeue(std::chrono::seconds delay) {

@@ -53,6 +53,12 @@ struct PlanView {
   // Members whose pod the API server refused to create and that still have
   // none, with its answer.
   std::map<MemberKey, const RefusedCreate*> refused;
+  // While some are refused: the members the job goes on with before it has
+  // a membership, per role its live pods at indices 0..k-1, when every role
+  // reaches its minimum with them. Unset when nothing is refused, or while a
+  // role stays below its minimum (the job waits for the API server to admit
+  // more).
+  std::optional<Membership> refusal_limit;
   api::TimePoint now;
   std::string now_text;
   const PlannerOptions& options;

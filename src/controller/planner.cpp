@@ -66,10 +66,8 @@ Plan PlanActive(const PlanView& view, PlanBuilder plan) {
   // A job whose other pods the API server refuses goes on with the members
   // it has, if they reach every minimum.
   std::optional<Membership> membership = CommittedMembership(view);
-  std::optional<Membership> limit;
   if (!membership) {
-    limit = RefusalLimit(view);
-    membership = PlacementFromPods(view, limit);
+    membership = PlacementFromPods(view);
     if (!membership) {
       YieldToMinimum(view, plan);
       if (view.observed.missing.empty()) {
@@ -95,7 +93,7 @@ Plan PlanActive(const PlanView& view, PlanBuilder plan) {
   }
   RefreshGroupSpecs(view, membership, plan);
   EnsureSupportObjects(view, plan);
-  ComputeActiveStatus(view, membership, membership ? std::nullopt : limit, plan);
+  ComputeActiveStatus(view, membership, plan);
   return Assemble(view, std::move(plan));
 }
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/controller/references.h>
 
 namespace hybridjob::controller {
@@ -8,16 +9,18 @@ namespace {
 
 using nlohmann::json;
 
+// Templates are the user's and not all of their fields are checked by the
+// schema: a member of another type reads as unset.
+JsonFields Lenient() {
+  return JsonFields(JsonFields::Mode::kLenient);
+}
+
 bool Optional(const json& source) {
-  return source.is_object() && source.value("optional", false);
+  return Lenient().Bool(source, "optional", "").value_or(false);
 }
 
 std::string NameIn(const json& source, const char* field) {
-  if (!source.is_object()) {
-    return {};
-  }
-  auto it = source.find(field);
-  return it != source.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return Lenient().String(source, field, "").value_or("");
 }
 
 class Collector {
@@ -46,11 +49,8 @@ class Collector {
 
 const json& Field(const json& object, const char* name) {
   static const json kNull;
-  if (!object.is_object()) {
-    return kNull;
-  }
-  auto it = object.find(name);
-  return it == object.end() ? kNull : *it;
+  const json* member = JsonMember(object, name);
+  return member != nullptr ? *member : kNull;
 }
 
 void CollectVolumes(const json& spec, const std::string& role, Collector& collector) {

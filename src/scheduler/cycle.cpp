@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include <hybridjob/common/strings.h>
 #include <hybridjob/scheduler/cycle.h>
 
 namespace hybridjob::scheduler {
@@ -22,18 +23,6 @@ void SortGroups(std::vector<PodGroup>& groups) {
   std::sort(groups.begin(), groups.end(), GroupGoesFirst);
 }
 
-namespace {
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) {
-    out += (out.empty() ? "" : ", ") + name;
-  }
-  return out;
-}
-
-}  // namespace
-
 void HoldBlockedMembers(PodGroup& group) {
   const bool started = !group.bound.empty();
   std::vector<const PodInfo*> ready;
@@ -41,7 +30,7 @@ void HoldBlockedMembers(PodGroup& group) {
   for (const PodInfo* pod : group.pending) {
     if (!pod->resource_claims.empty() && group.unsupported_reason.empty()) {
       group.unsupported_reason = "pod " + pod->name + " asks for resourceClaims (" +
-                                 JoinNames(pod->resource_claims) +
+                                 Join(pod->resource_claims) +
                                  "): dynamic resource allocation is not supported by this "
                                  "scheduler; use device plugin resources (nvidia.com/gpu)";
     }
@@ -51,7 +40,7 @@ void HoldBlockedMembers(PodGroup& group) {
     }
     if (!started && group.gated_reason.empty()) {
       group.gated_reason = "pod " + pod->name +
-                           " has scheduling gates: " + JoinNames(pod->scheduling_gates) +
+                           " has scheduling gates: " + Join(pod->scheduling_gates) +
                            "; the gang waits until every member's gates are removed";
     }
   }

@@ -7,6 +7,7 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/common/strings.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
@@ -409,13 +410,9 @@ bool GangScheduler::AdvanceVolumeWaits() {
       failure = claims.failure;
       ready = wait.written && claims.AllBound();
       if (failure.ok() && !ready && now >= wait.deadline) {
-        std::string unbound;
-        for (const std::string& claim : claims.unbound) {
-          unbound += (unbound.empty() ? "" : ", ") + claim;
-        }
         failure = Status(StatusCode::kTimeout,
                          "claims not bound within the volume bind timeout: " +
-                             (wait.written ? unbound : std::string("(writes unfinished)")));
+                             (wait.written ? Join(claims.unbound) : "(writes unfinished)"));
       }
     }
     if (failure.ok() && !ready) {

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/rate_limiter.h>
+#include <hybridjob/scheduler/volumes.h>
 #include <hybridjob/sim/provisioner.h>
 
 namespace hybridjob::sim {
@@ -13,42 +15,22 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kSelectedNodeAnnotation = "volume.kubernetes.io/selected-node";
-constexpr std::string_view kLegacyClassAnnotation = "volume.beta.kubernetes.io/storage-class";
 // Where the sim says its volumes live on a node (nothing is written there).
 constexpr std::string_view kVolumeRoot = "/var/lib/hybridjob-sim/volumes/";
 constexpr std::string_view kClaimKeyPrefix = "claim/";
 constexpr std::string_view kVolumeKeyPrefix = "volume/";
 
-const json* Member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
+// A string member; absent, null or of another type reads as empty.
 std::string StringAt(const json& object, std::string_view key) {
-  const json* value = Member(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
-}
-
-// The claim's class as the PV controller reads it: the legacy annotation
-// first, then spec.storageClassName.
-std::string ClaimClass(const json& claim) {
-  std::string legacy = k8s::AnnotationOf(claim, kLegacyClassAnnotation);
-  if (!legacy.empty()) {
-    return legacy;
-  }
-  const json* spec = Member(claim, "spec");
-  return spec != nullptr ? StringAt(*spec, "storageClassName") : std::string();
+  return JsonFields(JsonFields::Mode::kLenient).String(object, key, "").value_or("");
 }
 
 }  // namespace
 
 json HostnameNodeAffinity(const std::string& node) {
-  const json requirement = {
-      {"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", json::array({node})}};
+  const json requirement = {{"key", std::string(scheduler::kHostnameLabel)},
+                            {"operator", "In"},
+                            {"values", json::array({node})}};
   return {
       {"required",
        {{"nodeSelectorTerms", json::array({{{"matchExpressions", json::array({requirement})}}})}}}};
@@ -67,21 +49,22 @@ json MakeStorageClass(const std::string& name, bool default_class) {
 
 Result<std::optional<json>> VolumeForClaim(const json& claim, const json* storage_class,
                                            const std::set<std::string>& own_nodes) {
-  const json* metadata = Member(claim, "metadata");
-  const json* spec = Member(claim, "spec");
-  if (metadata == nullptr || spec == nullptr || Member(*metadata, "deletionTimestamp") != nullptr ||
+  const json* metadata = JsonMember(claim, "metadata");
+  const json* spec = JsonMember(claim, "spec");
+  if (metadata == nullptr || spec == nullptr ||
+      JsonMember(*metadata, "deletionTimestamp") != nullptr ||
       !StringAt(*spec, "volumeName").empty()) {
     return std::optional<json>();
   }
-  const std::string node = k8s::AnnotationOf(claim, kSelectedNodeAnnotation);
+  const std::string node = k8s::AnnotationOf(claim, scheduler::kAnnotationSelectedNode);
   if (node.empty() || !own_nodes.contains(node) || storage_class == nullptr ||
       StringAt(*storage_class, "provisioner") != kSimProvisioner) {
     return std::optional<json>();
   }
   const std::string uid = k8s::UidOf(claim);
-  const json* resources = Member(*spec, "resources");
-  const json* requests = resources != nullptr ? Member(*resources, "requests") : nullptr;
-  const json* storage = requests != nullptr ? Member(*requests, "storage") : nullptr;
+  const json* resources = JsonMember(*spec, "resources");
+  const json* requests = resources != nullptr ? JsonMember(*resources, "requests") : nullptr;
+  const json* storage = requests != nullptr ? JsonMember(*requests, "storage") : nullptr;
   if (uid.empty() || storage == nullptr || !storage->is_string()) {
     return InvalidArgument("persistentvolumeclaim " + k8s::NamespaceOf(claim) + "/" +
                            k8s::NameOf(claim) +
@@ -91,7 +74,7 @@ Result<std::optional<json>> VolumeForClaim(const json& claim, const json* storag
   // lost answer finds the volume it made already.
   const std::string name = "pvc-" + uid;
   json access_modes = json::array({"ReadWriteOnce"});
-  if (const json* modes = Member(*spec, "accessModes");
+  if (const json* modes = JsonMember(*spec, "accessModes");
       modes != nullptr && modes->is_array() && !modes->empty()) {
     access_modes = *modes;
   }
@@ -127,8 +110,8 @@ bool VolumeToDelete(const json& volume) {
   if (k8s::AnnotationOf(volume, kAnnotationProvisionedBy) != kSimProvisioner) {
     return false;
   }
-  const json* spec = Member(volume, "spec");
-  const json* status = Member(volume, "status");
+  const json* spec = JsonMember(volume, "spec");
+  const json* status = JsonMember(volume, "status");
   if (spec == nullptr || status == nullptr ||
       StringAt(*spec, "persistentVolumeReclaimPolicy") != "Delete") {
     return false;
@@ -232,11 +215,15 @@ Status Provisioner::Handle(const std::string& key) {
 }
 
 Status Provisioner::ProvisionFor(const json& claim) {
-  const std::string class_name = ClaimClass(claim);
-  if (class_name.empty() || k8s::AnnotationOf(claim, kSelectedNodeAnnotation).empty()) {
+  Result<scheduler::ClaimInfo> parsed = scheduler::ParseClaim(claim);
+  if (!parsed.ok()) {
+    spdlog::warn("provisioner: {}", parsed.status().message());
+    return Status::Ok();  // nothing a retry changes
+  }
+  if (parsed->storage_class.empty() || parsed->selected_node.empty()) {
     return Status::Ok();
   }
-  auto storage_class = client_.Get(k8s::resources::StorageClasses(), "", class_name);
+  auto storage_class = client_.Get(k8s::resources::StorageClasses(), "", parsed->storage_class);
   if (!storage_class) {
     return k8s::IsNotFound(storage_class.status()) ? Status::Ok() : storage_class.status();
   }
@@ -255,7 +242,7 @@ Status Provisioner::ProvisionFor(const json& claim) {
   if (created) {
     spdlog::info("provisioned volume {} for claim {}/{} on node {}", k8s::NameOf(**volume),
                  k8s::NamespaceOf(claim), k8s::NameOf(claim),
-                 k8s::AnnotationOf(claim, kSelectedNodeAnnotation));
+                 k8s::AnnotationOf(claim, scheduler::kAnnotationSelectedNode));
   }
   return Status::Ok();
 }

@@ -67,5 +67,14 @@ TEST(RequiredConfigMapsTest, MalformedReferencesAreIgnored) {
   EXPECT_THAT(RequiredConfigMaps(JobWithWorkerSpec(spec)), IsEmpty());
 }
 
+// The schema does not check every field of a template: "optional" of
+// another type is not optional, and reading it never throws.
+TEST(RequiredConfigMapsTest, AnOptionalFlagOfAnotherTypeDoesNotMakeItOptional) {
+  const json spec = {
+      {"volumes", {{{"name", "v"}, {"configMap", {{"name", "cfg"}, {"optional", "yes"}}}}}}};
+  EXPECT_THAT(RequiredConfigMaps(JobWithWorkerSpec(spec)),
+              ElementsAre(RequiredConfigMap{"cfg", "volume \"v\" of role worker"}));
+}
+
 }  // namespace
 }  // namespace hybridjob::controller

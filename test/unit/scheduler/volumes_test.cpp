@@ -312,13 +312,19 @@ TEST(CheckPodVolumesTest, ReadWriteOnceUsersShareANodeAndReadWriteOncePodHasOne)
   EXPECT_TRUE(Check(pod, Node("n0"), catalog).ok());
 }
 
-TEST(AssumeClaimDecisionsTest, ClaimsShowTheirVolumeOrNodeAndVolumesTheirClaim) {
-  StorageCatalog catalog;
+// A local claim "data" with its volume "pv" on n0, and a claim "scratch" of
+// a provisioned class.
+void AddDataAndScratch(StorageCatalog& catalog) {
   catalog.UpsertClass(LocalClass());
   catalog.UpsertClass(ProvisionedClass());
   catalog.UpsertClaim(Claim("data", "local"));
   catalog.UpsertClaim(Claim("scratch", "fast"));
   catalog.UpsertVolume(LocalVolume("pv", "n0"));
+}
+
+TEST(AssumeClaimDecisionsTest, ClaimsShowTheirVolumeOrNodeAndVolumesTheirClaim) {
+  StorageCatalog catalog;
+  AddDataAndScratch(catalog);
   AssumeClaimDecisions(catalog, {ClaimDecision{"team", "data", "pv", "n0", "uid-data"},
                                  ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"},
                                  ClaimDecision{"team", "gone", "", "n0", "uid-gone"}});
@@ -333,11 +339,7 @@ TEST(AssumeClaimDecisionsTest, ClaimsShowTheirVolumeOrNodeAndVolumesTheirClaim) 
 // said meanwhile stays.
 TEST(AssumeClaimDecisionsTest, RestoringAGivenUpPlanKeepsWhatTheServerSaidSince) {
   StorageCatalog catalog;
-  catalog.UpsertClass(LocalClass());
-  catalog.UpsertClass(ProvisionedClass());
-  catalog.UpsertClaim(Claim("data", "local"));
-  catalog.UpsertClaim(Claim("scratch", "fast"));
-  catalog.UpsertVolume(LocalVolume("pv", "n0"));
+  AddDataAndScratch(catalog);
   const std::vector<ClaimDecision> decisions = {
       ClaimDecision{"team", "data", "pv", "n0", "uid-data"},
       ClaimDecision{"team", "scratch", "", "n0", "uid-scratch"}};
