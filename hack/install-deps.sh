@@ -16,9 +16,15 @@ BUILD_PACKAGES=(
 CLUSTER_PACKAGES=(
   etcd-server golang-go golang-github-modern-go-reflect2-dev rsync jq openssl curl dpkg-dev procps iproute2 python3
 )
+# What the workloads hybridjob-sim --exec runs as local processes use (examples/exec/):
+# PyTorch (gloo on CPU), Open MPI with mpi4py for MPI launcher/worker jobs, an SSH
+# server and client for mpirun's remote starts, curl for readiness checks.
+WORKLOAD_PACKAGES=(
+  python3-torch openmpi-bin python3-mpi4py openssh-server openssh-client curl
+)
 
 missing=()
-for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}"; do
+for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}" "${WORKLOAD_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

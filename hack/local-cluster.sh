@@ -206,6 +206,9 @@ try_up() {
 
   umask 077
   echo "$token,hybridjob-admin,hybridjob-admin,\"system:masters\"" >"$dir/tokens.csv"
+  # Logs are read from hybridjob-sim's kubelet endpoint at the node's InternalIP:
+  # the Hostname address (the node's name) does not resolve. Without
+  # --kubelet-certificate-authority the kubelet's self-signed cert is accepted.
   start_daemon "$dir" apiserver "$bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_client" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
@@ -220,6 +223,7 @@ try_up() {
     --service-cluster-ip-range 10.96.0.0/16 \
     --allow-privileged=true \
     --endpoint-reconciler-type none \
+    --kubelet-preferred-address-types InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
     --profiling=false \
     --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
     --watch-cache=true

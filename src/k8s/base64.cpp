@@ -1,7 +1,7 @@
-#include "base64.h"
-
 #include <array>
 #include <cstdint>
+
+#include <hybridjob/k8s/base64.h>
 
 namespace hybridjob::k8s {
 namespace {

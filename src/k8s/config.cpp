@@ -5,9 +5,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/config.h>
-
-#include "base64.h"
 
 namespace hybridjob::k8s {
 namespace {

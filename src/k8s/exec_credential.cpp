@@ -2,9 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/exec_credential.h>
-
-#include "base64.h"
 
 namespace hybridjob::k8s {
 namespace {

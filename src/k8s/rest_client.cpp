@@ -11,12 +11,12 @@
 
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/credential_source.h>
 #include <hybridjob/k8s/rate_limiter.h>
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/k8s/warnings.h>
 
-#include "base64.h"
 #include "text.h"
 
 namespace hybridjob::k8s {

@@ -135,7 +135,7 @@ std::string MountFailureMessage(const SimMount& mount, MountState state) {
   return {};
 }
 
-Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
+Result<SimPod> DecodeSimPod(const nlohmann::json& pod, bool with_exec) {
   if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object()) {
     return InvalidArgument("pod without metadata");
   }
@@ -157,6 +157,13 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod) {
   const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   out.phase = status.value("phase", "");
   out.start_time = ParseTimeField(status, "startTime");
+  if (with_exec && !out.node_name.empty()) {
+    if (Result<ExecPod> exec = DecodeExecPod(pod); exec.ok()) {
+      out.exec = std::make_shared<const ExecPod>(std::move(exec).value());
+    } else {
+      out.exec_error = exec.status().message();
+    }
+  }
   if (Result<scheduler::ResourceList> requests = scheduler::ParsePodRequests(pod); requests.ok()) {
     out.requests = *requests;
   } else {

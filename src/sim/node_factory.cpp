@@ -83,6 +83,13 @@ Status ValidateNodePool(const NodePoolSpec& spec) {
   if (spec.name_prefix.empty()) {
     return InvalidArgument("--node-prefix must not be empty");
   }
+  if (spec.kubelet_port < 0 || spec.kubelet_port > 65535) {
+    return InvalidArgument("kubelet port " + std::to_string(spec.kubelet_port) +
+                           " is not between 0 and 65535");
+  }
+  if (spec.kubelet_port > 0 && spec.kubelet_address.empty()) {
+    return InvalidArgument("a kubelet port needs a kubelet address");
+  }
   return Status::Ok();
 }
 
@@ -92,6 +99,10 @@ std::string NodeName(const NodePoolSpec& spec, int64_t index) {
 
 std::string NodeAddress(int64_t index) {
   return "10.200." + std::to_string((index / 250) % 250) + "." + std::to_string(index % 250 + 1);
+}
+
+std::string NodeAddress(const NodePoolSpec& spec, int64_t index) {
+  return spec.kubelet_port > 0 ? spec.kubelet_address : NodeAddress(index);
 }
 
 nlohmann::json NodeTaints(const NodePoolSpec& spec) {
@@ -146,7 +157,7 @@ nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index) {
         {"allocatable", capacity},
         {"phase", "Running"},
         {"addresses",
-         nlohmann::json::array({{{"type", "InternalIP"}, {"address", NodeAddress(index)}},
+         nlohmann::json::array({{{"type", "InternalIP"}, {"address", NodeAddress(spec, index)}},
                                 {{"type", "Hostname"}, {"address", name}}})},
         {"conditions",
          nlohmann::json::array(
@@ -167,6 +178,9 @@ nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index) {
           {"bootID", ""}}}}}};
   if (spec.taints.empty()) {
     node["spec"].erase("taints");
+  }
+  if (spec.kubelet_port > 0) {
+    node["status"]["daemonEndpoints"] = {{"kubeletEndpoint", {{"Port", spec.kubelet_port}}}};
   }
   return node;
 }

@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/time.h>
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/sim/simulator.h>
@@ -48,6 +50,32 @@ Status ParallelFor(int64_t count, int threads, const std::function<Status(int64_
     t.join();
   }
   return first_error;
+}
+
+// A ConfigMap's data and binaryData, or a Secret's data, decoded.
+ObjectData ObjectDataOf(const nlohmann::json& object, bool secret) {
+  ObjectData out;
+  auto read = [&](const char* field, bool base64) {
+    const nlohmann::json* data = JsonMember(object, field);
+    if (data == nullptr || !data->is_object()) {
+      return;
+    }
+    for (const auto& [key, value] : data->items()) {
+      if (!value.is_string()) {
+        continue;
+      }
+      if (!base64) {
+        out[key] = value.get<std::string>();
+      } else if (auto decoded = k8s::Base64Decode(value.get<std::string>())) {
+        out[key] = *decoded;
+      }
+    }
+  };
+  read("data", secret);
+  if (!secret) {
+    read("binaryData", true);
+  }
+  return out;
 }
 
 Result<SimNode> DecodeSimNode(const nlohmann::json& node) {
@@ -168,39 +196,97 @@ Status Simulator::Start() {
     }
     started_ = true;
   }
+  // Retries back off per pod; the overall bucket is the client's QPS, not the queue's.
+  queue_ = std::make_unique<k8s::WorkQueue>(std::make_unique<k8s::WorkqueueRateLimiter>(
+      std::chrono::milliseconds(50), std::chrono::seconds(30), 100000, 100000));
+  if (options_.exec_dir) {
+    ExecRuntimeOptions exec_options;
+    exec_options.state_dir = *options_.exec_dir;
+    exec_options.on_change = [this](const std::string& key) { queue_->Add(key); };
+    Result<std::unique_ptr<ExecRuntime>> runtime = ExecRuntime::Create(std::move(exec_options));
+    if (!runtime.ok()) {
+      return runtime.status();
+    }
+    exec_ = std::move(runtime).value();
+    // The nodes' kubelet endpoint, for `kubectl logs`.
+    kubelet_server_ = std::make_unique<KubeletServer>(
+        KubeletServerOptions{},
+        [this](const ContainerLogRequest& request) -> Result<ContainerLogSource> {
+          Result<ExecLogFile> log = exec_->LogFile(request.namespace_name, request.pod,
+                                                   request.container, request.previous);
+          if (!log.ok()) {
+            return log.status();
+          }
+          return ContainerLogSource{log->file,
+                                    [this, file = *log] { return exec_->Writing(file); }};
+        });
+    if (Status s = kubelet_server_->Start(); !s.ok()) {
+      return s;
+    }
+    options_.nodes.kubelet_port = kubelet_server_->port();
+    options_.nodes.kubelet_address = kubelet_server_->address();
+  }
   if (Status s = RegisterNodes(); !s.ok()) {
     return s;
   }
   spdlog::info("registered {} simulated nodes ({} x {} GPUs)", options_.nodes.count,
                options_.nodes.count, options_.nodes.gpus_per_node);
 
-  // Retries back off per pod; the overall bucket is the client's QPS, not the queue's.
-  queue_ = std::make_unique<k8s::WorkQueue>(std::make_unique<k8s::WorkqueueRateLimiter>(
-      std::chrono::milliseconds(50), std::chrono::seconds(30), 100000, 100000));
-
   events_ = std::make_unique<k8s::EventRecorder>(client_, "kubelet");
-  // Only whether each exists (and a claim is Bound) is kept.
-  auto watch_mountable = [this](k8s::Resource resource, bool claims) {
-    k8s::InformerOptions<bool> options;
+  const bool exec = exec_ != nullptr;
+  // Only whether each exists (and a claim is Bound, to which volume) is kept;
+  // in exec mode also what a ConfigMap or Secret holds.
+  enum class Mountable { kClaim, kConfigMap, kSecret };
+  auto watch_mountable = [this, exec](k8s::Resource resource, Mountable kind) {
+    k8s::InformerOptions<MountObject> options;
     options.reflector.resource = std::move(resource);
-    options.decode = [claims](nlohmann::json&& object) -> Result<bool> {
-      if (!claims) {
-        return true;
+    options.decode = [kind, exec](nlohmann::json&& object) -> Result<MountObject> {
+      MountObject out;
+      out.namespace_name = k8s::NamespaceOf(object);
+      out.name = k8s::NameOf(object);
+      if (kind == Mountable::kClaim) {
+        const nlohmann::json* status = JsonMember(object, "status");
+        out.bound =
+            status != nullptr && status->is_object() && status->value("phase", "") == "Bound";
+        if (const nlohmann::json* spec = JsonMember(object, "spec");
+            spec != nullptr && spec->is_object()) {
+          out.volume_name = spec->value("volumeName", "");
+        }
+        return out;
       }
-      auto status = object.find("status");
-      return status != object.end() && status->is_object() && status->value("phase", "") == "Bound";
+      out.bound = true;
+      if (exec) {
+        out.data =
+            std::make_shared<const ObjectData>(ObjectDataOf(object, kind == Mountable::kSecret));
+      }
+      return out;
     };
-    auto informer = std::make_unique<k8s::Informer<bool>>(client_, options);
+    auto informer = std::make_unique<k8s::Informer<MountObject>>(client_, options);
+    if (exec && kind != Mountable::kClaim) {
+      // A kubelet keeps ConfigMap and Secret volumes up to date.
+      const bool secret = kind == Mountable::kSecret;
+      k8s::EventHandler<MountObject> handler;
+      handler.on_add = [this, secret](const std::shared_ptr<const MountObject>& object) {
+        exec_->UpdateObject(object->namespace_name, secret, object->name, object->data);
+      };
+      handler.on_update = [this, secret](const auto&, const auto& object) {
+        exec_->UpdateObject(object->namespace_name, secret, object->name, object->data);
+      };
+      handler.on_delete = [this, secret](const std::shared_ptr<const MountObject>& object, bool) {
+        exec_->UpdateObject(object->namespace_name, secret, object->name, nullptr);
+      };
+      informer->AddEventHandler(std::move(handler));
+    }
     informer->Start();
     return informer;
   };
-  claims_ = watch_mountable(k8s::resources::PersistentVolumeClaims(), true);
-  config_maps_ = watch_mountable(k8s::resources::ConfigMaps(), false);
-  secrets_ = watch_mountable(k8s::resources::Secrets(), false);
+  claims_ = watch_mountable(k8s::resources::PersistentVolumeClaims(), Mountable::kClaim);
+  config_maps_ = watch_mountable(k8s::resources::ConfigMaps(), Mountable::kConfigMap);
+  secrets_ = watch_mountable(k8s::resources::Secrets(), Mountable::kSecret);
   k8s::InformerOptions<SimPod> informer_options;
   informer_options.reflector.resource = k8s::resources::Pods();
   informer_options.reflector.field_selector = "spec.nodeName!=";
-  informer_options.decode = [](nlohmann::json&& pod) { return DecodeSimPod(pod); };
+  informer_options.decode = [exec](nlohmann::json&& pod) { return DecodeSimPod(pod, exec); };
   pods_ = std::make_unique<k8s::Informer<SimPod>>(client_, informer_options);
   k8s::EventHandler<SimPod> handler;
   auto enqueue = [this](const std::shared_ptr<const SimPod>& pod) {
@@ -213,8 +299,12 @@ Status Simulator::Start() {
   handler.on_update = [enqueue](const auto&, const auto& pod) { enqueue(pod); };
   handler.on_delete = [this](const std::shared_ptr<const SimPod>& pod, bool) {
     TrackAdmitted(*pod, /*gone=*/true);
+    if (exec_) {
+      exec_->Remove(pod->uid);
+    }
     MutexLock lock(mu_);
     written_phase_.erase(pod->uid);
+    written_version_.erase(pod->uid);
   };
   pods_->AddEventHandler(std::move(handler));
 
@@ -286,6 +376,12 @@ void Simulator::Stop() {
     heartbeat.join();
   }
   heartbeat_threads_.clear();
+  if (kubelet_server_) {
+    kubelet_server_->Stop();  // ends `kubectl logs -f` streams
+  }
+  if (exec_) {
+    exec_->Shutdown();  // every container stops
+  }
   if (!options_.keep_nodes) {
     DeleteNodes();
     spdlog::info("removed {} simulated nodes", options_.nodes.count);
@@ -315,8 +411,13 @@ void Simulator::Handle(const std::string& key) {
     queue_->Forget(key);  // a lost node's kubelet does nothing more
     return;
   }
+  const std::string host_ip = NodeAddress(options_.nodes, node->second);
+  if (exec_) {
+    HandleExec(pod, key, host_ip);
+    return;
+  }
   const auto now = WallClock::now();
-  KubeletDecision decision = DecideKubeletStep(*pod, now, PodIp(*pod), NodeAddress(node->second));
+  KubeletDecision decision = DecideKubeletStep(*pod, now, PodIp(*pod), host_ip);
   std::string written_phase;
   if (decision.step == KubeletStep::kStart || decision.step == KubeletStep::kFinish) {
     written_phase = decision.status_patch["status"]["phase"].get<std::string>();
@@ -338,66 +439,27 @@ void Simulator::Handle(const std::string& key) {
     }
   }
   // Admitted, the pod waits for its volumes before any container starts.
-  if (decision.step == KubeletStep::kStart && written_phase != "Failed" && !pod->mounts.empty()) {
-    if (auto blocked = BlockedMount(*pod)) {
-      bool first = false;
-      {
-        MutexLock lock(mu_);
-        std::string& written = written_phase_[pod->uid];
-        first = written != "ContainerCreating";
-        written = "ContainerCreating";
-      }
-      if (first) {
-        ++stats_.mounts_waited;
-        k8s::PatchOptions options;
-        options.subresource = "status";
-        (void)client_.Patch(
-            k8s::resources::Pods(), pod->namespace_name, pod->name, k8s::PatchType::kStrategicMerge,
-            ContainerCreatingStatusPatch(*pod, now, NodeAddress(node->second)).dump(), options);
-        k8s::ObjectReference ref{"v1", "Pod", pod->namespace_name, pod->name, pod->uid, "", ""};
-        events_->Record(ref, k8s::EventType::kWarning, "FailedMount",
-                        MountFailureMessage(blocked->first, blocked->second));
-      }
-      queue_->Forget(key);
-      queue_->AddAfter(key, std::chrono::seconds(1));
-      return;
-    }
+  if (decision.step == KubeletStep::kStart && written_phase != "Failed" &&
+      WaitForMounts(*pod, key, host_ip, now)) {
+    return;
   }
-  Status result;
   switch (decision.step) {
     case KubeletStep::kNothing:
       break;
     case KubeletStep::kStart:
-    case KubeletStep::kFinish: {
-      k8s::PatchOptions options;
-      options.subresource = "status";
-      auto patched =
-          client_.Patch(k8s::resources::Pods(), pod->namespace_name, pod->name,
-                        k8s::PatchType::kStrategicMerge, decision.status_patch.dump(), options);
-      result = patched ? Status::Ok() : patched.status();
-      if (patched) {
+    case KubeletStep::kFinish:
+      if (!PatchStatus(*pod, decision.status_patch, key)) {
+        return;
+      }
+      {
         MutexLock lock(mu_);
         written_phase_[pod->uid] = written_phase;
-        ++(decision.step == KubeletStep::kStart ? stats_.pods_started : stats_.pods_finished);
       }
+      ++(decision.step == KubeletStep::kStart ? stats_.pods_started : stats_.pods_finished);
       break;
-    }
-    case KubeletStep::kRemove: {
-      k8s::DeleteOptions options;
-      options.grace_period_seconds = 0;
-      options.precondition_uid = pod->uid;
-      result = client_.Delete(k8s::resources::Pods(), pod->namespace_name, pod->name, options);
-      if (result.ok()) {
-        ++stats_.pods_removed;
-      }
-      break;
-    }
-  }
-  if (!result.ok() && !k8s::IsNotFound(result) && !k8s::IsConflict(result)) {
-    ++stats_.write_errors;
-    spdlog::warn("pod {}: {}", key, result.ToString());
-    queue_->AddRateLimited(key);
-    return;
+    case KubeletStep::kRemove:
+      RemovePod(*pod, key);
+      return;
   }
   queue_->Forget(key);
   if (decision.wake_at && decision.step != KubeletStep::kFinish) {
@@ -405,16 +467,188 @@ void Simulator::Handle(const std::string& key) {
   }
 }
 
+bool Simulator::PatchStatus(const SimPod& pod, const nlohmann::json& patch,
+                            const std::string& key) {
+  k8s::PatchOptions options;
+  options.subresource = "status";
+  auto patched = client_.Patch(k8s::resources::Pods(), pod.namespace_name, pod.name,
+                               k8s::PatchType::kStrategicMerge, patch.dump(), options);
+  if (patched || k8s::IsNotFound(patched.status())) {
+    return patched.ok();
+  }
+  ++stats_.write_errors;
+  spdlog::warn("pod {}: {}", key, patched.status().ToString());
+  queue_->AddRateLimited(key);
+  return false;
+}
+
+void Simulator::RemovePod(const SimPod& pod, const std::string& key) {
+  k8s::DeleteOptions options;
+  options.grace_period_seconds = 0;
+  options.precondition_uid = pod.uid;
+  Status result = client_.Delete(k8s::resources::Pods(), pod.namespace_name, pod.name, options);
+  if (result.ok()) {
+    ++stats_.pods_removed;
+  } else if (!k8s::IsNotFound(result) && !k8s::IsConflict(result)) {
+    ++stats_.write_errors;
+    spdlog::warn("pod {}: {}", key, result.ToString());
+    queue_->AddRateLimited(key);
+    return;
+  }
+  queue_->Forget(key);
+}
+
+bool Simulator::WaitForMounts(const SimPod& pod, const std::string& key, const std::string& host_ip,
+                              WallClock::time_point now) {
+  if (pod.mounts.empty()) {
+    return false;
+  }
+  auto blocked = BlockedMount(pod);
+  if (!blocked) {
+    return false;
+  }
+  bool first = false;
+  {
+    MutexLock lock(mu_);
+    std::string& written = written_phase_[pod.uid];
+    first = written != "ContainerCreating";
+    written = "ContainerCreating";
+  }
+  if (first) {
+    ++stats_.mounts_waited;
+    k8s::PatchOptions options;
+    options.subresource = "status";
+    (void)client_.Patch(k8s::resources::Pods(), pod.namespace_name, pod.name,
+                        k8s::PatchType::kStrategicMerge,
+                        ContainerCreatingStatusPatch(pod, now, host_ip).dump(), options);
+    k8s::ObjectReference ref{"v1", "Pod", pod.namespace_name, pod.name, pod.uid, "", ""};
+    events_->Record(ref, k8s::EventType::kWarning, "FailedMount",
+                    MountFailureMessage(blocked->first, blocked->second));
+  }
+  queue_->Forget(key);
+  queue_->AddAfter(key, std::chrono::seconds(1));
+  return true;
+}
+
+void Simulator::HandleExec(const std::shared_ptr<const SimPod>& pod, const std::string& key,
+                           const std::string& host_ip) {
+  const auto now = WallClock::now();
+  const bool known = exec_->Has(pod->uid);
+  if (pod->deleting) {
+    if (!known) {
+      RemovePod(*pod, key);
+      return;
+    }
+    // SIGTERM, then SIGKILL after the grace period; the pod goes once every
+    // process has exited (the runtime reports it and this runs again).
+    std::optional<ExecPodStatus> status = exec_->PodStatus(pod->uid);
+    if (status && status->stopped) {
+      RemovePod(*pod, key);
+      return;
+    }
+    std::chrono::seconds grace = pod->exec ? pod->exec->termination_grace : std::chrono::seconds(0);
+    if (pod->deletion_time) {
+      grace = std::max(std::chrono::seconds(0),
+                       std::chrono::duration_cast<std::chrono::seconds>(*pod->deletion_time - now));
+    }
+    exec_->Stop(pod->uid, grace);
+    queue_->Forget(key);
+    return;
+  }
+  if (known) {
+    std::optional<ExecPodStatus> status = exec_->PodStatus(pod->uid);
+    if (!status) {
+      return;  // published once the runtime has taken it
+    }
+    {
+      MutexLock lock(mu_);
+      if (written_version_[pod->uid] >= status->version) {
+        return;
+      }
+    }
+    if (!PatchStatus(*pod, ExecStatusPatch(*status, now), key)) {
+      return;
+    }
+    MutexLock lock(mu_);
+    uint64_t& written = written_version_[pod->uid];
+    written = std::max(written, status->version);
+    written_phase_[pod->uid] = status->phase;
+    return;
+  }
+  if (pod->phase == "Succeeded" || pod->phase == "Failed") {
+    return;
+  }
+  if (pod->phase == "Running") {
+    // Running before this simulator started: its processes are gone with the
+    // simulator that ran them.
+    nlohmann::json patch = {{"status",
+                             {{"phase", "Failed"},
+                              {"reason", "NodeRestarted"},
+                              {"message",
+                               "hybridjob-sim --exec restarted; the pod's processes "
+                               "ended with it"}}}};
+    (void)PatchStatus(*pod, patch, key);
+    return;
+  }
+  if (options_.kubelet_admission) {
+    if (std::optional<AdmissionRefusal> refusal = Admit(*pod)) {
+      spdlog::info("pod {} refused on {}: {}", key, pod->node_name, refusal->message);
+      ++stats_.pods_refused;
+      (void)PatchStatus(*pod, RefusalStatusPatch(*refusal), key);
+      return;
+    }
+  }
+  if (WaitForMounts(*pod, key, host_ip, now)) {
+    return;
+  }
+  if (pod->exec == nullptr) {
+    nlohmann::json patch = {
+        {"status", {{"phase", "Failed"}, {"reason", "InvalidPod"}, {"message", pod->exec_error}}}};
+    (void)PatchStatus(*pod, patch, key);
+    return;
+  }
+  ExecLaunch launch;
+  launch.pod = *pod->exec;
+  launch.host_ip = host_ip;
+  const ObjectNames names = ReferencedObjects(launch.pod);
+  for (const auto& [names_of, informer, objects] :
+       {std::tuple{&names.config_maps, config_maps_.get(), &launch.objects.config_maps},
+        std::tuple{&names.secrets, secrets_.get(), &launch.objects.secrets}}) {
+    for (const std::string& name : *names_of) {
+      auto object = informer->store().Get(pod->namespace_name + "/" + name);
+      if (object != nullptr && object->data != nullptr) {
+        (*objects)[name] = *object->data;
+      }
+    }
+  }
+  for (const ExecVolume& volume : launch.pod.volumes) {
+    if (volume.kind != ExecVolume::Kind::kClaim) {
+      continue;
+    }
+    auto claim = claims_->store().Get(pod->namespace_name + "/" + volume.source);
+    // A claim bound to no named volume (there is no such thing in a real
+    // cluster) keeps its data under its own name.
+    const std::string data_name = claim != nullptr && !claim->volume_name.empty()
+                                      ? claim->volume_name
+                                      : pod->namespace_name + "-" + volume.source;
+    launch.claim_dirs[volume.name] = exec_->VolumeDir(data_name);
+  }
+  exec_->Run(std::move(launch));
+  ++stats_.pods_started;
+  queue_->Forget(key);
+}
+
 std::optional<std::pair<SimMount, MountState>> Simulator::BlockedMount(const SimPod& pod) {
   for (const SimMount& mount : pod.mounts) {
-    const k8s::Informer<bool>& informer = mount.kind == SimMount::Kind::kClaim       ? *claims_
-                                          : mount.kind == SimMount::Kind::kConfigMap ? *config_maps_
-                                                                                     : *secrets_;
+    const k8s::Informer<MountObject>& informer = mount.kind == SimMount::Kind::kClaim ? *claims_
+                                                 : mount.kind == SimMount::Kind::kConfigMap
+                                                     ? *config_maps_
+                                                     : *secrets_;
     auto object = informer.store().Get(pod.namespace_name + "/" + mount.object);
     if (object == nullptr) {
       return std::pair{mount, MountState::kMissing};
     }
-    if (!*object) {
+    if (!object->bound) {
       return std::pair{mount, MountState::kUnbound};
     }
   }

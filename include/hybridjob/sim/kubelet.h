@@ -16,6 +16,7 @@
 
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/resources.h>
+#include <hybridjob/sim/exec_pod.h>
 
 namespace hybridjob::sim {
 
@@ -60,9 +61,13 @@ struct SimPod {
   // What the pod asks of its node, as kube-scheduler and the kubelet count it
   // (only the pods count when the spec cannot be read).
   scheduler::ResourceList requests;
+  // Exec mode: what it takes to run the containers, or why the pod cannot be read.
+  std::shared_ptr<const ExecPod> exec;
+  std::string exec_error;
 };
 
-Result<SimPod> DecodeSimPod(const nlohmann::json& pod);
+// with_exec: also decode what exec mode needs to run the pod.
+Result<SimPod> DecodeSimPod(const nlohmann::json& pod, bool with_exec = false);
 
 enum class KubeletStep {
   kNothing,  // nothing to do now; maybe later (see wake_at)

@@ -29,6 +29,13 @@ struct NodePoolSpec {
   int64_t max_pods = 110;
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
+  // Where the API server reaches the nodes' kubelet (a KubeletServer) for
+  // logs: with a port, every node of the pool has InternalIP kubelet_address
+  // and status.daemonEndpoints.kubeletEndpoint.Port kubelet_port (the API
+  // server must prefer InternalIP: --kubelet-preferred-address-types). Port 0:
+  // no kubelet endpoint, and InternalIP is NodeAddress(index), never contacted.
+  int kubelet_port = 0;
+  std::string kubelet_address = "127.0.0.1";
 };
 
 // "a=b,c=d" -> map; errors name the bad entry.
@@ -45,5 +52,8 @@ nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index);
 nlohmann::json NodeTaints(const NodePoolSpec& spec);
 // A stable, obviously simulated address per node (never contacted).
 std::string NodeAddress(int64_t index);
+// The InternalIP MakeNode gives the node: the kubelet's address when the pool
+// has a kubelet endpoint, else NodeAddress(index). Pods' hostIP is this.
+std::string NodeAddress(const NodePoolSpec& spec, int64_t index);
 
 }  // namespace hybridjob::sim

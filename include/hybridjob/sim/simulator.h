@@ -20,7 +20,9 @@
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/workqueue.h>
+#include <hybridjob/sim/exec_runtime.h>
 #include <hybridjob/sim/kubelet.h>
+#include <hybridjob/sim/kubelet_server.h>
 #include <hybridjob/sim/node_factory.h>
 
 namespace hybridjob::sim {
@@ -33,6 +35,9 @@ struct SimulatorOptions {
   // Refuse a bound pod that does not fit beside those already admitted on its
   // node (phase Failed, reason OutOf<resource>), as a kubelet does.
   bool kubelet_admission = true;
+  // Run the containers of bound pods as local processes (exec_runtime.h)
+  // instead of pretending; their state lives in this directory.
+  std::optional<std::filesystem::path> exec_dir;
 };
 
 struct SimulatorStats {
@@ -45,6 +50,17 @@ struct SimulatorStats {
   std::atomic<uint64_t> nodes_lost{0};
   std::atomic<uint64_t> pods_refused{0};   // by the kubelet's admission
   std::atomic<uint64_t> mounts_waited{0};  // pods held in ContainerCreating (first time each)
+};
+
+// What the kubelet needs of an object a pod's volumes or environment name:
+// whether it exists, and for a claim whether it is Bound and to which volume.
+// In exec mode, a ConfigMap's or Secret's data too.
+struct MountObject {
+  std::string namespace_name;
+  std::string name;
+  bool bound = false;
+  std::string volume_name;
+  std::shared_ptr<const ObjectData> data;
 };
 
 // What the simulator needs of a Node it watches: whether it still plays the
@@ -77,6 +93,17 @@ class Simulator {
   void Work();
   void HeartbeatLoop(int64_t shard, int64_t shards);
   void Handle(const std::string& key);
+  // Handle, when containers really run.
+  void HandleExec(const std::shared_ptr<const SimPod>& pod, const std::string& key,
+                  const std::string& host_ip);
+  // Writes a status patch of the pod; false after an error (requeued).
+  bool PatchStatus(const SimPod& pod, const nlohmann::json& patch, const std::string& key);
+  // Deletes the pod for good, once its containers have stopped.
+  void RemovePod(const SimPod& pod, const std::string& key);
+  // Holds a pod whose volumes cannot be set up yet in ContainerCreating; true
+  // when it is held.
+  bool WaitForMounts(const SimPod& pod, const std::string& key, const std::string& host_ip,
+                     WallClock::time_point now);
   std::string PodIp(const SimPod& pod) const;
   void MarkLost(const std::string& node, const std::string& why);
   bool IsLost(const std::string& node);
@@ -100,9 +127,11 @@ class Simulator {
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::EventRecorder> events_;  // FailedMount, as the kubelet says it
   // What pods' volumes name: claims (true when Bound), ConfigMaps, Secrets.
-  std::unique_ptr<k8s::Informer<bool>> claims_;
-  std::unique_ptr<k8s::Informer<bool>> config_maps_;
-  std::unique_ptr<k8s::Informer<bool>> secrets_;
+  std::unique_ptr<k8s::Informer<MountObject>> claims_;
+  std::unique_ptr<k8s::Informer<MountObject>> config_maps_;
+  std::unique_ptr<k8s::Informer<MountObject>> secrets_;
+  std::unique_ptr<ExecRuntime> exec_;              // exec mode only
+  std::unique_ptr<KubeletServer> kubelet_server_;  // exec mode only: container logs
   std::vector<std::thread> workers_;
   std::vector<std::thread> heartbeat_threads_;
 
@@ -113,6 +142,8 @@ class Simulator {
   // Phase this simulator last wrote per pod uid, so a stale cache entry does
   // not make it report the same transition twice.
   std::unordered_map<std::string, std::string> written_phase_ HJ_GUARDED_BY(mu_);
+  // Exec mode: the runtime's status version last written per pod uid.
+  std::unordered_map<std::string, uint64_t> written_version_ HJ_GUARDED_BY(mu_);
   // Nodes given up: deleted, or reported not Ready, by someone else. Their
   // Leases are no longer renewed nor their pods acted on, as with a crashed
   // kubelet, and they are not registered again while the simulator runs.

@@ -1,8 +1,13 @@
 // hybridjob-sim: simulated GPU nodes and a kubelet for them. Flags, wiring and
 // signals only; the logic lives in hybridjob_sim. `hybridjob-sim trace ...`
 // replays a job trace in virtual time instead (trace_command.cpp).
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -27,6 +32,9 @@ constexpr const char* kSummary =
     "(annotations sim.hybridjob.io/duration and sim.hybridjob.io/exit-code). Removes its nodes\n"
     "on exit unless --keep-nodes. With --storage-class, also a volume provisioner for its nodes:\n"
     "a WaitForFirstConsumer class whose claims get a PV on the node their scheduler selected.\n"
+    "With --exec (as root), runs the pods' containers as real local processes instead, each with\n"
+    "its volumes, environment, hostname and a loopback address of its own, and serves their logs\n"
+    "to `kubectl logs`.\n"
     "`hybridjob-sim trace --help`: replay a job trace in virtual time instead.";
 
 int Fail(const std::string& message) {
@@ -46,6 +54,8 @@ int main(int argc, char** argv) {
   std::string taints;
   std::string storage_class;
   bool default_storage_class = true;
+  bool exec = false;
+  std::string exec_dir;
   hybridjob::LoggingFlags logging;
   int64_t workers = options.workers;
   double qps = 500;
@@ -77,6 +87,12 @@ int main(int argc, char** argv) {
   flags.Bool("default-storage-class", &default_storage_class,
              "mark the --storage-class class as the cluster's default (claims without a class "
              "get it)");
+  flags.Bool("exec", &exec,
+             "run bound pods' containers as local processes (needs root: each container gets "
+             "its own mount and UTS namespace over an overlay of /); the image is ignored");
+  flags.String("exec-dir", &exec_dir,
+               "with --exec: where containers' root overlays, volumes, claims' data and logs "
+               "live (default: a temporary directory, removed on exit)");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
@@ -92,6 +108,33 @@ int main(int argc, char** argv) {
   }
   options.nodes.taints = *parsed_taints;
   options.workers = static_cast<int>(workers);
+  if (!exec_dir.empty() && !exec) {
+    return Fail("--exec-dir goes with --exec");
+  }
+  // A temporary state directory is this process's own, removed on exit.
+  std::optional<std::filesystem::path> temporary_exec_dir;
+  if (exec && exec_dir.empty()) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "hybridjob-sim-exec-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Fail(std::string("--exec: cannot make a temporary directory: ") +
+                  std::strerror(errno));
+    }
+    temporary_exec_dir = pattern;
+    exec_dir = pattern;
+  }
+  if (exec) {
+    options.exec_dir = exec_dir;
+  }
+  struct RemoveOnExit {
+    std::optional<std::filesystem::path> dir;
+    ~RemoveOnExit() {
+      if (dir) {
+        std::error_code ec;
+        std::filesystem::remove_all(*dir, ec);
+      }
+    }
+  } remove_on_exit{temporary_exec_dir};
   if (auto status = hybridjob::sim::ValidateNodePool(options.nodes); !status.ok()) {
     return Fail(status.message());
   }

@@ -66,7 +66,7 @@ class ManifestsTest : public ::testing::Test {
 
 std::vector<std::string> ExampleFiles() {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(SourcePath("examples"))) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(SourcePath("examples"))) {
     if (entry.path().extension() == ".yaml") {
       files.push_back(entry.path().string());
     }

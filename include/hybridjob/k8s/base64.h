@@ -1,4 +1,4 @@
-// Base64 for kubeconfig *-data fields; private to the k8s library.
+// Base64, as kubeconfig *-data fields and Secret data are written.
 #pragma once
 
 #include <optional>

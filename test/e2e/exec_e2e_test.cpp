@@ -1,0 +1,143 @@
+// End to end with real processes: hybridjob-sim --exec runs the members'
+// commands, so the frameworks' own code meets what the controller hands it.
+// One system is shared by the tests of this binary.
+#include <cstdlib>
+#include <regex>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/api/labels.h>
+
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class ExecEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) {
+      return;  // each test skips, or fails under CI (below)
+    }
+    ReplicaOptions replicas;
+    replicas.sim_args = {"--exec"};
+    system_ = new System({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""}, replicas);
+  }
+  static void TearDownTestSuite() {
+    delete system_;
+    system_ = nullptr;
+  }
+  void SetUp() override {
+    if (geteuid() != 0) {
+      if (std::getenv("CI") != nullptr) {
+        FAIL() << "hybridjob-sim --exec needs root, and CI runs as root";
+      }
+      GTEST_SKIP() << "hybridjob-sim --exec needs root";
+    }
+    ASSERT_NE(system_, nullptr);
+    ASSERT_TRUE(system_->ok()) << system_->Logs();
+  }
+
+  static std::string Logs(const std::string& args) {
+    std::string output;
+    system_->Kubectl("logs " + args, &output);
+    return output;
+  }
+
+  static System* system_;
+};
+
+System* ExecEndToEndTest::system_ = nullptr;
+
+TEST_F(ExecEndToEndTest, PyTorchDistributedDataParallelTrainsAndSucceeds) {
+  std::string output;
+  ASSERT_EQ(
+      system_->Kubectl("apply -f " + SourceDir() + "/examples/exec/pytorch-ddp.yaml", &output), 0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("pytorch-ddp") == "Succeeded"; }, 150s))
+      << "phase " << system_->Phase("pytorch-ddp") << "\n"
+      << Logs("pytorch-ddp-master-0") << "\n"
+      << system_->Logs();
+  // `kubectl logs` reaches the simulated kubelet through the API server.
+  const std::string log = Logs("pytorch-ddp-master-0 -c pytorch");
+  std::smatch first;
+  std::smatch last;
+  ASSERT_TRUE(std::regex_search(log, first, std::regex("step 0 loss ([0-9.]+)"))) << log;
+  ASSERT_TRUE(std::regex_search(log, last, std::regex("final loss ([0-9.]+)"))) << log;
+  EXPECT_LT(std::stod(last[1]), std::stod(first[1]) / 10) << log;
+  EXPECT_NE(log.find("of 4: joining pytorch-ddp-master-0.pytorch-ddp.default.svc:23456"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(ExecEndToEndTest, TensorflowStyleMembersReachEveryPeerAndThePsGoesAfterSuccess) {
+  std::string output;
+  ASSERT_EQ(
+      system_->Kubectl("apply -f " + SourceDir() + "/examples/exec/tf-ps-worker.yaml", &output), 0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("tf-ps-worker") == "Succeeded"; }, 120s))
+      << "phase " << system_->Phase("tf-ps-worker") << "\n"
+      << system_->Logs();
+  for (const char* worker : {"tf-ps-worker-worker-0", "tf-ps-worker-worker-1"}) {
+    const std::string log = Logs(worker);
+    EXPECT_NE(log.find("reached all 2 peers"), std::string::npos) << worker << ":\n" << log;
+    EXPECT_NE(log.find("reached by all 2 peers"), std::string::npos) << worker << ":\n" << log;
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& pod : system_->Pods("tf-ps-worker")) {
+          if (pod["metadata"]["labels"][std::string(api::kRoleLabel)] == "ps") {
+            return false;
+          }
+        }
+        return true;
+      },
+      30s))
+      << "the parameter server outlived the job";
+}
+
+TEST_F(ExecEndToEndTest, LogsFollowAContainerUntilItExits) {
+  // A plain pod on a simulated node: the kubelet's part only.
+  std::string output;
+  ASSERT_EQ(system_->Apply(R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: ticker
+spec:
+  nodeName: sim-node-1
+  restartPolicy: Never
+  containers:
+  - name: tick
+    image: busybox
+    command: ["sh", "-c", "sleep 1; for i in 1 2 3 4; do echo tick $i; sleep 0.5; done; echo bye"]
+)",
+                           &output),
+            0)
+      << output;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string phase;
+        system_->Kubectl("get pod ticker -o jsonpath={.status.phase}", &phase);
+        return phase == "Running";
+      },
+      30s));
+  // -f returns only when the container has exited, with every line.
+  const std::string followed = Logs("-f ticker");
+  EXPECT_NE(followed.find("tick 1\ntick 2\ntick 3\ntick 4\nbye\n"), std::string::npos) << followed;
+  std::string phase;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        system_->Kubectl("get pod ticker -o jsonpath={.status.phase}", &phase);
+        return phase == "Succeeded";
+      },
+      10s))
+      << phase;
+  EXPECT_EQ(Logs("ticker --tail 1"), "bye\n");
+}
+
+}  // namespace
+}  // namespace hybridjob::testing
