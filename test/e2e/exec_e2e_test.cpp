@@ -2,6 +2,8 @@
 // commands, so the frameworks' own code meets what the controller hands it.
 // One system is shared by the tests of this binary.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include <hybridjob/api/labels.h>
 
+#include "child_process.h"
 #include "system.h"
 
 namespace hybridjob::testing {
@@ -137,6 +140,67 @@ spec:
       10s))
       << phase;
   EXPECT_EQ(Logs("ticker --tail 1"), "bye\n");
+}
+
+TEST_F(ExecEndToEndTest, CodeIsFetchedFromAnArchiveAndItsRunShRuns) {
+  // A real HTTP server on the host serves the archive; members share the
+  // host's network, so it is at 127.0.0.1.
+  const std::string dir = system_->cluster().dir() + "/code-server";
+  std::filesystem::create_directories(dir + "/src");
+  std::ofstream(dir + "/src/run.sh")
+      << "#!/bin/sh\nset -e\necho \"run.sh ran as $HYBRIDJOB_ROLE $HYBRIDJOB_INDEX in $(pwd)\"\n"
+         "cat \"$HYBRIDJOB_CODE_DIR/data/message.txt\"\n";
+  std::filesystem::create_directories(dir + "/src/data");
+  std::ofstream(dir + "/src/data/message.txt") << "unpacked with its directories\n";
+  ChildProcess tar({"/bin/tar", "-czf", dir + "/code.tar.gz", "-C", dir + "/src", "run.sh", "data"},
+                   dir + "/tar.log");
+  ASSERT_EQ(tar.WaitForExit(30s), 0) << tar.Log();
+  ChildProcess server({"/usr/bin/python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
+                       "--directory", dir},
+                      dir + "/http.log");
+  std::smatch port;
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        log = server.Log();
+        return std::regex_search(log, port, std::regex("port ([0-9]+)"));
+      },
+      15s))
+      << log;
+  std::string output;
+  ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
+kind: HybridJob
+metadata:
+  name: fetched
+spec:
+  code:
+    source: http://127.0.0.1:)" +
+                               port[1].str() + R"(/code.tar.gz
+  replicaSpecs:
+  - name: worker
+    minReplicas: 2
+    template:
+      spec:
+        containers:
+        - name: main
+          image: busybox
+          workingDir: /workspace
+          command: [/bin/sh, run.sh]
+)",
+                           &output),
+            0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("fetched") == "Succeeded"; }, 90s))
+      << "phase " << system_->Phase("fetched") << "\n"
+      << Logs("fetched-worker-0 -c hybridjob-code") << "\n"
+      << system_->Logs();
+  for (int i = 0; i < 2; ++i) {
+    const std::string member = "fetched-worker-" + std::to_string(i);
+    EXPECT_EQ(Logs(member + " -c main"), "run.sh ran as worker " + std::to_string(i) +
+                                             " in /workspace\nunpacked with its directories\n");
+  }
+  EXPECT_NE(server.Log().find("GET /code.tar.gz HTTP/1.1\" 200"), std::string::npos)
+      << server.Log();
 }
 
 }  // namespace
