@@ -134,12 +134,15 @@ std::optional<CodeSpec> ReadCode(JsonFields& reader, const json& spec) {
   if (object == nullptr) {
     return std::nullopt;
   }
-  reader.CheckKnown(*object, {"source", "mountPath", "image"}, path);
+  reader.CheckKnown(*object, {"source", "mountPath", "image", "endpoint", "credentialsSecret"},
+                    path);
   CodeSpec code;
   code.source = reader.String(*object, "source", path).value_or("");
   code.mount_path =
       reader.String(*object, "mountPath", path).value_or(std::string(kDefaultCodeMountPath));
   code.image = reader.String(*object, "image", path);
+  code.endpoint = reader.String(*object, "endpoint", path);
+  code.credentials_secret = reader.String(*object, "credentialsSecret", path);
   return code;
 }
 
@@ -396,6 +399,8 @@ json ToJson(const HybridJobSpec& spec) {
   if (spec.code) {
     json code = {{"source", spec.code->source}, {"mountPath", spec.code->mount_path}};
     SetIf(code, "image", spec.code->image);
+    SetIf(code, "endpoint", spec.code->endpoint);
+    SetIf(code, "credentialsSecret", spec.code->credentials_secret);
     out["code"] = std::move(code);
   }
   if (spec.tensorboard) {

@@ -596,6 +596,24 @@ class Validator {
     } else if (mount_path == kClusterMountPath) {
       Add("spec.code.mountPath", Quoted(kClusterMountPath) + " is reserved for the cluster spec");
     }
+    const bool s3 = source.rfind("s3://", 0) == 0;
+    if (code.endpoint) {
+      const std::string& endpoint = *code.endpoint;
+      if (!s3) {
+        Add("spec.code.endpoint", "goes with an s3:// source");
+      } else if ((endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) ||
+                 endpoint.size() <= endpoint.find("://") + 3 || HasControlOrSpace(endpoint)) {
+        Add("spec.code.endpoint",
+            "must be an http:// or https:// URL without spaces or control characters");
+      }
+    }
+    if (code.credentials_secret) {
+      if (!s3) {
+        Add("spec.code.credentialsSecret", "goes with an s3:// source");
+      } else if (!IsDns1123Subdomain(*code.credentials_secret)) {
+        Add("spec.code.credentialsSecret", "must be the name of a Secret (a DNS subdomain)");
+      }
+    }
     if (code.image && code.image->empty()) {
       Add("spec.code.image", "must not be empty when set");
     }

@@ -24,24 +24,49 @@ constexpr std::string_view kEnvWrapperScriptText =
     "exec \"$@\"\n";
 
 // Fetches $1 into a temporary file and unpacks it into $2. The URL only ever
-// appears quoted, as data; it is never evaluated.
+// appears quoted, as data; it is never evaluated. For s3:// sources,
+// AWS_ENDPOINT_URL names an S3-compatible store (path-style), and with
+// AWS_ACCESS_KEY_ID curl signs the request (SigV4) when there is no aws CLI.
 constexpr std::string_view kCodeFetchScriptText =
     "set -eu\n"
     "src=\"$1\"\n"
     "dest=\"$2\"\n"
     "archive=\"$(mktemp)\"\n"
+    "endpoint=\"${AWS_ENDPOINT_URL:-}\"\n"
     "case \"$src\" in\n"
     "  s3://*)\n"
     "    if command -v aws >/dev/null 2>&1; then\n"
-    "      aws s3 cp \"$src\" \"$archive\"\n"
+    "      if [ -n \"$endpoint\" ]; then\n"
+    "        aws s3 cp --endpoint-url \"$endpoint\" \"$src\" \"$archive\"\n"
+    "      else\n"
+    "        aws s3 cp \"$src\" \"$archive\"\n"
+    "      fi\n"
     "      fetched=1\n"
     "    else\n"
     "      rest=\"${src#s3://}\"\n"
-    "      src=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
+    "      if [ -n \"$endpoint\" ]; then\n"
+    "        src=\"${endpoint%/}/${rest%%/*}/${rest#*/}\"\n"
+    "      else\n"
+    "        src=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
+    "      fi\n"
+    "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
+    "        signed=1\n"
+    "      fi\n"
     "    fi\n"
     "    ;;\n"
     "esac\n"
-    "if [ -z \"${fetched:-}\" ]; then\n"
+    "if [ -n \"${signed:-}\" ]; then\n"
+    "  region=\"${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}\"\n"
+    "  if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
+    "    curl -fsSL --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
+    "      --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
+    "      -H \"x-amz-security-token: $AWS_SESSION_TOKEN\" -o \"$archive\" --url \"$src\"\n"
+    "  else\n"
+    "    curl -fsSL --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
+    "      --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" -o \"$archive\" --url "
+    "\"$src\"\n"
+    "  fi\n"
+    "elif [ -z \"${fetched:-}\" ]; then\n"
     "  if command -v curl >/dev/null 2>&1; then\n"
     "    curl -fsSL --retry 3 -o \"$archive\" --url \"$src\"\n"
     "  else\n"
@@ -160,6 +185,13 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
     if (!env.empty()) {
       container["env"] = std::move(env);
     }
+  }
+  if (code.endpoint) {
+    SetEnv(container, "AWS_ENDPOINT_URL", *code.endpoint);
+  }
+  if (code.credentials_secret) {
+    ArrayMember(container, "envFrom")
+        .push_back({{"secretRef", {{"name", *code.credentials_secret}}}});
   }
   return container;
 }

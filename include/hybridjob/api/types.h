@@ -137,6 +137,12 @@ struct CodeSpec {
   std::string source;  // http://, https:// or s3:// URL of a .tar, .tar.gz, .tgz or .zip
   std::string mount_path = std::string(kDefaultCodeMountPath);
   std::optional<std::string> image;  // default: the controller's code-fetcher image
+  // For s3:// sources: an S3-compatible store's URL (path-style requests),
+  // and a Secret in the job's namespace whose keys (AWS_ACCESS_KEY_ID,
+  // AWS_SECRET_ACCESS_KEY, optionally AWS_SESSION_TOKEN and AWS_REGION) become
+  // the fetcher's environment. The controller never reads the Secret.
+  std::optional<std::string> endpoint;
+  std::optional<std::string> credentials_secret;
 
   friend bool operator==(const CodeSpec&, const CodeSpec&) = default;
 };

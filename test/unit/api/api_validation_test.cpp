@@ -358,6 +358,36 @@ TEST(ApiValidationTest, CodeSourceMustBeAPlainUrl) {
   ErrorsAt(ValidateJson(object), "spec.code.mountPath");
 }
 
+TEST(ApiValidationTest, CodeEndpointAndCredentialsGoWithS3Sources) {
+  json object = TfJobJson();
+  object["spec"]["code"] = {{"source", "s3://bucket/a.tgz"},
+                            {"endpoint", "http://127.0.0.1:9000"},
+                            {"credentialsSecret", "store-creds"}};
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+  // The round trip keeps them.
+  auto parsed = ParseHybridJob(object);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->spec.code->endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(parsed->spec.code->credentials_secret, "store-creds");
+  auto again = ParseHybridJob(ToJson(*parsed));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->spec.code, parsed->spec.code);
+
+  for (const char* bad : {"ftp://store", "store:9000", "http://", "http://a b", "http://x\n"}) {
+    object["spec"]["code"]["endpoint"] = bad;
+    ErrorsAt(ValidateJson(object), "spec.code.endpoint");
+  }
+  object["spec"]["code"]["endpoint"] = "https://store.example";
+  object["spec"]["code"]["credentialsSecret"] = "Not_A_Name";
+  ErrorsAt(ValidateJson(object), "spec.code.credentialsSecret");
+
+  object["spec"]["code"] = {{"source", "https://x/a.tgz"},
+                            {"endpoint", "https://store.example"},
+                            {"credentialsSecret", "store-creds"}};
+  EXPECT_THAT(ErrorsAt(ValidateJson(object), "spec.code.endpoint"), HasSubstr("s3://"));
+  EXPECT_THAT(ErrorsAt(ValidateJson(object), "spec.code.credentialsSecret"), HasSubstr("s3://"));
+}
+
 TEST(ApiValidationTest, Tensorboard) {
   json object = TfJobJson();
   object["spec"]["tensorboard"] = {{"logDir", ""}, {"serviceType", "Ingress"}};

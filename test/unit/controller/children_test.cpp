@@ -1,4 +1,6 @@
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@ namespace hybridjob::controller {
 namespace {
 
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -233,6 +236,98 @@ TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
   job.spec.code->image = "my/fetcher:1";
   pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
   EXPECT_EQ(pod["spec"]["initContainers"][0]["image"], "my/fetcher:1");
+}
+
+TEST_F(ControllerChildrenTest, CodeFromAnS3CompatibleStoreGetsItsEndpointAndSecret) {
+  object_["spec"]["code"] = {{"source", "s3://models/code.tgz"},
+                             {"endpoint", "http://store.internal:9000"},
+                             {"credentialsSecret", "store-creds"}};
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["envFrom"] = {
+      {{"configMapRef", {{"name", "settings"}}}}};
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
+  json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
+  const json& fetch = pod["spec"]["initContainers"][0];
+  EXPECT_EQ(EnvValueOf(fetch, "AWS_ENDPOINT_URL"), "http://store.internal:9000");
+  // The Secret is referenced, never read: the kubelet hands its keys over.
+  EXPECT_EQ(fetch["envFrom"], json({{{"configMapRef", {{"name", "settings"}}}},
+                                    {{"secretRef", {{"name", "store-creds"}}}}}));
+  // The member's own container does not get the store's credentials.
+  EXPECT_EQ(pod["spec"]["containers"][0]["envFrom"].size(), 1u);
+}
+
+// Runs the fetch script for `url` with a curl on PATH that records its
+// arguments and serves a small archive; returns the recorded arguments.
+std::vector<std::string> FetchWithRecordingCurl(const std::string& url,
+                                                const std::vector<std::string>& env) {
+  const std::string dir = ::testing::TempDir() + "/fetch-s3-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  std::filesystem::create_directories(dir + "/content");
+  std::ofstream(dir + "/content/run.sh") << "echo hi\n";
+  {
+    std::ofstream curl(dir + "/bin/curl");
+    curl << "#!/bin/sh\n"
+            "out=\n"
+            ": > \""
+         << dir
+         << "/args\"\n"
+            "while [ $# -gt 0 ]; do\n"
+            "  printf '%s\\n' \"$1\" >> \""
+         << dir
+         << "/args\"\n"
+            "  if [ \"$1\" = -o ]; then out=\"$2\"; fi\n"
+            "  shift\n"
+            "done\n"
+            "tar -czf \"$out\" -C \""
+         << dir << "/content\" run.sh\n";
+  }
+  std::filesystem::permissions(dir + "/bin/curl", std::filesystem::perms::owner_all);
+  // The system's programs only: no aws CLI from elsewhere on the test's PATH.
+  std::string wrapper = "set -e\nexport PATH=\"" + dir + "/bin:/usr/bin:/bin\"\n";
+  for (const std::string& assignment : env) {
+    wrapper += "export " + assignment + "\n";
+  }
+  { std::ofstream(dir + "/fetch.sh") << kCodeFetchScript; }
+  wrapper += "exec /bin/sh \"" + dir + "/fetch.sh\" \"$1\" \"$2\"\n";
+  testing::ShellResult result = testing::RunShell(wrapper, {url, dir + "/dest"});
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/dest/run.sh")) << result.output;
+  std::vector<std::string> args;
+  std::ifstream recorded(dir + "/args");
+  for (std::string line; std::getline(recorded, line);) {
+    args.push_back(line);
+  }
+  std::filesystem::remove_all(dir);
+  return args;
+}
+
+TEST_F(ControllerChildrenTest, CodeFetchSignsPathStyleRequestsToAnS3CompatibleStore) {
+  // Without an aws CLI (the script would hand it the request).
+  if (std::filesystem::exists("/usr/bin/aws") || std::filesystem::exists("/bin/aws")) {
+    GTEST_SKIP() << "an aws CLI is installed in /usr/bin";
+  }
+  std::vector<std::string> args =
+      FetchWithRecordingCurl("s3://models/team/code.tgz",
+                             {"AWS_ENDPOINT_URL=http://127.0.0.1:9000/", "AWS_ACCESS_KEY_ID=AKID",
+                              "AWS_SECRET_ACCESS_KEY='s3cr3t;$(x)'", "AWS_REGION=eu-west-1"});
+  EXPECT_THAT(args, Contains("http://127.0.0.1:9000/models/team/code.tgz"));
+  EXPECT_THAT(args, Contains("aws:amz:eu-west-1:s3"));
+  EXPECT_THAT(args, Contains("AKID:s3cr3t;$(x)"));
+  EXPECT_THAT(args, Not(Contains("-H")));
+
+  args = FetchWithRecordingCurl("s3://models/code.tgz",
+                                {"AWS_ENDPOINT_URL=https://store", "AWS_ACCESS_KEY_ID=AKID",
+                                 "AWS_SECRET_ACCESS_KEY=k", "AWS_SESSION_TOKEN=tok"});
+  EXPECT_THAT(args, Contains("https://store/models/code.tgz"));
+  EXPECT_THAT(args, Contains("aws:amz:us-east-1:s3"));
+  EXPECT_THAT(args, Contains("x-amz-security-token: tok"));
+
+  // No credentials: an unsigned request, to the store or to AWS.
+  args = FetchWithRecordingCurl("s3://models/code.tgz", {"AWS_ENDPOINT_URL=https://store"});
+  EXPECT_THAT(args, Contains("https://store/models/code.tgz"));
+  EXPECT_THAT(args, Not(Contains("--aws-sigv4")));
+  args = FetchWithRecordingCurl("s3://models/code.tgz", {});
+  EXPECT_THAT(args, Contains("https://models.s3.amazonaws.com/code.tgz"));
 }
 
 TEST_F(ControllerChildrenTest, CodeFetchScriptNeverEvaluatesTheUrl) {
