@@ -42,11 +42,29 @@ eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER_DIR/cluster")"
 KUBECTL="$(cat "$CLUSTER_DIR/cluster/k8s-bin-dir")/kubectl"
 k() { "$KUBECTL" "$@"; }
 
+show_placement() {
+  local job="$1"
+  say "$job placed — members bound to nodes:"
+  k get pods -l "batch.hybridjob.io/job-name=$job" --sort-by=.metadata.name \
+    -o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.batch\.hybridjob\.io/role,NODE:.spec.nodeName,GPUS:.spec.containers[0].resources.limits.nvidia\.com/gpu,PHASE:.status.phase' |
+    sed 's/^/        /'
+}
+
 k apply -f "$ROOT/crds/" >/dev/null
 k wait --for condition=established --timeout=60s crd/hybridjobs.batch.hybridjob.io >/dev/null
 
+# DEMO_EXEC=1: the simulated kubelet runs the members' commands for real
+# (root only), and the story is a real PyTorch job's training.
+EXEC_ARGS=()
+if [ "${DEMO_EXEC:-}" = 1 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    say "DEMO_EXEC=1 runs members as real processes in their own mount namespaces: run as root"
+    exit 1
+  fi
+  EXEC_ARGS=(--exec)
+fi
 "$BIN/hybridjob-sim" --nodes 4 --gpus-per-node 4 --cpu 32 --memory 256Gi --storage-class standard \
-  >"$LOG_DIR/hybridjob-sim.log" 2>&1 &
+  "${EXEC_ARGS[@]}" >"$LOG_DIR/hybridjob-sim.log" 2>&1 &
 PIDS+=($!)
 until [ "$(k get nodes --no-headers 2>/dev/null | grep -c ' Ready')" -eq 4 ]; do sleep 0.5; done
 say "4 simulated nodes ready, 4 GPUs each (16 GPUs):"
@@ -60,20 +78,36 @@ PIDS+=($!)
 PIDS+=($!)
 say "gang-scheduler and hybridjob-controller started"
 
+if [ "${DEMO_EXEC:-}" = 1 ]; then
+  say "kubectl apply -f examples/exec/pytorch-ddp.yaml   (master + 3 workers, real PyTorch DDP on CPU)"
+  k apply -f "$ROOT/examples/exec/pytorch-ddp.yaml" | sed 's/^/        /'
+  until [ "$(k get pod pytorch-ddp-master-0 -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ] ||
+    [ "$(k get hj pytorch-ddp -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ]; do
+    [ $((SECONDS - START)) -lt "$TIMEOUT" ] || { say "timed out; see $LOG_DIR"; exit 1; }
+    sleep 0.5
+  done
+  show_placement pytorch-ddp
+  say "kubectl logs -f pytorch-ddp-master-0   (the master's own output, through the API server)"
+  k logs -f pytorch-ddp-master-0 | sed 's/^/        /'
+  until [ "$(k get hj pytorch-ddp -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ]; do
+    phase="$(k get hj pytorch-ddp -o jsonpath='{.status.phase}' 2>/dev/null)"
+    if [ "$phase" = Failed ] || [ $((SECONDS - START)) -ge "$TIMEOUT" ]; then
+      say "pytorch-ddp is $phase; see $LOG_DIR"
+      exit 1
+    fi
+    sleep 0.5
+  done
+  say "pytorch-ddp succeeded: the loss fell while the ranks trained together."
+  k get hj pytorch-ddp | sed 's/^/        /'
+  exit 0
+fi
+
 say "kubectl apply -f examples/demo/tf-elastic.yaml   (chief + 2 ps + 4..16 workers, 1 GPU each)"
 k apply -f "$ROOT/examples/demo/tf-elastic.yaml" | sed 's/^/        /'
 SUBMITTED_AT=$SECONDS
 SECOND_SUBMITTED=""
 
 declare -A PHASE SHOWN_PLACEMENT KNOWN_PODS MEMBERS
-show_placement() {
-  local job="$1"
-  say "$job placed — members bound to nodes:"
-  k get pods -l "batch.hybridjob.io/job-name=$job" --sort-by=.metadata.name \
-    -o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.batch\.hybridjob\.io/role,NODE:.spec.nodeName,GPUS:.spec.containers[0].resources.limits.nvidia\.com/gpu,PHASE:.status.phase' |
-    sed 's/^/        /'
-}
-
 show_surplus() {
   local job="$1" role max bound i
   while read -r role max; do
