@@ -199,6 +199,9 @@ class Validator {
     if (spec_.code) {
       mounts.emplace_back(kCodeVolumeName, NormalizePath(spec_.code->mount_path));
     }
+    if (spec_.framework == Framework::kMPI) {
+      mounts.emplace_back(kSshVolumeName, kSshMountPath);
+    }
     for (const VolumeSpec& volume : spec_.volumes) {
       bool applies = volume.roles.empty() || std::find(volume.roles.begin(), volume.roles.end(),
                                                        role) != volume.roles.end();
@@ -278,6 +281,12 @@ class Validator {
             container.value("name", "") == kCodeInitContainerName) {
           Add(Indexed(spec_path + ".initContainers", c) + ".name",
               "name " + Quoted(kCodeInitContainerName) + " is taken by the code init container");
+        }
+        if (spec_.framework == Framework::kMPI && container.is_object() &&
+            container.value("name", "") == kWaitForWorkersContainerName) {
+          Add(Indexed(spec_path + ".initContainers", c) + ".name",
+              "name " + Quoted(kWaitForWorkersContainerName) +
+                  " is taken by the launcher's init container that waits for the workers");
         }
       }
     }

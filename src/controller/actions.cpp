@@ -18,6 +18,8 @@ std::string Describe(const Action& action) {
           return "CreatePod " + k8s::NameOf(a.pod);
         } else if constexpr (std::is_same_v<T, CreateService>) {
           return "CreateService " + k8s::NameOf(a.service);
+        } else if constexpr (std::is_same_v<T, CreateSshKeySecret>) {
+          return "CreateSshKeySecret " + k8s::NameOf(a.secret);
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
           return "CreateConfigMap " + k8s::NameOf(a.config_map);
         } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {

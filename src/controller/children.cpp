@@ -81,6 +81,22 @@ constexpr std::string_view kCodeFetchScriptText =
     "esac\n"
     "rm -f \"$archive\"\n";
 
+// The launcher starts only once every worker in the hostfile runs sshd with
+// the job's key: mpirun gives up on a host that refuses it.
+constexpr std::string_view kWaitForWorkersScriptText =
+    "set -u\n"
+    "hostfile=\"$1\"\n"
+    "while read -r host rest; do\n"
+    "  [ -n \"$host\" ] || continue\n"
+    "  until ssh -n -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+    "\\\n"
+    "      -o ConnectTimeout=2 -o LogLevel=ERROR \"$host\" true; do\n"
+    "    echo \"waiting for $host to accept SSH\"\n"
+    "    sleep 1\n"
+    "  done\n"
+    "  echo \"$host accepts SSH\"\n"
+    "done < \"$hostfile\"\n";
+
 json ChildMeta(const api::HybridJob& job, std::string name, bool owned = true) {
   json meta = {{"name", std::move(name)},
                {"namespace", JobNamespace(job)},
@@ -96,6 +112,14 @@ json& ArrayMember(json& parent, const char* key) {
     parent[key] = json::array();
   }
   return parent[key];
+}
+
+bool HasEnv(const json& container, std::string_view name) {
+  const json* env = container.contains("env") ? &container["env"] : nullptr;
+  return env != nullptr && env->is_array() &&
+         std::any_of(env->begin(), env->end(), [&](const json& entry) {
+           return entry.is_object() && entry.value("name", "") == name;
+         });
 }
 
 // Sets env var `name`, replacing whatever the template had under that name.
@@ -200,6 +224,7 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
 
 const std::string_view kEnvWrapperScript = kEnvWrapperScriptText;
 const std::string_view kCodeFetchScript = kCodeFetchScriptText;
+const std::string_view kWaitForWorkersScript = kWaitForWorkersScriptText;
 
 std::string JobNamespace(const api::HybridJob& job) {
   return job.metadata.namespace_name.empty() ? "default" : job.metadata.namespace_name;
@@ -260,6 +285,19 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
   if (job.spec.code) {
     volumes.push_back({{"name", api::kCodeVolumeName}, {"emptyDir", json::object()}});
   }
+  const bool mpi = job.spec.framework == api::Framework::kMPI;
+  if (mpi) {
+    // As OpenSSH wants them: the private key readable by its owner only.
+    constexpr int kOwnerOnly = 0600;
+    volumes.push_back(
+        {{"name", api::kSshVolumeName},
+         {"secret",
+          {{"secretName", api::SshSecretName(job_name)},
+           {"defaultMode", kOwnerOnly},
+           {"items", json::array({{{"key", kSshPrivateKeyKey}, {"path", "id_rsa"}},
+                                  {{"key", kSshPublicKeyKey}, {"path", "id_rsa.pub"}},
+                                  {{"key", kSshPublicKeyKey}, {"path", "authorized_keys"}}})}}}});
+  }
   std::vector<const api::VolumeSpec*> role_volumes;
   for (const api::VolumeSpec& volume : job.spec.volumes) {
     if (VolumeApplies(volume, role.name)) {
@@ -285,8 +323,22 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
     for (const api::VolumeSpec* volume : role_volumes) {
       AddMount(container, volume->name, volume->mount_path, false);
     }
+    if (mpi) {
+      AddMount(container, api::kSshVolumeName, api::kSshMountPath, true);
+    }
     if (!app_container) {
       return;
+    }
+    if (mpi && role.name == "launcher") {
+      // mpirun reaches workers by the names in the hostfile; Open MPI would
+      // shorten them to bare hostnames, which no cluster DNS resolves.
+      for (const auto& [name, value] :
+           {std::pair<std::string, std::string>{"OMPI_MCA_plm_rsh_args", std::string(kMpiSshArgs)},
+            {"OMPI_MCA_orte_keep_fqdn_hostnames", "true"}}) {
+        if (!HasEnv(container, name)) {
+          SetEnv(container, name, value);
+        }
+      }
     }
     AddMount(container, api::kClusterVolumeName, api::kClusterMountPath, true);
     if (elastic) {
@@ -312,11 +364,30 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
         CodeInitContainer(job, containers.empty() ? json::object() : containers[0], options);
     init_containers.insert(init_containers.begin(), std::move(fetch));
   }
+  if (mpi && role.name == "launcher") {
+    // Last: the launcher's own init containers may prepare what ssh needs.
+    json wait = {{"name", api::kWaitForWorkersContainerName},
+                 {"image", containers.empty() ? std::string() : containers[0].value("image", "")},
+                 {"command",
+                  {"/bin/sh", "-c", EscapeKubeExpansion(kWaitForWorkersScriptText),
+                   "hybridjob-wait-for-workers",
+                   std::string(api::kClusterMountPath) + "/" + std::string(kHostfileKey)}}};
+    AddMount(wait, api::kClusterVolumeName, api::kClusterMountPath, true);
+    AddMount(wait, api::kSshVolumeName, api::kSshMountPath, true);
+    ArrayMember(spec, "initContainers").push_back(std::move(wait));
+  }
 
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", std::move(meta)},
           {"spec", std::move(spec)}};
+}
+
+json BuildSshKeySecret(const api::HybridJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", ChildMeta(job, api::SshSecretName(job.metadata.name))},
+          {"type", "kubernetes.io/ssh-auth"}};
 }
 
 json BuildHeadlessService(const api::HybridJob& job) {

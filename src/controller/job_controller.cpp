@@ -8,9 +8,12 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/controller/children.h>
 #include <hybridjob/controller/job_controller.h>
 #include <hybridjob/controller/planner.h>
+#include <hybridjob/controller/ssh_keys.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
@@ -299,6 +302,7 @@ Status JobController::Reconcile(const std::string& key) {
     {
       MutexLock lock(mu_);
       config_maps_found_.erase(key);
+      ssh_secrets_made_.erase(key);
     }
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
@@ -461,6 +465,34 @@ std::vector<RequiredConfigMap> JobController::MissingConfigMaps(const std::strin
   return missing;
 }
 
+Status JobController::CreateSshKeySecretOnce(const std::string& key, const nlohmann::json& job,
+                                             nlohmann::json secret,
+                                             const k8s::WriteOptions& write) {
+  const std::string uid = k8s::UidOf(job);
+  {
+    MutexLock lock(mu_);
+    auto it = ssh_secrets_made_.find(key);
+    if (it != ssh_secrets_made_.end() && it->second == uid) {
+      return Status::Ok();
+    }
+  }
+  Result<SshKeyPair> pair = GenerateSshKeyPair(k8s::NameOf(secret));
+  if (!pair.ok()) {
+    return pair.status();
+  }
+  secret["data"] = {{std::string(kSshPrivateKeyKey), k8s::Base64Encode(pair->private_key_pem)},
+                    {std::string(kSshPublicKeyKey), k8s::Base64Encode(pair->public_key)}};
+  auto created = client_.Create(k8s::resources::Secrets(), k8s::NamespaceOf(job), secret, write);
+  // AlreadyExists: made by an earlier pass or controller, which this one
+  // cannot read (no Secret is ever read); its pods mount whatever is there.
+  if (!created.ok() && !k8s::IsAlreadyExists(created.status())) {
+    return created.status();
+  }
+  MutexLock lock(mu_);
+  ssh_secrets_made_[key] = uid;
+  return Status::Ok();
+}
+
 Status JobController::CreateChild(const std::string& key, Expectations::ChildKind kind,
                                   const k8s::Resource& resource, const std::string& ns,
                                   const nlohmann::json& object, const k8s::WriteOptions& write) {
@@ -511,6 +543,8 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
         } else if constexpr (std::is_same_v<T, CreateService>) {
           return CreateChild(key, ChildKind::kService, k8s::resources::Services(), ns, a.service,
                              write);
+        } else if constexpr (std::is_same_v<T, CreateSshKeySecret>) {
+          return CreateSshKeySecretOnce(key, job, a.secret, write);
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
           return CreateChild(key, ChildKind::kConfigMap, k8s::resources::ConfigMaps(), ns,
                              a.config_map, write);

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/controller/children.h>
+
 #include "plan_stages.h"
 
 namespace hybridjob::controller::plan {
@@ -401,6 +403,10 @@ Plan Assemble(const PlanView& view, PlanBuilder plan) {
   }
   for (Action& action : plan.support) {
     out.actions.push_back(std::move(action));
+  }
+  // Members mount it; the kubelet holds them until it exists.
+  if (!plan.creates.empty() && view.job.spec.framework == api::Framework::kMPI) {
+    out.actions.emplace_back(CreateSshKeySecret{BuildSshKeySecret(view.job)});
   }
   if (plan.config_map_action) {
     out.actions.push_back(std::move(*plan.config_map_action));

@@ -39,11 +39,15 @@ ExecVolume::Projection ReadProjection(JsonFields& fields, const json& source, Ex
     projection.name = fields.String(source, "name", path).value_or("");
   }
   projection.optional = fields.Bool(source, "optional", path).value_or(false);
+  if (auto mode = fields.Int32(source, "defaultMode", path)) {
+    projection.default_mode = *mode;
+  }
   if (const json* items = fields.Array(source, "items", path)) {
     for (size_t i = 0; i < items->size(); ++i) {
       const std::string item_path = IndexPath(JoinPath(path, "items"), i);
       projection.items.push_back({fields.String((*items)[i], "key", item_path).value_or(""),
-                                  fields.String((*items)[i], "path", item_path).value_or("")});
+                                  fields.String((*items)[i], "path", item_path).value_or(""),
+                                  fields.Int32((*items)[i], "mode", item_path)});
     }
   }
   return projection;
@@ -423,9 +427,9 @@ Result<std::vector<std::string>> ContainerArgv(const ExecContainer& container,
   return argv;
 }
 
-Result<std::map<std::string, std::string>> VolumeFiles(const ExecVolume& volume,
-                                                       const PodObjects& objects) {
-  std::map<std::string, std::string> files;
+Result<std::map<std::string, VolumeFile>> VolumeFiles(const ExecVolume& volume,
+                                                      const PodObjects& objects) {
+  std::map<std::string, VolumeFile> files;
   for (const auto& projection : volume.projections) {
     const bool secret = projection.kind == ExecVolume::Kind::kSecret;
     const ObjectData* data = FindObject(objects, secret, projection.name);
@@ -437,7 +441,7 @@ Result<std::map<std::string, std::string>> VolumeFiles(const ExecVolume& volume,
     }
     if (projection.items.empty()) {
       for (const auto& [key, value] : *data) {
-        files[key] = value;
+        files[key] = {value, projection.default_mode};
       }
       continue;
     }
@@ -453,7 +457,7 @@ Result<std::map<std::string, std::string>> VolumeFiles(const ExecVolume& volume,
         return InvalidArgument("volume " + volume.name + ": item path \"" + item.path +
                                "\" must be relative and may not contain \"..\"");
       }
-      files[item.path] = value->second;
+      files[item.path] = {value->second, item.mode.value_or(projection.default_mode)};
     }
   }
   return files;

@@ -263,7 +263,7 @@ std::vector<std::string> HostMounts() {
 // A ConfigMap or Secret volume as a kubelet writes it: the files in a
 // generation directory, "..data" pointing at the current one, and a link per
 // top-level name through "..data", so an update swaps every file at once.
-Status WriteProjectedDir(const fs::path& dir, const std::map<std::string, std::string>& files,
+Status WriteProjectedDir(const fs::path& dir, const std::map<std::string, VolumeFile>& files,
                          uint64_t generation) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -275,14 +275,17 @@ Status WriteProjectedDir(const fs::path& dir, const std::map<std::string, std::s
     return Internal("create " + data_dir.string() + ": " + ec.message());
   }
   std::set<std::string> top_level;
-  for (const auto& [path, content] : files) {
+  for (const auto& [path, file_data] : files) {
     const fs::path file = data_dir / path;
     fs::create_directories(file.parent_path(), ec);
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) {
-      return Internal("write " + file.string());
+    {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out << file_data.content;
+      if (!out) {
+        return Internal("write " + file.string());
+      }
     }
+    fs::permissions(file, static_cast<fs::perms>(file_data.mode & 07777), ec);
     top_level.insert(fs::path(path).begin()->string());
   }
   const fs::path link = dir / "..data_tmp";
@@ -702,7 +705,7 @@ void ExecRuntime::Apply(Command& command) {
           if (!shows) {
             continue;
           }
-          Result<std::map<std::string, std::string>> files =
+          Result<std::map<std::string, VolumeFile>> files =
               VolumeFiles(volume, pod->launch.objects);
           if (files.ok()) {
             if (Status s = WriteProjectedDir(pod->volume_dirs.at(volume.name), *files,
@@ -762,7 +765,7 @@ void ExecRuntime::StartPod(PodRun& pod) {
       case ExecVolume::Kind::kConfigMap:
       case ExecVolume::Kind::kSecret: {
         dir = pod.dir / "volumes" / volume.name;
-        Result<std::map<std::string, std::string>> files = VolumeFiles(volume, pod.launch.objects);
+        Result<std::map<std::string, VolumeFile>> files = VolumeFiles(volume, pod.launch.objects);
         if (!files.ok()) {
           failure = files.status().WithContext("MountVolume.SetUp failed for volume \"" +
                                                volume.name + "\"");

@@ -103,6 +103,37 @@ TEST_F(ExecEndToEndTest, TensorflowStyleMembersReachEveryPeerAndThePsGoesAfterSu
       << "the parameter server outlived the job";
 }
 
+TEST_F(ExecEndToEndTest, MpirunOnTheLauncherAllreducesAcrossEveryWorkerOverSsh) {
+  std::string output;
+  ASSERT_EQ(
+      system_->Kubectl("apply -f " + SourceDir() + "/examples/exec/mpi-allreduce.yaml", &output), 0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("mpi-allreduce") == "Succeeded"; }, 120s))
+      << "phase " << system_->Phase("mpi-allreduce") << "\n"
+      << Logs("mpi-allreduce-launcher-0 -c hybridjob-wait-for-workers") << "\n"
+      << Logs("mpi-allreduce-launcher-0") << "\n"
+      << system_->Logs();
+  // The launcher waited for each worker's sshd, then mpirun ran a rank on each.
+  const std::string waited = Logs("mpi-allreduce-launcher-0 -c hybridjob-wait-for-workers");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NE(waited.find("mpi-allreduce-worker-" + std::to_string(i) +
+                          ".mpi-allreduce.default.svc accepts SSH"),
+              std::string::npos)
+        << waited;
+  }
+  const std::string log = Logs("mpi-allreduce-launcher-0");
+  EXPECT_NE(log.find("allreduce over 4 ranks on ['mpi-allreduce-worker-0', "
+                     "'mpi-allreduce-worker-1', 'mpi-allreduce-worker-2', "
+                     "'mpi-allreduce-worker-3']: 10"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("allreduce ok"), std::string::npos) << log;
+  // The key the members used is the job's own, made by the controller.
+  auto secret = system_->client().Get(k8s::resources::Secrets(), "default", "mpi-allreduce-ssh");
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  EXPECT_EQ((*secret)["type"], "kubernetes.io/ssh-auth");
+}
+
 TEST_F(ExecEndToEndTest, LogsFollowAContainerUntilItExits) {
   // A plain pod on a simulated node: the kubelet's part only.
   std::string output;

@@ -17,6 +17,12 @@ inline constexpr std::string_view kClusterMountPath = "/etc/hybridjob";
 // The code archive is unpacked by this init container into this emptyDir volume.
 inline constexpr std::string_view kCodeVolumeName = "hybridjob-code";
 inline constexpr std::string_view kCodeInitContainerName = "hybridjob-code";
+// MPI jobs: the job's SSH key Secret is mounted at kSshMountPath in the
+// launcher and the workers, and the launcher's init container waits until
+// every worker in the hostfile accepts SSH.
+inline constexpr std::string_view kSshVolumeName = "hybridjob-ssh";
+inline constexpr std::string_view kSshMountPath = "/root/.ssh";
+inline constexpr std::string_view kWaitForWorkersContainerName = "hybridjob-wait-for-workers";
 
 // RFC 1035 label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. Service
 // names and the role names that become part of hostnames must be one.
@@ -32,6 +38,8 @@ std::string MemberPodName(std::string_view job, std::string_view role, int64_t i
 std::string HeadlessServiceName(std::string_view job);
 // <job>-cluster: the ConfigMap carrying the committed cluster spec.
 std::string ClusterConfigMapName(std::string_view job);
+// <job>-ssh: an MPI job's SSH key Secret (type kubernetes.io/ssh-auth).
+std::string SshSecretName(std::string_view job);
 // <job>-<volume>: a PVC the job creates.
 std::string VolumeClaimName(std::string_view job, std::string_view volume);
 // <job>-tensorboard: the TensorBoard Deployment and Service.

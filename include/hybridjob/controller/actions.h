@@ -44,6 +44,13 @@ struct CreatePVC {
 struct CreateDeployment {
   nlohmann::json deployment;
 };
+// An MPI job's SSH key Secret, before member pods are created: the manifest
+// without data; the reconciler makes the key pair. The controller may create
+// Secrets but never read them, so this comes with every plan that creates
+// pods of an MPI job, and AlreadyExists is the common outcome.
+struct CreateSshKeySecret {
+  nlohmann::json secret;
+};
 
 // Delete one pod. uid is a precondition: a newer pod with the same name is
 // never deleted by mistake.
@@ -83,8 +90,8 @@ struct DeleteJob {
 };
 
 using Action = std::variant<UpdateStatus, RecordEvent, CreatePVC, CreateService, CreateDeployment,
-                            CreateConfigMap, UpdateConfigMap, DeletePod, PatchPodGroupSpec,
-                            CreatePod, DeleteJob>;
+                            CreateSshKeySecret, CreateConfigMap, UpdateConfigMap, DeletePod,
+                            PatchPodGroupSpec, CreatePod, DeleteJob>;
 
 struct Plan {
   std::vector<Action> actions;

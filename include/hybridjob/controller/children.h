@@ -16,6 +16,14 @@ namespace hybridjob::controller {
 inline constexpr std::string_view kClusterJsonKey = "cluster.json";
 inline constexpr std::string_view kHostfileKey = "hostfile";
 inline constexpr std::string_view kEnvFileSuffix = ".env";
+// Keys of an MPI job's SSH Secret (type kubernetes.io/ssh-auth).
+inline constexpr std::string_view kSshPrivateKeyKey = "ssh-privatekey";
+inline constexpr std::string_view kSshPublicKeyKey = "ssh-publickey";
+// What mpirun passes to ssh: members' host keys are made on the fly, so they
+// cannot be known in advance; workers may take a moment to listen.
+inline constexpr std::string_view kMpiSshArgs =
+    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10 "
+    "-o LogLevel=ERROR";
 
 // The namespace a job's children live in ("default" when unset).
 std::string JobNamespace(const api::HybridJob& job);
@@ -31,6 +39,10 @@ nlohmann::json OwnerReference(const api::HybridJob& job);
 // ones the env-file wrapper around each container's command.
 nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role,
                               int32_t index, const PlannerOptions& options);
+
+// Secret <job>-ssh of an MPI job, without its data: the key pair is made
+// where the Secret is created (the shell), never planned.
+nlohmann::json BuildSshKeySecret(const api::HybridJob& job);
 
 // The headless Service <job>: one DNS record per member, ready or not.
 nlohmann::json BuildHeadlessService(const api::HybridJob& job);
@@ -54,5 +66,8 @@ std::string EscapeKubeExpansion(std::string_view text);
 extern const std::string_view kEnvWrapperScript;
 // kCodeFetchScript: $1 = source URL, $2 = destination directory.
 extern const std::string_view kCodeFetchScript;
+// kWaitForWorkersScript: $1 = the MPI hostfile; returns once every host in it
+// accepts SSH with the job's key.
+extern const std::string_view kWaitForWorkersScript;
 
 }  // namespace hybridjob::controller

@@ -100,6 +100,10 @@ class JobController {
   Status CreateChild(const std::string& key, Expectations::ChildKind kind,
                      const k8s::Resource& resource, const std::string& ns,
                      const nlohmann::json& object, const k8s::WriteOptions& write);
+  // Creates an MPI job's SSH key Secret with a fresh key pair, once per job
+  // (uid) in this process.
+  Status CreateSshKeySecretOnce(const std::string& key, const nlohmann::json& job,
+                                nlohmann::json secret, const k8s::WriteOptions& write);
 
   k8s::ApiClient& client_;
   ControllerOptions options_;
@@ -122,6 +126,8 @@ class JobController {
   bool stopping_ HJ_GUARDED_BY(mu_) = false;
   // Job key -> uid of the job whose required ConfigMaps were all seen.
   std::map<std::string, std::string> config_maps_found_ HJ_GUARDED_BY(mu_);
+  // Job key -> uid of the MPI job whose SSH Secret exists.
+  std::map<std::string, std::string> ssh_secrets_made_ HJ_GUARDED_BY(mu_);
   std::atomic<bool> halting_{false};  // Stop() began: reconcile nothing more
   std::vector<std::thread> workers_;
 };

@@ -34,6 +34,7 @@ struct ExecVolume {
   struct Item {
     std::string key;
     std::string path;
+    std::optional<int> mode;  // else the projection's default mode
   };
   // One ConfigMap or Secret whose keys a volume shows as files.
   struct Projection {
@@ -41,6 +42,7 @@ struct ExecVolume {
     std::string name;
     std::vector<Item> items;  // empty: every key, as a file of its name
     bool optional = false;
+    int default_mode = 0644;  // defaultMode, as the API server defaults it
   };
   std::string name;
   Kind kind = Kind::kEmptyDir;
@@ -126,10 +128,16 @@ std::string ExpandReferences(const std::string& text,
 Result<std::vector<std::string>> ContainerArgv(const ExecContainer& container,
                                                const std::map<std::string, std::string>& env);
 
-// The files of a ConfigMap or Secret volume: relative path -> content.
-// A missing object or key is an error unless the projection is optional.
-Result<std::map<std::string, std::string>> VolumeFiles(const ExecVolume& volume,
-                                                       const PodObjects& objects);
+// A file of a ConfigMap or Secret volume.
+struct VolumeFile {
+  std::string content;
+  int mode = 0644;
+  friend bool operator==(const VolumeFile&, const VolumeFile&) = default;
+};
+// The files of a ConfigMap or Secret volume by relative path. A missing
+// object or key is an error unless the projection is optional.
+Result<std::map<std::string, VolumeFile>> VolumeFiles(const ExecVolume& volume,
+                                                      const PodObjects& objects);
 
 // A directory or file of the host bound at a path in a container.
 struct ExecBind {

@@ -498,6 +498,9 @@ TEST_F(DeployTest, KustomizeBaseRendersDryRunsAndAppliesIdempotently) {
   EXPECT_FALSE(can(controller, "create leases.coordination.k8s.io -n default"));
   EXPECT_FALSE(can(controller, "create pods --subresource=binding -n anywhere"));
   EXPECT_FALSE(can(controller, "get secrets -n anywhere"));
+  EXPECT_FALSE(can(controller, "list secrets -n anywhere"));
+  EXPECT_FALSE(can(controller, "update secrets -n anywhere"));
+  EXPECT_TRUE(can(controller, "create secrets -n anywhere"));  // MPI jobs' SSH keys
   EXPECT_FALSE(can(controller, "update hybridjobs.batch.hybridjob.io -n anywhere"));
   EXPECT_TRUE(can(scheduler, "create pods --subresource=binding -n anywhere"));
   EXPECT_TRUE(can(scheduler, "patch pods --subresource=status -n anywhere"));

@@ -249,6 +249,28 @@ TEST(ApiValidationTest, TemplatesMustNotClashWithInjectedVolumes) {
   EXPECT_THAT(ErrorsAt(errors, path + ".initContainers[0].name"), HasSubstr("code init container"));
 }
 
+TEST(ApiValidationTest, MpiTemplatesMustNotClashWithTheSshKeyOrTheLaunchersWait) {
+  json object = TfJobJson();
+  object["spec"]["framework"] = "mpi";
+  object["spec"]["replicaSpecs"][0]["name"] = "launcher";
+  object["spec"]["successPolicy"] = {{"roles", {"launcher"}}};
+  json& spec = object["spec"]["replicaSpecs"][0]["template"]["spec"];
+  spec["volumes"] = {{{"name", "hybridjob-ssh"}, {"emptyDir", json::object()}}};
+  spec["containers"][0]["volumeMounts"] = {{{"name", "keys"}, {"mountPath", "/root/.ssh"}}};
+  spec["initContainers"] = {Container("hybridjob-wait-for-workers")};
+  std::vector<FieldError> errors = ValidateJson(object);
+  const std::string path = "spec.replicaSpecs[0].template.spec";
+  EXPECT_THAT(ErrorsAt(errors, path + ".volumes[0].name"), HasSubstr("taken"));
+  EXPECT_THAT(ErrorsAt(errors, path + ".containers[0].volumeMounts[0].mountPath"),
+              HasSubstr("hybridjob-ssh"));
+  EXPECT_THAT(ErrorsAt(errors, path + ".initContainers[0].name"), HasSubstr("wait"));
+  // Other frameworks may use them.
+  object["spec"]["framework"] = "generic";
+  object["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"] = {
+      {{"name", "keys"}, {"emptyDir", json::object()}}};
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+}
+
 TEST(ApiValidationTest, RunPolicyBounds) {
   json object = TfJobJson();
   object["spec"]["runPolicy"] = {{"backoffLimit", -1},

@@ -330,6 +330,91 @@ TEST_F(ControllerChildrenTest, CodeFetchSignsPathStyleRequestsToAnS3CompatibleSt
   EXPECT_THAT(args, Contains("https://models.s3.amazonaws.com/code.tgz"));
 }
 
+TEST_F(ControllerChildrenTest, MpiMembersGetTheJobsSshKeyAndTheLauncherWaitsForWorkers) {
+  object_["spec"]["framework"] = "mpi";
+  object_["spec"]["replicaSpecs"] = {
+      {{"name", "launcher"}, {"minReplicas", 1}, {"template", hybridjob::testing::PodTemplate()}},
+      {{"name", "worker"}, {"minReplicas", 2}, {"template", hybridjob::testing::PodTemplate(1)}}};
+  api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
+  const json launcher = BuildMemberPod(job, job.spec.replica_specs[0], 0, options_);
+  const json worker = BuildMemberPod(job, job.spec.replica_specs[1], 1, options_);
+  for (const json* pod : {&launcher, &worker}) {
+    const json* volume = FindNamed((*pod)["spec"]["volumes"], "hybridjob-ssh");
+    ASSERT_NE(volume, nullptr);
+    EXPECT_EQ((*volume)["secret"]["secretName"], "mnist-ssh");
+    EXPECT_EQ((*volume)["secret"]["defaultMode"], 0600);
+    EXPECT_EQ((*volume)["secret"]["items"],
+              json({{{"key", "ssh-privatekey"}, {"path", "id_rsa"}},
+                    {{"key", "ssh-publickey"}, {"path", "id_rsa.pub"}},
+                    {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}));
+    const json* mount = FindNamed((*pod)["spec"]["containers"][0]["volumeMounts"], "hybridjob-ssh");
+    ASSERT_NE(mount, nullptr);
+    EXPECT_EQ((*mount)["mountPath"], "/root/.ssh");
+    EXPECT_EQ((*mount)["readOnly"], true);
+  }
+  const json& mpirun = launcher["spec"]["containers"][0];
+  EXPECT_THAT(EnvValueOf(mpirun, "OMPI_MCA_plm_rsh_args"), HasSubstr("StrictHostKeyChecking=no"));
+  EXPECT_EQ(EnvValueOf(mpirun, "OMPI_MCA_orte_keep_fqdn_hostnames"), "true");
+  EXPECT_EQ(EnvValueOf(mpirun, "OMPI_MCA_orte_default_hostfile"), "/etc/hybridjob/hostfile");
+  EXPECT_EQ(EnvValueOf(worker["spec"]["containers"][0], "OMPI_MCA_plm_rsh_args"), "<unset>");
+  const json& init = launcher["spec"]["initContainers"];
+  ASSERT_EQ(init.size(), 1u);
+  EXPECT_EQ(init[0]["name"], "hybridjob-wait-for-workers");
+  EXPECT_EQ(init[0]["image"], mpirun["image"]);
+  EXPECT_EQ(KubeletUnescape(init[0]["command"][2].get<std::string>()), kWaitForWorkersScript);
+  EXPECT_EQ(init[0]["command"][4], "/etc/hybridjob/hostfile");
+  EXPECT_NE(FindNamed(init[0]["volumeMounts"], "hybridjob-cluster"), nullptr);
+  EXPECT_NE(FindNamed(init[0]["volumeMounts"], "hybridjob-ssh"), nullptr);
+  EXPECT_FALSE(worker["spec"].contains("initContainers"));
+
+  // A template's own setting is kept.
+  object_["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["env"] = {
+      {{"name", "OMPI_MCA_plm_rsh_args"}, {"value", "-p 2222"}}};
+  job = hybridjob::testing::DefaultedJob(object_);
+  EXPECT_EQ(EnvValueOf(BuildMemberPod(job, job.spec.replica_specs[0], 0,
+                                      options_)["spec"]["containers"][0],
+                       "OMPI_MCA_plm_rsh_args"),
+            "-p 2222");
+}
+
+TEST_F(ControllerChildrenTest, WaitForWorkersScriptWaitsForEveryHostInTurn) {
+  const std::string dir = ::testing::TempDir() + "/wait-workers-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  // An ssh that refuses each host twice, then lets it in; it records calls.
+  {
+    std::ofstream ssh(dir + "/bin/ssh");
+    ssh << "#!/bin/sh\n"
+           "for last; do :; done\n"  // the command; the host is the word before it
+           "host=\"$(printf '%s\\n' \"$@\" | tail -n 2 | head -n 1)\"\n"
+           "echo \"$host\" >> \""
+        << dir
+        << "/calls\"\n"
+           "[ \"$(grep -c \"^$host$\" \""
+        << dir << "/calls\")\" -ge 3 ]\n";
+  }
+  std::filesystem::permissions(dir + "/bin/ssh", std::filesystem::perms::owner_all);
+  std::ofstream(dir + "/hostfile") << "a.job.ns.svc slots=2\n\nb.job.ns.svc slots=2\n";
+  { std::ofstream(dir + "/wait.sh") << kWaitForWorkersScript; }
+  // sleep is the shell's own: a stub keeps the test fast.
+  std::ofstream(dir + "/bin/sleep") << "#!/bin/sh\n";
+  std::filesystem::permissions(dir + "/bin/sleep", std::filesystem::perms::owner_all);
+  testing::ShellResult result =
+      testing::RunShell("export PATH=\"" + dir + "/bin:/usr/bin:/bin\"\nexec /bin/sh \"" + dir +
+                            "/wait.sh\" \"$1\"\n",
+                        {dir + "/hostfile"});
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("waiting for a.job.ns.svc to accept SSH"));
+  EXPECT_THAT(result.output, HasSubstr("a.job.ns.svc accepts SSH"));
+  EXPECT_THAT(result.output, HasSubstr("b.job.ns.svc accepts SSH"));
+  std::ifstream calls(dir + "/calls");
+  std::string all((std::istreambuf_iterator<char>(calls)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all,
+            "a.job.ns.svc\na.job.ns.svc\na.job.ns.svc\nb.job.ns.svc\nb.job.ns.svc\n"
+            "b.job.ns.svc\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(ControllerChildrenTest, CodeFetchScriptNeverEvaluatesTheUrl) {
   const std::string dir = ::testing::TempDir() + "/fetch-test";
   std::filesystem::remove_all(dir);

@@ -232,6 +232,8 @@ class FakeCluster {
     return it == config_maps_.end() ? nullptr : &it->second;
   }
   json& ConfigMapRef(const std::string& name) { return config_maps_.at(name); }
+  // Secrets the plans created (the controller itself never reads them).
+  const std::map<std::string, json>& Secrets() const { return secrets_; }
   void RemoveConfigMap(const std::string& name) { config_maps_.erase(name); }
   const std::map<std::string, json>& Services() const { return services_; }
   const std::map<std::string, json>& Claims() const { return claims_; }
@@ -309,6 +311,7 @@ class FakeCluster {
   }
   void ApplyOne(const CreateService& create) { Store(services_, create.service); }
   void ApplyOne(const CreateConfigMap& create) { Store(config_maps_, create.config_map); }
+  void ApplyOne(const CreateSshKeySecret& create) { Store(secrets_, create.secret); }
   void ApplyOne(const UpdateConfigMap& update) {
     const std::string name = NameOf(update.config_map);
     ASSERT_EQ(config_maps_.count(name), 1u);
@@ -328,6 +331,7 @@ class FakeCluster {
   std::optional<size_t> pod_quota_;
   std::map<std::string, json> services_;
   std::map<std::string, json> config_maps_;
+  std::map<std::string, json> secrets_;
   std::map<std::string, json> claims_;
   std::map<std::string, json> deployments_;
   std::vector<RecordEvent> events_;

@@ -21,6 +21,7 @@
 
 #include <hybridjob/api/names.h>
 #include <hybridjob/controller/job_controller.h>
+#include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/resource.h>
 
@@ -154,6 +155,40 @@ TEST_F(JobControllerShellTest, ANewJobGetsItsMembersAndServiceOnceAndIsQueued) {
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(Count(IsPodCreate), 5u);
   EXPECT_EQ(controller_->stats().reconcile_errors.load(), 0u);
+}
+
+TEST_F(JobControllerShellTest, AnMpiJobGetsOneSshKeySecretThatIsNeverRead) {
+  json job = TfJob("allreduce");
+  job["spec"]["framework"] = "mpi";
+  job["spec"]["replicaSpecs"][0]["name"] = "launcher";
+  job["spec"]["successPolicy"] = {{"roles", {"launcher"}}};
+  // The first create is refused by a 500; the next pass makes it again.
+  std::atomic<int> secret_creates{0};
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    if (request.verb == "create" && request.resource == "secrets" && secret_creates++ == 0) {
+      return Unavailable("etcd leader changed");
+    }
+    return std::nullopt;
+  });
+  api_.Seed(k8s::resources::HybridJobs(), job);
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("allreduce").size() == 5; }));
+  auto secret = api_.Object(k8s::resources::Secrets(), kNamespace, "allreduce-ssh");
+  ASSERT_TRUE(secret.has_value());
+  EXPECT_EQ((*secret)["type"], "kubernetes.io/ssh-auth");
+  auto private_key = k8s::Base64Decode((*secret)["data"]["ssh-privatekey"].get<std::string>());
+  auto public_key = k8s::Base64Decode((*secret)["data"]["ssh-publickey"].get<std::string>());
+  ASSERT_TRUE(private_key && public_key);
+  EXPECT_EQ(private_key->rfind("-----BEGIN EC PRIVATE KEY-----", 0), 0u);
+  EXPECT_EQ(public_key->rfind("ecdsa-sha2-nistp256 ", 0), 0u);
+  EXPECT_EQ(k8s::ControllerUidOf(*secret), JobUid("allreduce"));
+  // Once made, no pass creates it again, and nothing ever reads a Secret.
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(secret_creates.load(), 2);
+  EXPECT_EQ(Count([](const Request& request) {
+              return request.resource == "secrets" && request.verb != "create";
+            }),
+            0u);
 }
 
 // Another writer changed the job between the controller's read and its status

@@ -123,6 +123,42 @@ TEST(ControllerPlannerTest, FirstPassCreatesTheWholeGang) {
   EXPECT_TRUE(worker3["metadata"]["annotations"].contains("batch.hybridjob.io/group-spec"));
 }
 
+json MpiJob() {
+  json object = TfJob();
+  object["spec"]["framework"] = "mpi";
+  object["spec"]["replicaSpecs"] = {
+      {{"name", "launcher"}, {"minReplicas", 1}, {"template", hybridjob::testing::PodTemplate()}},
+      {{"name", "worker"},
+       {"minReplicas", 2},
+       {"maxReplicas", 2},
+       {"template", hybridjob::testing::PodTemplate(1)}}};
+  object["spec"]["successPolicy"] = {{"roles", {"launcher"}}};
+  return object;
+}
+
+TEST(ControllerPlannerTest, AnMpiJobsSshKeySecretComesBeforeItsMembers) {
+  FakeCluster cluster(MpiJob());
+  Plan plan = cluster.Reconcile(T0());
+  ASSERT_EQ(ActionsOf<CreateSshKeySecret>(plan).size(), 1u);
+  const json secret = ActionsOf<CreateSshKeySecret>(plan)[0].secret;
+  EXPECT_EQ(secret["metadata"]["name"], "mnist-ssh");
+  EXPECT_EQ(secret["type"], "kubernetes.io/ssh-auth");
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  EXPECT_FALSE(secret.contains("data")) << "the key pair is made where the Secret is created";
+  EXPECT_LT(IndexOf<CreateSshKeySecret>(plan), IndexOf<CreatePod>(plan));
+
+  // With every pod created, no pass asks again; a recreated member does.
+  cluster.Step(T0());
+  Place(cluster, {"mnist-launcher-0", "mnist-worker-0", "mnist-worker-1"});
+  plan = cluster.Step(T0() + seconds(1));
+  EXPECT_TRUE(ActionsOf<CreateSshKeySecret>(plan).empty());
+  EXPECT_EQ(cluster.Secrets().size(), 1u);
+
+  // Other frameworks have none.
+  FakeCluster tf(TfJob());
+  EXPECT_TRUE(ActionsOf<CreateSshKeySecret>(tf.Reconcile(T0())).empty());
+}
+
 TEST(ControllerPlannerTest, WaitsQuietlyWhilePlacementIsIncomplete) {
   FakeCluster cluster(TfJob());
   cluster.Step(T0());

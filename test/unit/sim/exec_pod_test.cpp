@@ -168,18 +168,18 @@ TEST(ExecPodTest, VolumeFilesHonourItemsAndOptional) {
   ExecVolume volume;
   volume.name = "cfg";
   volume.kind = ExecVolume::Kind::kConfigMap;
-  volume.projections.push_back({ExecVolume::Kind::kConfigMap, "job-cluster", {}, false});
+  volume.projections.push_back({ExecVolume::Kind::kConfigMap, "job-cluster", {}, false, 0644});
   auto files = VolumeFiles(volume, Objects());
   ASSERT_TRUE(files.ok());
   EXPECT_EQ(files->size(), 2u);
-  EXPECT_EQ(files->at("worker.env"), "export X=1\n");
+  EXPECT_EQ(files->at("worker.env"), (VolumeFile{"export X=1\n", 0644}));
 
-  volume.projections[0].items = {{"worker.env", "env/worker"}};
+  volume.projections[0].items = {{"worker.env", "env/worker", 0600}};
   files = VolumeFiles(volume, Objects());
   ASSERT_TRUE(files.ok());
-  EXPECT_EQ(*files, (std::map<std::string, std::string>{{"env/worker", "export X=1\n"}}));
+  EXPECT_EQ(*files, (std::map<std::string, VolumeFile>{{"env/worker", {"export X=1\n", 0600}}}));
 
-  volume.projections[0].items = {{"worker.env", "../escape"}};
+  volume.projections[0].items = {{"worker.env", "../escape", std::nullopt}};
   EXPECT_FALSE(VolumeFiles(volume, Objects()).ok());
 
   volume.projections[0].name = "absent";
