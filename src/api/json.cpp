@@ -128,6 +128,28 @@ VolumeSpec ReadVolume(JsonFields& reader, const json& item, const std::string& p
   return volume;
 }
 
+std::optional<ArtifactsSpec> ReadArtifacts(JsonFields& reader, const json& spec) {
+  const std::string path = "spec.artifacts";
+  const json* object = reader.Object(spec, "artifacts", "spec");
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  reader.CheckKnown(*object,
+                    {"volume", "paths", "destination", "endpoint", "credentialsSecret", "image",
+                     "deadlineSeconds"},
+                    path);
+  ArtifactsSpec artifacts;
+  artifacts.volume = reader.String(*object, "volume", path).value_or("");
+  artifacts.paths = reader.StringList(*object, "paths", path);
+  artifacts.destination = reader.String(*object, "destination", path).value_or("");
+  artifacts.endpoint = reader.String(*object, "endpoint", path);
+  artifacts.credentials_secret = reader.String(*object, "credentialsSecret", path);
+  artifacts.image = reader.String(*object, "image", path);
+  artifacts.deadline_seconds =
+      reader.Int64(*object, "deadlineSeconds", path).value_or(artifacts.deadline_seconds);
+  return artifacts;
+}
+
 std::optional<CodeSpec> ReadCode(JsonFields& reader, const json& spec) {
   const std::string path = "spec.code";
   const json* object = reader.Object(spec, "code", "spec");
@@ -172,7 +194,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   }
   reader.CheckKnown(*spec_json,
                     {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code",
-                     "tensorboard", "queue", "schedulerName"},
+                     "artifacts", "tensorboard", "queue", "schedulerName"},
                     "spec");
   spec.framework =
       reader.Enumerated<Framework>(*spec_json, "framework", "spec", ParseFramework, AllFrameworks())
@@ -193,6 +215,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
     }
   }
   spec.code = ReadCode(reader, *spec_json);
+  spec.artifacts = ReadArtifacts(reader, *spec_json);
   spec.tensorboard = ReadTensorboard(reader, *spec_json);
   spec.queue = reader.String(*spec_json, "queue", "spec");
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
@@ -402,6 +425,17 @@ json ToJson(const HybridJobSpec& spec) {
     SetIf(code, "endpoint", spec.code->endpoint);
     SetIf(code, "credentialsSecret", spec.code->credentials_secret);
     out["code"] = std::move(code);
+  }
+  if (spec.artifacts) {
+    const ArtifactsSpec& a = *spec.artifacts;
+    json artifacts = {{"volume", a.volume},
+                      {"paths", a.paths},
+                      {"destination", a.destination},
+                      {"deadlineSeconds", a.deadline_seconds}};
+    SetIf(artifacts, "endpoint", a.endpoint);
+    SetIf(artifacts, "credentialsSecret", a.credentials_secret);
+    SetIf(artifacts, "image", a.image);
+    out["artifacts"] = std::move(artifacts);
   }
   if (spec.tensorboard) {
     json tensorboard = {{"logDir", spec.tensorboard->log_dir},

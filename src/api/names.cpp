@@ -66,6 +66,10 @@ std::string HeadlessServiceName(std::string_view job) {
   return std::string(job);
 }
 
+std::string ArtifactsPodName(std::string_view job) {
+  return std::string(job) + "-artifacts";
+}
+
 std::string SshSecretName(std::string_view job) {
   return std::string(job) + "-ssh";
 }

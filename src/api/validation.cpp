@@ -96,6 +96,7 @@ class Validator {
     CheckSuccessPolicy();
     CheckVolumes();
     CheckCode();
+    CheckArtifacts();
     CheckTensorboard();
     CheckScheduling();
     CheckFramework();
@@ -573,6 +574,73 @@ class Validator {
                   ": must be one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany");
         }
       }
+    }
+  }
+
+  void CheckArtifacts() {
+    if (!spec_.artifacts) {
+      return;
+    }
+    const ArtifactsSpec& a = *spec_.artifacts;
+    const std::string path = "spec.artifacts";
+    if (a.volume.empty()) {
+      Add(path + ".volume", "required: the job volume whose files are uploaded");
+    } else if (std::none_of(spec_.volumes.begin(), spec_.volumes.end(),
+                            [&](const VolumeSpec& v) { return v.name == a.volume; })) {
+      Add(path + ".volume", Quoted(a.volume) + " is not a volume of spec.volumes");
+    }
+    if (a.paths.empty()) {
+      Add(path + ".paths", "required: at least one file or directory of the volume");
+    }
+    for (size_t i = 0; i < a.paths.size(); ++i) {
+      const std::string& p = a.paths[i];
+      // Components are names: none empty (but a trailing "/"), ".", or "..".
+      bool plain = !p.empty() && p.front() != '/' && !HasControlOrSpace(p);
+      for (size_t start = 0; plain && start < p.size();) {
+        const size_t end = std::min(p.find('/', start), p.size());
+        const std::string_view part(p.data() + start, end - start);
+        plain = !part.empty() && part != "." && part != "..";
+        start = end + 1;
+      }
+      if (!plain) {
+        Add(Indexed(path + ".paths", i),
+            "must be a relative path inside the volume, without \"..\", \".\", spaces or "
+            "control characters");
+      }
+    }
+    const std::string& destination = a.destination;
+    const bool s3 = destination.rfind("s3://", 0) == 0;
+    const bool http = destination.rfind("http://", 0) == 0 || destination.rfind("https://", 0) == 0;
+    const size_t rest = destination.find("://") == std::string::npos ? std::string::npos
+                                                                     : destination.find("://") + 3;
+    if (!s3 && !http) {
+      Add(path + ".destination",
+          "must be an http:// or https:// URL (files are PUT below it) "
+          "or s3://<bucket>[/<prefix>]");
+    } else if (rest >= destination.size() || destination[rest] == '/' ||
+               HasControlOrSpace(destination)) {
+      Add(path + ".destination", "must name a host (or, for s3://, a bucket), without spaces");
+    }
+    if (a.endpoint) {
+      if (!s3) {
+        Add(path + ".endpoint", "goes with an s3:// destination");
+      } else if ((a.endpoint->rfind("http://", 0) != 0 && a.endpoint->rfind("https://", 0) != 0) ||
+                 HasControlOrSpace(*a.endpoint)) {
+        Add(path + ".endpoint", "must be an http:// or https:// URL");
+      }
+    }
+    if (a.credentials_secret) {
+      if (!s3) {
+        Add(path + ".credentialsSecret", "goes with an s3:// destination");
+      } else if (!IsDns1123Subdomain(*a.credentials_secret)) {
+        Add(path + ".credentialsSecret", "must be the name of a Secret (a DNS subdomain)");
+      }
+    }
+    if (a.image && a.image->empty()) {
+      Add(path + ".image", "must not be empty when set");
+    }
+    if (a.deadline_seconds < 1) {
+      Add(path + ".deadlineSeconds", "must be at least 1");
     }
   }
 

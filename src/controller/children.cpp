@@ -81,6 +81,71 @@ constexpr std::string_view kCodeFetchScriptText =
     "esac\n"
     "rm -f \"$archive\"\n";
 
+// PUTs every file of the given paths (directories recursively) below $1: an
+// http(s):// prefix, or s3://bucket[/prefix] (signed by curl with
+// AWS_ACCESS_KEY_ID, or copied by the aws CLI; AWS_ENDPOINT_URL names an
+// S3-compatible store). Names only ever appear quoted, as data.
+constexpr std::string_view kArtifactsUploadScriptText =
+    "set -eu\n"
+    "dest=\"${1%/}\"\n"
+    "root=\"$2\"\n"
+    "shift 2\n"
+    "endpoint=\"${AWS_ENDPOINT_URL:-}\"\n"
+    "region=\"${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}\"\n"
+    "put() {\n"
+    "  file=\"$1\"\n"
+    "  rel=\"$2\"\n"
+    "  case \"$dest\" in\n"
+    "    s3://*)\n"
+    "      if command -v aws >/dev/null 2>&1; then\n"
+    "        if [ -n \"$endpoint\" ]; then\n"
+    "          aws s3 cp --endpoint-url \"$endpoint\" \"$file\" \"$dest/$rel\"\n"
+    "        else\n"
+    "          aws s3 cp \"$file\" \"$dest/$rel\"\n"
+    "        fi\n"
+    "        return\n"
+    "      fi\n"
+    "      rest=\"${dest#s3://}\"\n"
+    "      bucket=\"${rest%%/*}\"\n"
+    "      prefix=\"\"\n"
+    "      [ \"$rest\" = \"$bucket\" ] || prefix=\"${rest#*/}/\"\n"
+    "      if [ -n \"$endpoint\" ]; then\n"
+    "        url=\"${endpoint%/}/$bucket/$prefix$rel\"\n"
+    "      else\n"
+    "        url=\"https://$bucket.s3.amazonaws.com/$prefix$rel\"\n"
+    "      fi\n"
+    "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
+    "        curl -fsS --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
+    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" -T \"$file\" --url "
+    "\"$url\"\n"
+    "        return\n"
+    "      fi\n"
+    "      ;;\n"
+    "    *)\n"
+    "      url=\"$dest/$rel\"\n"
+    "      ;;\n"
+    "  esac\n"
+    "  curl -fsS --retry 3 -T \"$file\" --url \"$url\"\n"
+    "}\n"
+    "count=0\n"
+    "list=\"$(mktemp)\"\n"
+    "for path in \"$@\"; do\n"
+    "  if [ -d \"$root/$path\" ]; then\n"
+    "    find \"$root/$path\" -type f > \"$list\"\n"
+    "    while IFS= read -r file; do\n"
+    "      put \"$file\" \"${file#\"$root\"/}\" < /dev/null\n"
+    "      count=$((count + 1))\n"
+    "    done < \"$list\"\n"
+    "  elif [ -f \"$root/$path\" ]; then\n"
+    "    put \"$root/$path\" \"$path\"\n"
+    "    count=$((count + 1))\n"
+    "  else\n"
+    "    echo \"hybridjob-artifacts: $path: no such file or directory on the volume\" >&2\n"
+    "    exit 1\n"
+    "  fi\n"
+    "done\n"
+    "echo \"hybridjob-artifacts: uploaded $count files to $dest\"\n";
+
 // The launcher starts only once every worker in the hostfile runs sshd with
 // the job's key: mpirun gives up on a host that refuses it.
 constexpr std::string_view kWaitForWorkersScriptText =
@@ -225,6 +290,7 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
 const std::string_view kEnvWrapperScript = kEnvWrapperScriptText;
 const std::string_view kCodeFetchScript = kCodeFetchScriptText;
 const std::string_view kWaitForWorkersScript = kWaitForWorkersScriptText;
+const std::string_view kArtifactsUploadScript = kArtifactsUploadScriptText;
 
 std::string JobNamespace(const api::HybridJob& job) {
   return job.metadata.namespace_name.empty() ? "default" : job.metadata.namespace_name;
@@ -377,6 +443,54 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
     ArrayMember(spec, "initContainers").push_back(std::move(wait));
   }
 
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", std::move(meta)},
+          {"spec", std::move(spec)}};
+}
+
+json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
+                       const PlannerOptions& options) {
+  const api::ArtifactsSpec& artifacts = *job.spec.artifacts;
+  const api::VolumeSpec* volume = nullptr;
+  for (const api::VolumeSpec& candidate : job.spec.volumes) {
+    if (candidate.name == artifacts.volume) {
+      volume = &candidate;
+    }
+  }
+  json command = {"/bin/sh",
+                  "-c",
+                  EscapeKubeExpansion(kArtifactsUploadScriptText),
+                  "hybridjob-artifacts",
+                  EscapeKubeExpansion(artifacts.destination),
+                  std::string(api::kArtifactsMountPath)};
+  for (const std::string& path : artifacts.paths) {
+    command.push_back(EscapeKubeExpansion(path));
+  }
+  json container = {{"name", "upload"},
+                    {"image", artifacts.image.value_or(options.code_fetcher_image)},
+                    {"command", std::move(command)},
+                    {"securityContext", RestrictedSecurityContext()}};
+  AddMount(container, "artifacts", api::kArtifactsMountPath, true);
+  if (artifacts.endpoint) {
+    SetEnv(container, "AWS_ENDPOINT_URL", *artifacts.endpoint);
+  }
+  if (artifacts.credentials_secret) {
+    ArrayMember(container, "envFrom")
+        .push_back({{"secretRef", {{"name", *artifacts.credentials_secret}}}});
+  }
+  json meta = ChildMeta(job, api::ArtifactsPodName(job.metadata.name));
+  json spec = {{"restartPolicy", "OnFailure"},
+               {"activeDeadlineSeconds", artifacts.deadline_seconds},
+               {"containers", json::array({std::move(container)})},
+               {"volumes", json::array({{{"name", "artifacts"},
+                                         {"persistentVolumeClaim",
+                                          {{"claimName", volume != nullptr ? ClaimName(job, *volume)
+                                                                           : artifacts.volume},
+                                           {"readOnly", true}}}}})}};
+  if (!node.empty()) {
+    spec["nodeName"] = node;
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", std::move(meta)},

@@ -113,6 +113,17 @@ ObservedPod ObserveOrThrow(const json& pod) {
     if (const json* containers = Child(*status, "containerStatuses");
         containers != nullptr && containers->is_array()) {
       for (const json& container : *containers) {
+        if (const json* restarts = Child(container, "restartCount");
+            restarts != nullptr && restarts->is_number_integer()) {
+          out.restarts += restarts->get<int32_t>();
+        }
+        const json* last = Child(container, "lastState");
+        const json* last_terminated = last != nullptr ? Child(*last, "terminated") : nullptr;
+        if (const json* last_code =
+                last_terminated != nullptr ? Child(*last_terminated, "exitCode") : nullptr;
+            last_code != nullptr && last_code->is_number_integer()) {
+          out.last_exit_code = last_code->get<int32_t>();
+        }
         const json* state = Child(container, "state");
         const json* terminated = state != nullptr ? Child(*state, "terminated") : nullptr;
         const json* code = terminated != nullptr ? Child(*terminated, "exitCode") : nullptr;

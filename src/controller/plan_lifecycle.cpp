@@ -1,10 +1,14 @@
 // Lifecycle: how members end (success, restarts, replacements, failure), the
 // job's deadline, and what a finished job still does (cleanup, TTL).
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <hybridjob/api/defaults.h>
+#include <hybridjob/api/names.h>
+#include <hybridjob/common/strings.h>
+#include <hybridjob/controller/children.h>
 
 #include "plan_stages.h"
 
@@ -224,8 +228,106 @@ void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& mem
   }
 }
 
+namespace {
+
+// The node of a member that mounted `volume`: a node-local volume is there.
+std::string NodeOfVolume(const PlanView& view, const std::string& volume_name) {
+  const api::VolumeSpec* volume = nullptr;
+  for (const api::VolumeSpec& candidate : view.job.spec.volumes) {
+    if (candidate.name == volume_name) {
+      volume = &candidate;
+    }
+  }
+  for (const auto& [key, pod] : view.own) {
+    const bool mounts = volume != nullptr && (volume->roles.empty() ||
+                                              std::find(volume->roles.begin(), volume->roles.end(),
+                                                        key.first) != volume->roles.end());
+    if (mounts && pod->bound()) {
+      return pod->node_name;
+    }
+  }
+  return "";
+}
+
+std::string DescribeArtifacts(const api::ArtifactsSpec& artifacts) {
+  return Join(artifacts.paths) + " of volume " + artifacts.volume + " to " + artifacts.destination;
+}
+
+}  // namespace
+
+void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
+  if (!view.job.spec.artifacts || phase != JobPhase::kSucceeded) {
+    return;
+  }
+  const api::ArtifactsSpec& artifacts = *view.job.spec.artifacts;
+  const api::Condition* before = plan.status.FindCondition(api::kConditionArtifactsUploaded);
+  if (before != nullptr &&
+      (before->status == "True" || before->reason == api::kReasonUploadFailed)) {
+    return;  // settled
+  }
+  const std::string name = api::ArtifactsPodName(view.job.metadata.name);
+  const ObservedPod* uploader = nullptr;
+  for (const ObservedPod& pod : view.observed.pods) {
+    if (pod.name == name && view.OwnedByJobUid(pod.controller_uid)) {
+      uploader = &pod;
+    }
+  }
+  auto set = [&](bool uploaded, std::string_view reason, const std::string& message) {
+    SetCondition(view, plan, api::kConditionArtifactsUploaded, uploaded, std::string(reason),
+                 message, /*replace_message=*/true, /*add_when_false=*/true);
+  };
+  if (uploader == nullptr || uploader->terminating) {
+    if (uploader == nullptr && view.taken_names.count(name) == 0) {
+      plan.support.emplace_back(CreatePod{
+          BuildArtifactsPod(view.job, NodeOfVolume(view, artifacts.volume), view.options)});
+    }
+    set(false, api::kReasonUploading, "uploading " + DescribeArtifacts(artifacts));
+    return;
+  }
+  switch (uploader->phase) {
+    case PodPhase::kSucceeded:
+      set(true, api::kReasonUploaded, "uploaded " + DescribeArtifacts(artifacts));
+      return;
+    case PodPhase::kFailed: {
+      std::string why = uploader->reason.empty() ? "it failed" : uploader->reason;
+      if (uploader->restarts > 0) {
+        why += " after " + std::to_string(uploader->restarts + 1) + " attempts";
+      }
+      set(false, api::kReasonUploadFailed,
+          "gave up uploading " + DescribeArtifacts(artifacts) + " (" + why +
+              "); the job's success stands and its volume keeps the files");
+      return;
+    }
+    default:
+      if (uploader->restarts > 0) {
+        set(false, api::kReasonRetrying,
+            "attempt " + std::to_string(uploader->restarts) + " failed" +
+                (uploader->last_exit_code
+                     ? " with exit code " + std::to_string(*uploader->last_exit_code)
+                     : std::string()) +
+                "; the kubelet retries with back-off for up to " +
+                std::to_string(artifacts.deadline_seconds) + "s (kubectl logs " + name + ")");
+      } else {
+        set(false, api::kReasonUploading, "uploading " + DescribeArtifacts(artifacts));
+      }
+      return;
+  }
+}
+
+bool ArtifactsPending(const PlanView& view, const PlanBuilder& plan) {
+  if (!view.job.spec.artifacts || plan.status.phase != JobPhase::kSucceeded) {
+    return false;
+  }
+  const api::Condition* condition = plan.status.FindCondition(api::kConditionArtifactsUploaded);
+  return condition == nullptr ||
+         (condition->status != "True" && condition->reason != api::kReasonUploadFailed);
+}
+
 void CheckTtl(const PlanView& view, const std::optional<std::string>& completion_time,
               PlanBuilder& plan) {
+  if (ArtifactsPending(view, plan)) {
+    return;  // the job's claims go with it; the pod's updates bring the next pass
+  }
   const auto& ttl = view.job.spec.run_policy.ttl_seconds_after_finished;
   if (!ttl || !completion_time) {
     return;

@@ -74,12 +74,26 @@ std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membershi
 void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& membership,
                       api::JobPhase phase, const std::string& reason, PlanBuilder& plan);
 
+// spec.artifacts of a job that succeeded: the uploader pod, once, on the node
+// its volume's members used, and the ArtifactsUploaded condition that follows
+// it. The job's phase never changes for it.
+void PlanArtifacts(const PlanView& view, api::JobPhase phase, PlanBuilder& plan);
+// Whether an upload is still under way: the TTL waits for it, as the claims
+// go with the job.
+bool ArtifactsPending(const PlanView& view, const PlanBuilder& plan);
+
 // ttlSecondsAfterFinished counted from `completion_time`: delete the job once
 // it passed, else requeue for the moment it will.
 void CheckTtl(const PlanView& view, const std::optional<std::string>& completion_time,
               PlanBuilder& plan);
 
 // ---- job status (plan_status.cpp) -----------------------------------------
+
+// Adds or updates a condition (see plan_status.cpp).
+void SetCondition(const PlanView& view, PlanBuilder& plan, std::string_view type, bool value,
+                  const std::string& reason, const std::string& message,
+                  bool replace_message = false, bool add_when_false = false);
+void RemoveCondition(PlanBuilder& plan, std::string_view type);
 
 // Which pods the succeeded and failed counts of replica statuses count.
 enum class EndedPods {

@@ -38,37 +38,6 @@ std::vector<ObservedPod> ProjectedPods(const PlanView& view, const PlanBuilder& 
   return pods;
 }
 
-// Adds or updates a condition. A condition that never held is not added as
-// False. Times move only when the status (transition) or the reason or
-// message (update) change; an unchanged status and reason keep their message
-// unless `replace_message`, so planning again changes nothing.
-void SetCondition(const PlanView& view, PlanBuilder& plan, std::string_view type, bool value,
-                  const std::string& reason, const std::string& message, bool replace_message) {
-  std::vector<api::Condition>& conditions = plan.status.conditions;
-  const std::string& now = view.now_text;
-  const std::string state = value ? "True" : "False";
-  auto it = std::find_if(conditions.begin(), conditions.end(),
-                         [&](const api::Condition& c) { return c.type == type; });
-  if (it == conditions.end()) {
-    if (value) {
-      conditions.push_back({std::string(type), state, reason, message, now, now});
-    }
-    return;
-  }
-  if (it->status != state) {
-    *it = {std::string(type), state, reason, message, now, now};
-  } else if (it->reason != reason || (replace_message && it->message != message)) {
-    it->reason = reason;
-    it->message = message;
-    it->last_update_time = now;
-  }
-}
-
-void RemoveCondition(PlanBuilder& plan, std::string_view type) {
-  std::erase_if(plan.status.conditions,
-                [&](const api::Condition& condition) { return condition.type == type; });
-}
-
 // ReplicaFailure=True while the API server refuses member pods the job still
 // wants (before a membership, any it lacks; after, those this pass creates
 // again), quoting the server and saying what the job does meanwhile; removed
@@ -185,6 +154,16 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
       events.push_back({EventType::kNormal, condition->reason, condition->message});
     }
   }
+  if (const api::Condition* uploaded = became_true(api::kConditionArtifactsUploaded)) {
+    events.push_back({EventType::kNormal, uploaded->reason, uploaded->message});
+  }
+  if (const api::Condition* upload = plan.status.FindCondition(api::kConditionArtifactsUploaded);
+      upload != nullptr && upload->reason == api::kReasonUploadFailed) {
+    const api::Condition* before = view.old_status.FindCondition(api::kConditionArtifactsUploaded);
+    if (before == nullptr || before->reason != api::kReasonUploadFailed) {
+      events.push_back({EventType::kWarning, upload->reason, upload->message});
+    }
+  }
   if (const api::Condition* failure = became_true(api::kConditionReplicaFailure)) {
     events.push_back({EventType::kWarning, failure->reason, failure->message});
   }
@@ -217,6 +196,38 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
 }
 
 }  // namespace
+
+// Adds or updates a condition. A condition that never held is not added as
+// False unless `add_when_false`. Times move only when the status (transition) or the reason or
+// message (update) change; an unchanged status and reason keep their message
+// unless `replace_message`, so planning again changes nothing.
+void SetCondition(const PlanView& view, PlanBuilder& plan, std::string_view type, bool value,
+                  const std::string& reason, const std::string& message, bool replace_message,
+                  bool add_when_false) {
+  std::vector<api::Condition>& conditions = plan.status.conditions;
+  const std::string& now = view.now_text;
+  const std::string state = value ? "True" : "False";
+  auto it = std::find_if(conditions.begin(), conditions.end(),
+                         [&](const api::Condition& c) { return c.type == type; });
+  if (it == conditions.end()) {
+    if (value || add_when_false) {
+      conditions.push_back({std::string(type), state, reason, message, now, now});
+    }
+    return;
+  }
+  if (it->status != state) {
+    *it = {std::string(type), state, reason, message, now, now};
+  } else if (it->reason != reason || (replace_message && it->message != message)) {
+    it->reason = reason;
+    it->message = message;
+    it->last_update_time = now;
+  }
+}
+
+void RemoveCondition(PlanBuilder& plan, std::string_view type) {
+  std::erase_if(plan.status.conditions,
+                [&](const api::Condition& condition) { return condition.type == type; });
+}
 
 void ComputeReplicaStatuses(const PlanView& view, const std::optional<Membership>& membership,
                             EndedPods ended, PlanBuilder& plan) {

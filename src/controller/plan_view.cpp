@@ -20,7 +20,11 @@ const ObservedPod* PlanView::Live(const std::string& role, int32_t index) const 
 }
 
 bool PlanView::OwnedByJob(const nlohmann::json& object) const {
-  return job.metadata.uid.empty() || k8s::ControllerUidOf(object) == job.metadata.uid;
+  return OwnedByJobUid(k8s::ControllerUidOf(object));
+}
+
+bool PlanView::OwnedByJobUid(const std::string& controller_uid) const {
+  return job.metadata.uid.empty() || controller_uid == job.metadata.uid;
 }
 
 namespace {

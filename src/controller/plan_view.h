@@ -67,6 +67,8 @@ struct PlanView {
   // A live pod of ours: present and not on its way out.
   const ObservedPod* Live(const std::string& role, int32_t index) const;
   bool OwnedByJob(const nlohmann::json& object) const;
+  // Whether a child with this controller uid is the job's.
+  bool OwnedByJobUid(const std::string& controller_uid) const;
 };
 
 // Applies the job's defaults and indexes what was observed.

@@ -31,6 +31,8 @@ Plan Finish(const PlanView& view, const Terminal& terminal, std::optional<Member
   plan.DropActiveWork();
   DeleteForCleanup(view, membership, terminal.phase, terminal.reason, plan);
   ComputeFinishedStatus(view, terminal, membership, plan);
+  // While the members still show where the job's volume is.
+  PlanArtifacts(view, terminal.phase, plan);
   CheckTtl(view, plan.status.completion_time, plan);
   return Assemble(view, std::move(plan));
 }
@@ -42,6 +44,7 @@ Plan PlanFinished(const PlanView& view, PlanBuilder plan) {
     reason = failed->reason;
   }
   DeleteForCleanup(view, CommittedMembership(view), *view.old_status.phase, reason, plan);
+  PlanArtifacts(view, *view.old_status.phase, plan);
   CheckTtl(view, plan.status.completion_time, plan);
   return Assemble(view, std::move(plan));
 }

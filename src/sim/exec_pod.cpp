@@ -214,6 +214,9 @@ Result<ExecPod> DecodeExecPod(const json& pod) {
   out.restart_policy = restart == "Never"       ? ExecRestartPolicy::kNever
                        : restart == "OnFailure" ? ExecRestartPolicy::kOnFailure
                                                 : ExecRestartPolicy::kAlways;
+  if (auto deadline = fields.Int64(spec, "activeDeadlineSeconds", "spec")) {
+    out.active_deadline = std::chrono::seconds(std::max<int64_t>(0, *deadline));
+  }
   if (auto grace = fields.Int64(spec, "terminationGracePeriodSeconds", "spec")) {
     out.termination_grace = std::chrono::seconds(std::max<int64_t>(0, *grace));
   }

@@ -846,7 +846,7 @@ void RecordExit(ExecContainerStatus& status, int exit_code, int signal, std::str
 void ExecRuntime::Reap(PodRun& pod, ExecClock::time_point now) {
   const ExecRestartPolicy policy = pod.launch.pod.restart_policy;
   auto after_exit = [&](PodRun::Container& c, bool init) {
-    if (pod.stopping) {
+    if (pod.stopping || pod.failed) {
       return;
     }
     const int code = c.status.exit_code;
@@ -915,6 +915,15 @@ void ExecRuntime::Advance(PodRun& pod, ExecClock::time_point now) {
       Publish(pod);
     }
     return;
+  }
+  const auto& deadline = pod.launch.pod.active_deadline;
+  if (deadline && !pod.failed && pod.phase != "Succeeded" && pod.phase != "Failed" &&
+      now >= pod.start_time + *deadline) {
+    // As the kubelet's active-deadline handler: every container is killed.
+    pod.failed = true;
+    pod.reason = "DeadlineExceeded";
+    pod.message = "Pod was active on the node longer than the specified deadline";
+    SignalAll(pod, SIGKILL);
   }
   if (pod.failed) {
     if (pod.phase != "Failed") {

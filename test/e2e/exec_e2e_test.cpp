@@ -134,6 +134,125 @@ TEST_F(ExecEndToEndTest, MpirunOnTheLauncherAllreducesAcrossEveryWorkerOverSsh) 
   EXPECT_EQ((*secret)["type"], "kubernetes.io/ssh-auth");
 }
 
+// A server that takes PUTs into a directory; the first `fail` PUTs get a 500.
+constexpr const char* kPutServer = R"(
+import http.server, os, sys
+root, fail = sys.argv[1], [int(sys.argv[2])]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_PUT(self):
+        data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if fail[0] > 0:
+            fail[0] -= 1
+            self.send_response(500)
+            self.end_headers()
+            return
+        path = os.path.normpath(self.path.lstrip("/"))
+        if path.startswith(".."):
+            self.send_response(403)
+            self.end_headers()
+            return
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "wb") as out:
+            out.write(data)
+        self.send_response(201)
+        self.end_headers()
+    def log_message(self, format, *args):
+        print(format % args, flush=True)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print("port", server.server_address[1], flush=True)
+server.serve_forever()
+)";
+
+TEST_F(ExecEndToEndTest, ArtifactsAreUploadedAfterSuccessAndAFailedUploadIsRetried) {
+  const std::string dir = system_->cluster().dir() + "/artifact-server";
+  std::filesystem::create_directories(dir + "/store");
+  std::ofstream(dir + "/server.py") << kPutServer;
+  // curl retries a 500 three times itself: the fourth failure fails the
+  // uploader's first run, and the kubelet runs it again.
+  ChildProcess server({"/usr/bin/python3", "-u", dir + "/server.py", dir + "/store", "4"},
+                      dir + "/server.log");
+  std::smatch port;
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        log = server.Log();
+        return std::regex_search(log, port, std::regex("port ([0-9]+)"));
+      },
+      15s))
+      << log;
+  std::string output;
+  ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
+kind: HybridJob
+metadata:
+  name: trained
+spec:
+  volumes:
+  - name: out
+    size: 1Gi
+    mountPath: /out
+  artifacts:
+    volume: out
+    paths: [model, logs/metrics.txt]
+    destination: http://127.0.0.1:)" +
+                               port[1].str() + R"(/runs/r1
+  replicaSpecs:
+  - name: worker
+    minReplicas: 1
+    template:
+      spec:
+        containers:
+        - name: main
+          image: busybox
+          command: [/bin/sh, -c, 'mkdir -p /out/model/step-2 /out/logs && echo weights > /out/model/w.bin && echo late > /out/model/step-2/w.bin && echo loss=0.1 > /out/logs/metrics.txt && echo no > /out/scratch.txt']
+)",
+                           &output),
+            0)
+      << output;
+  auto condition = [&]() -> json {
+    for (const json& c : system_->Job("trained")["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "ArtifactsUploaded") {
+        return c;
+      }
+    }
+    return json::object();
+  };
+  std::vector<std::string> reasons;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json c = condition();
+        const std::string reason = c.value("reason", "");
+        if (!reason.empty() && (reasons.empty() || reasons.back() != reason)) {
+          reasons.push_back(reason);
+        }
+        // The job's success never waits for its upload.
+        const std::string phase = system_->Phase("trained");
+        EXPECT_TRUE(phase != "Failed") << phase;
+        return c.value("status", "") == "True";
+      },
+      120s))
+      << condition().dump() << "\n"
+      << Logs("trained-artifacts") << "\n"
+      << system_->Logs();
+  EXPECT_EQ(system_->Phase("trained"), "Succeeded");
+  EXPECT_EQ(condition()["reason"], "Uploaded");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Retrying"), reasons.end())
+      << "the first run failed and was retried: " << ::testing::PrintToString(reasons);
+  auto read = [&](const std::string& path) {
+    std::ifstream in(dir + "/store/runs/r1/" + path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read("model/w.bin"), "weights\n");
+  EXPECT_EQ(read("model/step-2/w.bin"), "late\n");
+  EXPECT_EQ(read("logs/metrics.txt"), "loss=0.1\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/store/runs/r1/scratch.txt"));
+  // The uploader ran where the volume's member ran.
+  std::string uploader_node;
+  system_->Kubectl("get pod trained-artifacts -o jsonpath={.spec.nodeName}", &uploader_node);
+  EXPECT_FALSE(uploader_node.empty());
+  EXPECT_NE(Logs("trained-artifacts").find("uploaded 3 files"), std::string::npos)
+      << Logs("trained-artifacts");
+}
+
 TEST_F(ExecEndToEndTest, LogsFollowAContainerUntilItExits) {
   // A plain pod on a simulated node: the kubelet's part only.
   std::string output;
@@ -233,6 +352,12 @@ spec:
   EXPECT_NE(server.Log().find("GET /code.tar.gz HTTP/1.1\" 200"), std::string::npos)
       << server.Log();
 }
+
+// The acceptance test of elastic PyTorch: examples/exec/pytorch-elastic-torchrun.yaml
+// (a master and 2-4 workers under torchrun, c10d rendezvous on the master's
+// service name, a checkpoint on the job's volume) gives two workers back to a
+// gang that waits, grows to four again when that gang is done, resumes from
+// its checkpoint after both changes and succeeds.
 
 }  // namespace
 }  // namespace hybridjob::testing

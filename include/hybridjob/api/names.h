@@ -23,6 +23,8 @@ inline constexpr std::string_view kCodeInitContainerName = "hybridjob-code";
 inline constexpr std::string_view kSshVolumeName = "hybridjob-ssh";
 inline constexpr std::string_view kSshMountPath = "/root/.ssh";
 inline constexpr std::string_view kWaitForWorkersContainerName = "hybridjob-wait-for-workers";
+// The artifacts uploader mounts the job volume read-only here.
+inline constexpr std::string_view kArtifactsMountPath = "/hybridjob-artifacts";
 
 // RFC 1035 label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. Service
 // names and the role names that become part of hostnames must be one.
@@ -38,6 +40,8 @@ std::string MemberPodName(std::string_view job, std::string_view role, int64_t i
 std::string HeadlessServiceName(std::string_view job);
 // <job>-cluster: the ConfigMap carrying the committed cluster spec.
 std::string ClusterConfigMapName(std::string_view job);
+// <job>-artifacts: the pod that uploads spec.artifacts after the job succeeded.
+std::string ArtifactsPodName(std::string_view job);
 // <job>-ssh: an MPI job's SSH key Secret (type kubernetes.io/ssh-auth).
 std::string SshSecretName(std::string_view job);
 // <job>-<volume>: a PVC the job creates.

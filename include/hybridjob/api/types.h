@@ -147,6 +147,22 @@ struct CodeSpec {
   friend bool operator==(const CodeSpec&, const CodeSpec&) = default;
 };
 
+// Files of a job volume uploaded after the job succeeds, by an uploader pod
+// the controller runs before the job's claims can go.
+struct ArtifactsSpec {
+  std::string volume;                   // a name in spec.volumes
+  std::vector<std::string> paths;       // relative to the volume; directories recursively
+  std::string destination;              // http(s):// URL prefix (PUT) or s3://<bucket>[/<prefix>]
+  std::optional<std::string> endpoint;  // s3://: an S3-compatible store
+  std::optional<std::string> credentials_secret;  // s3://: AWS_* keys, as for spec.code
+  std::optional<std::string> image;               // default: the controller's fetcher image
+  // How long the uploader may keep retrying (the kubelet restarts it with
+  // back-off) before the upload is given up.
+  int64_t deadline_seconds = 3600;
+
+  friend bool operator==(const ArtifactsSpec&, const ArtifactsSpec&) = default;
+};
+
 struct TensorboardSpec {
   std::string log_dir;
   std::optional<std::string> image;  // default: the controller's TensorBoard image
@@ -162,6 +178,7 @@ struct HybridJobSpec {
   std::optional<SuccessPolicy> success_policy;  // default: see DefaultSuccessPolicy
   std::vector<VolumeSpec> volumes;
   std::optional<CodeSpec> code;
+  std::optional<ArtifactsSpec> artifacts;
   std::optional<TensorboardSpec> tensorboard;
   // Unset: the namespace's default queue (chosen by the scheduler).
   std::optional<std::string> queue;
@@ -196,6 +213,16 @@ inline constexpr std::string_view kConditionQueued = "Queued";
 // ReplicaSet, quoting the server), or they would need a ConfigMap that does
 // not exist (MissingConfigMap). Removed once neither holds.
 inline constexpr std::string_view kConditionReplicaFailure = "ReplicaFailure";
+
+// spec.artifacts: whether the files were uploaded after the job succeeded.
+// False with reason Uploading or Retrying while the uploader runs, True with
+// Uploaded, False with UploadFailed once it was given up. The job stays
+// Succeeded whatever happens to its upload.
+inline constexpr std::string_view kConditionArtifactsUploaded = "ArtifactsUploaded";
+inline constexpr std::string_view kReasonUploading = "Uploading";
+inline constexpr std::string_view kReasonRetrying = "Retrying";
+inline constexpr std::string_view kReasonUploaded = "Uploaded";
+inline constexpr std::string_view kReasonUploadFailed = "UploadFailed";
 
 // Reasons on conditions and Events beyond the condition types themselves.
 inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";

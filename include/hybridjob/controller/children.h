@@ -44,6 +44,14 @@ nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec&
 // where the Secret is created (the shell), never planned.
 nlohmann::json BuildSshKeySecret(const api::HybridJob& job);
 
+// Pod <job>-artifacts: uploads spec.artifacts from the job volume, on `node`
+// when given (where the members that wrote it ran: a node-local volume is
+// there), else wherever the default scheduler puts it. The kubelet retries a
+// failed upload with back-off (restartPolicy OnFailure) until
+// artifacts.deadlineSeconds (activeDeadlineSeconds).
+nlohmann::json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
+                                 const PlannerOptions& options);
+
 // The headless Service <job>: one DNS record per member, ready or not.
 nlohmann::json BuildHeadlessService(const api::HybridJob& job);
 
@@ -66,6 +74,9 @@ std::string EscapeKubeExpansion(std::string_view text);
 extern const std::string_view kEnvWrapperScript;
 // kCodeFetchScript: $1 = source URL, $2 = destination directory.
 extern const std::string_view kCodeFetchScript;
+// kArtifactsUploadScript: $1 = destination, $2 = the volume's mount path, then
+// the paths to upload, relative to it.
+extern const std::string_view kArtifactsUploadScript;
 // kWaitForWorkersScript: $1 = the MPI hostfile; returns once every host in it
 // accepts SSH with the job's key.
 extern const std::string_view kWaitForWorkersScript;

@@ -41,6 +41,10 @@ struct ObservedPod {
   // The first non-zero exit code among terminated app containers (0 if all
   // terminated containers exited 0); unset when no container terminated.
   std::optional<int32_t> exit_code;
+  // Container restarts by the kubelet (restartPolicy OnFailure or Always),
+  // and the exit code of the latest restarted run.
+  int32_t restarts = 0;
+  std::optional<int32_t> last_exit_code;
   std::string reason;  // status.reason, e.g. Evicted
   // Sum of nvidia.com/gpu limits (or requests) over app containers.
   int64_t gpus = 0;

@@ -85,6 +85,9 @@ struct ExecPod {
   std::vector<ExecVolume> volumes;
   ExecRestartPolicy restart_policy = ExecRestartPolicy::kAlways;
   std::chrono::seconds termination_grace{30};
+  // spec.activeDeadlineSeconds: the kubelet fails the pod once it has been
+  // active this long.
+  std::optional<std::chrono::seconds> active_deadline;
 };
 
 // A pod as the API server returns it. Errors name the field.

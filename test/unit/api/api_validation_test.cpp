@@ -410,6 +410,40 @@ TEST(ApiValidationTest, CodeEndpointAndCredentialsGoWithS3Sources) {
   EXPECT_THAT(ErrorsAt(ValidateJson(object), "spec.code.credentialsSecret"), HasSubstr("s3://"));
 }
 
+TEST(ApiValidationTest, ArtifactsNameAJobVolumeRelativePathsAndADestination) {
+  json object = TfJobJson();
+  object["spec"]["volumes"] = {{{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}}};
+  object["spec"]["artifacts"] = {{"volume", "ckpt"},
+                                 {"paths", {"model", "logs/metrics.txt", "out/"}},
+                                 {"destination", "http://10.0.0.1:8080/runs"}};
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+  auto parsed = ParseHybridJob(object);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->spec.artifacts->deadline_seconds, 3600);
+  auto again = ParseHybridJob(ToJson(*parsed));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->spec.artifacts, parsed->spec.artifacts);
+
+  object["spec"]["artifacts"]["destination"] = "s3://bucket/prefix";
+  object["spec"]["artifacts"]["endpoint"] = "http://127.0.0.1:9000";
+  object["spec"]["artifacts"]["credentialsSecret"] = "store";
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+
+  object["spec"]["artifacts"] = {{"volume", "nope"},
+                                 {"paths", {"/etc/passwd", "../up", "a/../../b", "a b", ".", ""}},
+                                 {"destination", "ftp://x"},
+                                 {"endpoint", "http://x"},
+                                 {"deadlineSeconds", 0}};
+  std::vector<FieldError> errors = ValidateJson(object);
+  EXPECT_THAT(ErrorsAt(errors, "spec.artifacts.volume"), HasSubstr("spec.volumes"));
+  for (int i = 0; i < 6; ++i) {
+    ErrorsAt(errors, "spec.artifacts.paths[" + std::to_string(i) + "]");
+  }
+  ErrorsAt(errors, "spec.artifacts.destination");
+  EXPECT_THAT(ErrorsAt(errors, "spec.artifacts.endpoint"), HasSubstr("s3://"));
+  ErrorsAt(errors, "spec.artifacts.deadlineSeconds");
+}
+
 TEST(ApiValidationTest, Tensorboard) {
   json object = TfJobJson();
   object["spec"]["tensorboard"] = {{"logDir", ""}, {"serviceType", "Ingress"}};

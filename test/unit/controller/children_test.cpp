@@ -415,6 +415,74 @@ TEST_F(ControllerChildrenTest, WaitForWorkersScriptWaitsForEveryHostInTurn) {
   std::filesystem::remove_all(dir);
 }
 
+// Runs the upload script over a volume directory with a curl on PATH that
+// records each call's arguments, one call per line.
+std::vector<std::string> UploadWithRecordingCurl(const std::string& destination,
+                                                 const std::vector<std::string>& paths,
+                                                 const std::vector<std::string>& env,
+                                                 testing::ShellResult* result) {
+  const std::string dir = ::testing::TempDir() + "/upload-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  std::filesystem::create_directories(dir + "/volume/model/step 2");
+  std::ofstream(dir + "/volume/model/w.bin") << "w";
+  std::ofstream(dir + "/volume/model/step 2/w.bin") << "w2";
+  std::ofstream(dir + "/volume/metrics.txt") << "m";
+  {
+    std::ofstream curl(dir + "/bin/curl");
+    curl << "#!/bin/sh\nprintf '%s|' \"$@\" >> \"" << dir << "/calls\"\necho >> \"" << dir
+         << "/calls\"\n";
+  }
+  std::filesystem::permissions(dir + "/bin/curl", std::filesystem::perms::owner_all);
+  std::string wrapper = "set -e\nexport PATH=\"" + dir + "/bin:/usr/bin:/bin\"\n";
+  for (const std::string& assignment : env) {
+    wrapper += "export " + assignment + "\n";
+  }
+  { std::ofstream(dir + "/upload.sh") << kArtifactsUploadScript; }
+  wrapper += "exec /bin/sh \"" + dir + "/upload.sh\" \"$@\"\n";
+  std::vector<std::string> args = {destination, dir + "/volume"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  *result = testing::RunShell(wrapper, args);
+  std::vector<std::string> calls;
+  std::ifstream recorded(dir + "/calls");
+  for (std::string line; std::getline(recorded, line);) {
+    calls.push_back(line.substr(line.find("-T|") + 3));  // from the file on
+  }
+  std::sort(calls.begin(), calls.end());
+  // Paths in calls are below the volume directory; show them relative.
+  for (std::string& call : calls) {
+    for (size_t at; (at = call.find(dir + "/volume/")) != std::string::npos;) {
+      call.replace(at, dir.size() + 8, "");
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return calls;
+}
+
+TEST_F(ControllerChildrenTest, ArtifactsUploadPutsEveryFileBelowTheDestination) {
+  testing::ShellResult result;
+  std::vector<std::string> calls =
+      UploadWithRecordingCurl("http://store:8080/runs/1/", {"model", "metrics.txt"}, {}, &result);
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("uploaded 3 files to http://store:8080/runs/1"));
+  EXPECT_THAT(calls,
+              ElementsAre("metrics.txt|--url|http://store:8080/runs/1/metrics.txt|",
+                          "model/step 2/w.bin|--url|http://store:8080/runs/1/model/step 2/w.bin|",
+                          "model/w.bin|--url|http://store:8080/runs/1/model/w.bin|"));
+
+  // An S3-compatible store, signed; a missing path fails the run (the kubelet retries it).
+  calls = UploadWithRecordingCurl("s3://bucket/runs", {"metrics.txt"},
+                                  {"AWS_ENDPOINT_URL=http://127.0.0.1:9000",
+                                   "AWS_ACCESS_KEY_ID=AKID", "AWS_SECRET_ACCESS_KEY=secret"},
+                                  &result);
+  EXPECT_EQ(result.exit_status, 0) << result.output;
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], "metrics.txt|--url|http://127.0.0.1:9000/bucket/runs/metrics.txt|");
+  UploadWithRecordingCurl("http://store/x", {"absent"}, {}, &result);
+  EXPECT_NE(result.exit_status, 0);
+  EXPECT_THAT(result.output, HasSubstr("absent: no such file or directory on the volume"));
+}
+
 TEST_F(ControllerChildrenTest, CodeFetchScriptNeverEvaluatesTheUrl) {
   const std::string dir = ::testing::TempDir() + "/fetch-test";
   std::filesystem::remove_all(dir);

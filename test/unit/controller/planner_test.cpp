@@ -1193,6 +1193,96 @@ TEST(ControllerPlannerTest, TtlDeletesTheFinishedJob) {
   EXPECT_TRUE(cluster.JobDeleted());
 }
 
+// The TF job with a checkpoint volume for workers, uploaded after success.
+json TfJobWithArtifacts() {
+  json object = TfJob();
+  object["spec"]["volumes"] = {
+      {{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}, {"roles", {"worker"}}}};
+  object["spec"]["artifacts"] = {
+      {"volume", "ckpt"}, {"paths", {"model"}}, {"destination", "https://store.example/runs/1"}};
+  object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 60}};
+  return object;
+}
+
+api::Condition UploadCondition(const FakeCluster& cluster) {
+  const api::Condition* condition = cluster.Status().FindCondition("ArtifactsUploaded");
+  return condition != nullptr ? *condition : api::Condition{};
+}
+
+TEST(ControllerPlannerTest, ArtifactsAreUploadedFromTheVolumesNodeAfterSuccess) {
+  FakeCluster cluster = PlacedTfJob(TfJobWithArtifacts());
+  EXPECT_FALSE(cluster.HasPod("mnist-artifacts")) << "nothing before success";
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  // In the same pass, while the members still show where the volume is.
+  std::vector<CreatePod> creates = ActionsOf<CreatePod>(plan);
+  ASSERT_EQ(creates.size(), 1u);
+  const json& uploader = creates[0].pod;
+  EXPECT_EQ(uploader["metadata"]["name"], "mnist-artifacts");
+  EXPECT_EQ(uploader["spec"]["nodeName"], "node-1");
+  EXPECT_EQ(uploader["spec"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(uploader["spec"]["activeDeadlineSeconds"], 3600);
+  EXPECT_EQ(uploader["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "mnist-ckpt");
+  EXPECT_FALSE(uploader["spec"].contains("schedulerName")) << "not a gang member";
+  EXPECT_EQ(UploadCondition(cluster).status, "False");
+  EXPECT_EQ(UploadCondition(cluster).reason, "Uploading");
+  // The TTL waits for the upload: the claim goes with the job.
+  EXPECT_TRUE(ActionsOf<DeleteJob>(cluster.Reconcile(T0() + seconds(500))).empty());
+
+  // A failed run that the kubelet retries.
+  json& pod = cluster.PodRef("mnist-artifacts");
+  pod["status"] = {{"phase", "Running"},
+                   {"containerStatuses",
+                    {{{"name", "upload"},
+                      {"restartCount", 1},
+                      {"lastState", {{"terminated", {{"exitCode", 22}}}}},
+                      {"state", {{"running", json::object()}}}}}}};
+  cluster.Step(T0() + seconds(110));
+  EXPECT_EQ(UploadCondition(cluster).reason, "Retrying");
+  EXPECT_THAT(UploadCondition(cluster).message, HasSubstr("exit code 22"));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+
+  cluster.Exit("mnist-artifacts", 0);
+  plan = cluster.Step(T0() + seconds(120));
+  EXPECT_EQ(UploadCondition(cluster).status, "True");
+  EXPECT_EQ(UploadCondition(cluster).reason, "Uploaded");
+  EXPECT_THAT(EventReasons(plan), Contains("Uploaded"));
+  // Settled: no new uploader, and the TTL counts from the completion again.
+  cluster.RemovePod("mnist-artifacts");
+  plan = cluster.Reconcile(T0() + seconds(200));
+  EXPECT_TRUE(ActionsOf<CreatePod>(plan).empty());
+  EXPECT_EQ(ActionsOf<DeleteJob>(plan).size(), 1u);
+}
+
+TEST(ControllerPlannerTest, AnUploadGivenUpNeverFailsTheJob) {
+  FakeCluster cluster = PlacedTfJob(TfJobWithArtifacts());
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  cluster.Step(T0() + seconds(100));
+  json& pod = cluster.PodRef("mnist-artifacts");
+  pod["status"] = {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}};
+  Plan plan = cluster.Reconcile(T0() + seconds(4000));
+  cluster.Apply(plan);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(UploadCondition(cluster).reason, "UploadFailed");
+  EXPECT_THAT(UploadCondition(cluster).message, HasSubstr("DeadlineExceeded"));
+  EXPECT_THAT(EventReasons(plan), Contains("UploadFailed"));
+  // Given up for good: the TTL applies, and no second uploader.
+  EXPECT_EQ(ActionsOf<DeleteJob>(plan).size(), 1u);
+  EXPECT_TRUE(ActionsOf<CreatePod>(plan).empty());
+}
+
+TEST(ControllerPlannerTest, AFailedJobUploadsNothing) {
+  FakeCluster cluster = PlacedTfJob(TfJobWithArtifacts());
+  cluster.Exit("mnist-ps-0", 1);
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_TRUE(ActionsOf<CreatePod>(plan).empty());
+  EXPECT_EQ(cluster.Status().FindCondition("ArtifactsUploaded"), nullptr);
+}
+
 TEST(ControllerPlannerTest, ZeroTtlDeletesRightAway) {
   json object = TfJob();
   object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}};
