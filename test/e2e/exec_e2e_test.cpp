@@ -1,6 +1,7 @@
 // End to end with real processes: hybridjob-sim --exec runs the members'
 // commands, so the frameworks' own code meets what the controller hands it.
-// One system is shared by the tests of this binary.
+// The tests of one run of this binary share one system (ctest runs each test
+// in a process, and so on a cluster, of its own).
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,20 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+
+// The port a local server printed ("... port 41234 ..."), or "" if it did
+// not within 15 s.
+std::string ListeningPort(ChildProcess& server) {
+  std::smatch match;
+  std::string log;
+  WaitFor(
+      [&] {
+        log = server.Log();
+        return std::regex_search(log, match, std::regex("port ([0-9]+)"));
+      },
+      15s);
+  return match.empty() ? "" : match[1].str();
+}
 
 class ExecEndToEndTest : public ::testing::Test {
  protected:
@@ -171,15 +186,8 @@ TEST_F(ExecEndToEndTest, ArtifactsAreUploadedAfterSuccessAndAFailedUploadIsRetri
   // uploader's first run, and the kubelet runs it again.
   ChildProcess server({"/usr/bin/python3", "-u", dir + "/server.py", dir + "/store", "4"},
                       dir + "/server.log");
-  std::smatch port;
-  std::string log;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        log = server.Log();
-        return std::regex_search(log, port, std::regex("port ([0-9]+)"));
-      },
-      15s))
-      << log;
+  const std::string port = ListeningPort(server);
+  ASSERT_FALSE(port.empty()) << server.Log();
   std::string output;
   ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
 kind: HybridJob
@@ -194,7 +202,7 @@ spec:
     volume: out
     paths: [model, logs/metrics.txt]
     destination: http://127.0.0.1:)" +
-                               port[1].str() + R"(/runs/r1
+                               port + R"(/runs/r1
   replicaSpecs:
   - name: worker
     minReplicas: 1
@@ -209,7 +217,12 @@ spec:
             0)
       << output;
   auto condition = [&]() -> json {
-    for (const json& c : system_->Job("trained")["status"].value("conditions", json::array())) {
+    const json job = system_->Job("trained");
+    const json* status = job.is_object() && job.contains("status") ? &job["status"] : nullptr;
+    if (status == nullptr || !status->is_object()) {
+      return json::object();  // not written yet
+    }
+    for (const json& c : status->value("conditions", json::array())) {
       if (c.value("type", "") == "ArtifactsUploaded") {
         return c;
       }
@@ -308,44 +321,23 @@ TEST_F(ExecEndToEndTest, CodeIsFetchedFromAnArchiveAndItsRunShRuns) {
   ChildProcess server({"/usr/bin/python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
                        "--directory", dir},
                       dir + "/http.log");
-  std::smatch port;
-  std::string log;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        log = server.Log();
-        return std::regex_search(log, port, std::regex("port ([0-9]+)"));
-      },
-      15s))
-      << log;
+  const std::string port = ListeningPort(server);
+  ASSERT_FALSE(port.empty()) << server.Log();
+  // The worked example, pointed at this server's port.
+  std::ifstream example(SourceDir() + "/examples/exec/code-archive.yaml");
+  std::string manifest((std::istreambuf_iterator<char>(example)), std::istreambuf_iterator<char>());
+  const std::string example_url = "http://127.0.0.1:8000/";
+  ASSERT_NE(manifest.find(example_url), std::string::npos);
+  manifest.replace(manifest.find(example_url), example_url.size(),
+                   "http://127.0.0.1:" + port + "/");
   std::string output;
-  ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
-kind: HybridJob
-metadata:
-  name: fetched
-spec:
-  code:
-    source: http://127.0.0.1:)" +
-                               port[1].str() + R"(/code.tar.gz
-  replicaSpecs:
-  - name: worker
-    minReplicas: 2
-    template:
-      spec:
-        containers:
-        - name: main
-          image: busybox
-          workingDir: /workspace
-          command: [/bin/sh, run.sh]
-)",
-                           &output),
-            0)
-      << output;
-  ASSERT_TRUE(WaitFor([&] { return system_->Phase("fetched") == "Succeeded"; }, 90s))
-      << "phase " << system_->Phase("fetched") << "\n"
-      << Logs("fetched-worker-0 -c hybridjob-code") << "\n"
+  ASSERT_EQ(system_->Apply(manifest, &output), 0) << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("code-archive") == "Succeeded"; }, 90s))
+      << "phase " << system_->Phase("code-archive") << "\n"
+      << Logs("code-archive-worker-0 -c hybridjob-code") << "\n"
       << system_->Logs();
   for (int i = 0; i < 2; ++i) {
-    const std::string member = "fetched-worker-" + std::to_string(i);
+    const std::string member = "code-archive-worker-" + std::to_string(i);
     EXPECT_EQ(Logs(member + " -c main"), "run.sh ran as worker " + std::to_string(i) +
                                              " in /workspace\nunpacked with its directories\n");
   }
@@ -358,6 +350,148 @@ spec:
 // service name, a checkpoint on the job's volume) gives two workers back to a
 // gang that waits, grows to four again when that gang is done, resumes from
 // its checkpoint after both changes and succeeds.
+TEST_F(ExecEndToEndTest, ElasticTorchrunJobShrinksAndGrowsAndResumesFromItsCheckpoint) {
+  const std::string job = "pytorch-elastic";
+  const std::string master = job + "-master-0";
+  auto workers = [&] {
+    const json object = system_->Job(job);
+    if (object.contains("status") && object["status"].contains("replicaStatuses")) {
+      for (const json& role : object["status"]["replicaStatuses"]) {
+        if (role.value("name", "") == "worker") {
+          return role.value("members", -1);
+        }
+      }
+    }
+    return -1;
+  };
+  // The master's log, fetched at most every half second.
+  std::string log;
+  auto last_fetch = std::chrono::steady_clock::time_point();
+  auto master_log = [&] {
+    if (std::chrono::steady_clock::now() - last_fetch > 500ms) {
+      log = Logs(master + " -c pytorch");
+      last_fetch = std::chrono::steady_clock::now();
+    }
+    return log;
+  };
+  // (world size, step) of each rendezvous round the master's trainer joined.
+  auto rounds = [](const std::string& text) {
+    std::vector<std::pair<int, int>> out;
+    const std::regex round("world size ([0-9]+) at step ([0-9]+)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), round);
+         it != std::sregex_iterator(); ++it) {
+      out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+    }
+    return out;
+  };
+  // Whether rank 0 reported a loss for a later step than the round of `size`
+  // started at: losses come every 50 steps and checkpoints every 10, so the
+  // next round resumes past this one's start however slow the machine is.
+  auto trained_at = [&](int size) {
+    const std::string text = master_log();
+    const std::regex round("world size " + std::to_string(size) + " at step ([0-9]+)");
+    std::smatch started;
+    if (!std::regex_search(text, started, round)) {
+      return false;
+    }
+    const int start = std::stoi(started[1]);
+    const std::string after = started.suffix();
+    const std::regex loss("step ([0-9]+) loss");
+    for (auto it = std::sregex_iterator(after.begin(), after.end(), loss);
+         it != std::sregex_iterator(); ++it) {
+      if (std::stoi((*it)[1]) > start) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto describe = [&] {
+    return "phase " + system_->Phase(job) + ", workers " + std::to_string(workers()) +
+           ", waiting job " + system_->Phase("waiting") + "\n" + Logs(master + " -c pytorch") +
+           "\n" + system_->Logs();
+  };
+
+  std::string output;
+  ASSERT_EQ(
+      system_->Kubectl("apply -f " + SourceDir() + "/examples/exec/pytorch-elastic-torchrun.yaml",
+                       &output),
+      0)
+      << output;
+  // The master and all four workers share the node the checkpoint volume was
+  // provisioned on; training runs with all five and has saved checkpoints.
+  ASSERT_TRUE(WaitFor([&] { return workers() == 4 && trained_at(5); }, 90s)) << describe();
+
+  // A gang of six one-GPU members: the other node's four GPUs and two of the
+  // elastic job's, which gives back its two highest workers (min 2).
+  const std::string gate = system_->cluster().dir() + "/waiting-gate";
+  std::filesystem::create_directories(gate);
+  ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
+kind: HybridJob
+metadata:
+  name: waiting
+spec:
+  framework: generic
+  replicaSpecs:
+  - name: worker
+    minReplicas: 6
+    template:
+      spec:
+        containers:
+        - name: main
+          image: busybox
+          # Runs until the test opens the gate.
+          command: [/bin/sh, -c, "until [ -e /gate/open ]; do sleep 0.2; done"]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          volumeMounts:
+          - name: gate
+            mountPath: /gate
+        volumes:
+        - name: gate
+          hostPath:
+            path: )" + gate + "\n",
+                           &output),
+            0)
+      << output;
+  ASSERT_TRUE(
+      WaitFor([&] { return system_->Phase("waiting") == "Running" && workers() == 2; }, 60s))
+      << describe();
+  // The survivors meet in a new round of three and train on from the checkpoint.
+  ASSERT_TRUE(WaitFor([&] { return trained_at(3); }, 90s)) << describe();
+  EXPECT_EQ(system_->Phase(job), "Running");
+
+  // The waiting job ends; the elastic job grows back to four workers, trains
+  // with all five again and succeeds.
+  std::ofstream(gate + "/open") << "";
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("waiting") == "Succeeded"; }, 30s)) << describe();
+  ASSERT_TRUE(WaitFor([&] { return workers() == 4; }, 60s)) << describe();
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase(job) == "Succeeded"; }, 120s)) << describe();
+
+  const std::string final_log = Logs(master + " -c pytorch");
+  const auto seen = rounds(final_log);
+  ASSERT_EQ(seen.size(), 3u) << final_log;
+  EXPECT_EQ(seen[0], std::make_pair(5, 0)) << final_log;
+  EXPECT_EQ(seen[1].first, 3) << final_log;
+  EXPECT_EQ(seen[2].first, 5) << final_log;
+  EXPECT_GT(seen[1].second, 0) << final_log;
+  EXPECT_GT(seen[2].second, seen[1].second) << final_log;
+  // Each later round started from the step of the checkpoint it resumed.
+  std::vector<int> resumed;
+  const std::regex resume("resumed from step ([0-9]+)");
+  for (auto it = std::sregex_iterator(final_log.begin(), final_log.end(), resume);
+       it != std::sregex_iterator(); ++it) {
+    resumed.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(resumed, (std::vector<int>{seen[1].second, seen[2].second})) << final_log;
+  std::smatch first;
+  std::smatch last;
+  ASSERT_TRUE(std::regex_search(final_log, first, std::regex("step 0 loss ([0-9.]+)")))
+      << final_log;
+  ASSERT_TRUE(std::regex_search(final_log, last, std::regex("final loss ([0-9.]+)"))) << final_log;
+  EXPECT_LT(std::stod(last[1]), std::stod(first[1]) / 10) << final_log;
+  EXPECT_EQ(system_->Job(job)["status"].value("restartCount", -1), 0);
+}
 
 }  // namespace
 }  // namespace hybridjob::testing
