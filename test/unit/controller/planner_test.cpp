@@ -1205,7 +1205,8 @@ json TfJobWithArtifacts() {
 }
 
 api::Condition UploadCondition(const FakeCluster& cluster) {
-  const api::Condition* condition = cluster.Status().FindCondition("ArtifactsUploaded");
+  const api::HybridJobStatus status = cluster.Status();
+  const api::Condition* condition = status.FindCondition("ArtifactsUploaded");
   return condition != nullptr ? *condition : api::Condition{};
 }
 
