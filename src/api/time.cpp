@@ -26,6 +26,10 @@ bool Expect(std::string_view text, size_t pos, char c) {
 
 }  // namespace
 
+std::string FormatTime(Clock::time_point time) {
+  return FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(time));
+}
+
 std::string FormatTime(TimePoint time) {
   std::chrono::sys_days day = std::chrono::floor<std::chrono::days>(time);
   std::chrono::year_month_day date(day);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -150,6 +151,19 @@ const ReplicaSpec* HybridJobSpec::FindRole(std::string_view name) const {
     }
   }
   return nullptr;
+}
+
+const VolumeSpec* HybridJobSpec::FindVolume(std::string_view name) const {
+  for (const VolumeSpec& volume : volumes) {
+    if (volume.name == name) {
+      return &volume;
+    }
+  }
+  return nullptr;
+}
+
+bool VolumeSpec::AppliesTo(std::string_view role) const {
+  return roles.empty() || std::find(roles.begin(), roles.end(), role) != roles.end();
 }
 
 bool HybridJobSpec::IsElastic() const {

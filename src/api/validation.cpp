@@ -7,6 +7,7 @@
 #include <hybridjob/api/names.h>
 #include <hybridjob/api/validation.h>
 #include <hybridjob/common/quantity.h>
+#include <hybridjob/common/strings.h>
 
 namespace hybridjob::api {
 namespace {
@@ -204,9 +205,7 @@ class Validator {
       mounts.emplace_back(kSshVolumeName, kSshMountPath);
     }
     for (const VolumeSpec& volume : spec_.volumes) {
-      bool applies = volume.roles.empty() || std::find(volume.roles.begin(), volume.roles.end(),
-                                                       role) != volume.roles.end();
-      if (applies) {
+      if (volume.AppliesTo(role)) {
         mounts.emplace_back(volume.name, NormalizePath(volume.mount_path));
       }
     }
@@ -577,6 +576,30 @@ class Validator {
     }
   }
 
+  // endpoint and credentialsSecret of `path` (spec.code, spec.artifacts): an
+  // S3-compatible store and the Secret for it, only with an s3:// URL.
+  void CheckS3Access(const std::string& path, bool s3, std::string_view url_field,
+                     const std::optional<std::string>& endpoint,
+                     const std::optional<std::string>& credentials_secret) {
+    const std::string only_with_s3 = "goes with an s3:// " + std::string(url_field);
+    if (endpoint) {
+      if (!s3) {
+        Add(path + ".endpoint", only_with_s3);
+      } else if ((endpoint->rfind("http://", 0) != 0 && endpoint->rfind("https://", 0) != 0) ||
+                 endpoint->size() <= endpoint->find("://") + 3 || HasControlOrSpace(*endpoint)) {
+        Add(path + ".endpoint",
+            "must be an http:// or https:// URL without spaces or control characters");
+      }
+    }
+    if (credentials_secret) {
+      if (!s3) {
+        Add(path + ".credentialsSecret", only_with_s3);
+      } else if (!IsDns1123Subdomain(*credentials_secret)) {
+        Add(path + ".credentialsSecret", "must be the name of a Secret (a DNS subdomain)");
+      }
+    }
+  }
+
   void CheckArtifacts() {
     if (!spec_.artifacts) {
       return;
@@ -585,8 +608,7 @@ class Validator {
     const std::string path = "spec.artifacts";
     if (a.volume.empty()) {
       Add(path + ".volume", "required: the job volume whose files are uploaded");
-    } else if (std::none_of(spec_.volumes.begin(), spec_.volumes.end(),
-                            [&](const VolumeSpec& v) { return v.name == a.volume; })) {
+    } else if (spec_.FindVolume(a.volume) == nullptr) {
       Add(path + ".volume", Quoted(a.volume) + " is not a volume of spec.volumes");
     }
     if (a.paths.empty()) {
@@ -596,11 +618,12 @@ class Validator {
       const std::string& p = a.paths[i];
       // Components are names: none empty (but a trailing "/"), ".", or "..".
       bool plain = !p.empty() && p.front() != '/' && !HasControlOrSpace(p);
-      for (size_t start = 0; plain && start < p.size();) {
-        const size_t end = std::min(p.find('/', start), p.size());
-        const std::string_view part(p.data() + start, end - start);
-        plain = !part.empty() && part != "." && part != "..";
-        start = end + 1;
+      std::string_view inside = p;
+      if (!inside.empty() && inside.back() == '/') {
+        inside.remove_suffix(1);  // a directory may be written with its slash
+      }
+      for (std::string_view part : Split(inside, '/')) {
+        plain = plain && !part.empty() && part != "." && part != "..";
       }
       if (!plain) {
         Add(Indexed(path + ".paths", i),
@@ -621,21 +644,7 @@ class Validator {
                HasControlOrSpace(destination)) {
       Add(path + ".destination", "must name a host (or, for s3://, a bucket), without spaces");
     }
-    if (a.endpoint) {
-      if (!s3) {
-        Add(path + ".endpoint", "goes with an s3:// destination");
-      } else if ((a.endpoint->rfind("http://", 0) != 0 && a.endpoint->rfind("https://", 0) != 0) ||
-                 HasControlOrSpace(*a.endpoint)) {
-        Add(path + ".endpoint", "must be an http:// or https:// URL");
-      }
-    }
-    if (a.credentials_secret) {
-      if (!s3) {
-        Add(path + ".credentialsSecret", "goes with an s3:// destination");
-      } else if (!IsDns1123Subdomain(*a.credentials_secret)) {
-        Add(path + ".credentialsSecret", "must be the name of a Secret (a DNS subdomain)");
-      }
-    }
+    CheckS3Access(path, s3, "destination", a.endpoint, a.credentials_secret);
     if (a.image && a.image->empty()) {
       Add(path + ".image", "must not be empty when set");
     }
@@ -673,24 +682,8 @@ class Validator {
     } else if (mount_path == kClusterMountPath) {
       Add("spec.code.mountPath", Quoted(kClusterMountPath) + " is reserved for the cluster spec");
     }
-    const bool s3 = source.rfind("s3://", 0) == 0;
-    if (code.endpoint) {
-      const std::string& endpoint = *code.endpoint;
-      if (!s3) {
-        Add("spec.code.endpoint", "goes with an s3:// source");
-      } else if ((endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) ||
-                 endpoint.size() <= endpoint.find("://") + 3 || HasControlOrSpace(endpoint)) {
-        Add("spec.code.endpoint",
-            "must be an http:// or https:// URL without spaces or control characters");
-      }
-    }
-    if (code.credentials_secret) {
-      if (!s3) {
-        Add("spec.code.credentialsSecret", "goes with an s3:// source");
-      } else if (!IsDns1123Subdomain(*code.credentials_secret)) {
-        Add("spec.code.credentialsSecret", "must be the name of a Secret (a DNS subdomain)");
-      }
-    }
+    CheckS3Access("spec.code", source.rfind("s3://", 0) == 0, "source", code.endpoint,
+                  code.credentials_secret);
     if (code.image && code.image->empty()) {
       Add("spec.code.image", "must not be empty when set");
     }

@@ -206,11 +206,6 @@ void AddMount(json& container, std::string_view volume, std::string_view path, b
   ArrayMember(container, "volumeMounts").push_back(std::move(mount));
 }
 
-bool VolumeApplies(const api::VolumeSpec& volume, std::string_view role) {
-  return volume.roles.empty() ||
-         std::find(volume.roles.begin(), volume.roles.end(), role) != volume.roles.end();
-}
-
 std::string ClaimName(const api::HybridJob& job, const api::VolumeSpec& volume) {
   return volume.existing_claim ? *volume.existing_claim
                                : api::VolumeClaimName(job.metadata.name, volume.name);
@@ -366,7 +361,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
   }
   std::vector<const api::VolumeSpec*> role_volumes;
   for (const api::VolumeSpec& volume : job.spec.volumes) {
-    if (VolumeApplies(volume, role.name)) {
+    if (volume.AppliesTo(role.name)) {
       role_volumes.push_back(&volume);
       volumes.push_back({{"name", volume.name},
                          {"persistentVolumeClaim", {{"claimName", ClaimName(job, volume)}}}});
@@ -452,12 +447,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
 json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
                        const PlannerOptions& options) {
   const api::ArtifactsSpec& artifacts = *job.spec.artifacts;
-  const api::VolumeSpec* volume = nullptr;
-  for (const api::VolumeSpec& candidate : job.spec.volumes) {
-    if (candidate.name == artifacts.volume) {
-      volume = &candidate;
-    }
-  }
+  const api::VolumeSpec* volume = job.spec.FindVolume(artifacts.volume);
   json command = {"/bin/sh",
                   "-c",
                   EscapeKubeExpansion(kArtifactsUploadScriptText),

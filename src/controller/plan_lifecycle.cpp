@@ -232,21 +232,19 @@ namespace {
 
 // The node of a member that mounted `volume`: a node-local volume is there.
 std::string NodeOfVolume(const PlanView& view, const std::string& volume_name) {
-  const api::VolumeSpec* volume = nullptr;
-  for (const api::VolumeSpec& candidate : view.job.spec.volumes) {
-    if (candidate.name == volume_name) {
-      volume = &candidate;
-    }
-  }
+  const api::VolumeSpec* volume = view.job.spec.FindVolume(volume_name);
   for (const auto& [key, pod] : view.own) {
-    const bool mounts = volume != nullptr && (volume->roles.empty() ||
-                                              std::find(volume->roles.begin(), volume->roles.end(),
-                                                        key.first) != volume->roles.end());
-    if (mounts && pod->bound()) {
+    if (volume != nullptr && volume->AppliesTo(key.first) && pod->bound()) {
       return pod->node_name;
     }
   }
   return "";
+}
+
+// Uploaded, or given up: nothing more happens to the upload.
+bool UploadSettled(const api::Condition* uploaded) {
+  return uploaded != nullptr &&
+         (uploaded->status == "True" || uploaded->reason == api::kReasonUploadFailed);
 }
 
 std::string DescribeArtifacts(const api::ArtifactsSpec& artifacts) {
@@ -260,10 +258,8 @@ void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
     return;
   }
   const api::ArtifactsSpec& artifacts = *view.job.spec.artifacts;
-  const api::Condition* before = plan.status.FindCondition(api::kConditionArtifactsUploaded);
-  if (before != nullptr &&
-      (before->status == "True" || before->reason == api::kReasonUploadFailed)) {
-    return;  // settled
+  if (UploadSettled(plan.status.FindCondition(api::kConditionArtifactsUploaded))) {
+    return;
   }
   const std::string name = api::ArtifactsPodName(view.job.metadata.name);
   const ObservedPod* uploader = nullptr;
@@ -318,9 +314,7 @@ bool ArtifactsPending(const PlanView& view, const PlanBuilder& plan) {
   if (!view.job.spec.artifacts || plan.status.phase != JobPhase::kSucceeded) {
     return false;
   }
-  const api::Condition* condition = plan.status.FindCondition(api::kConditionArtifactsUploaded);
-  return condition == nullptr ||
-         (condition->status != "True" && condition->reason != api::kReasonUploadFailed);
+  return !UploadSettled(plan.status.FindCondition(api::kConditionArtifactsUploaded));
 }
 
 void CheckTtl(const PlanView& view, const std::optional<std::string>& completion_time,

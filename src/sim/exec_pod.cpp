@@ -13,10 +13,6 @@ using nlohmann::json;
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-std::string Rfc3339(ExecClock::time_point time) {
-  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(time));
-}
-
 // A path inside a volume or container: relative ones may not climb out.
 bool ClimbsOut(const std::string& path) {
   for (const auto& part : std::filesystem::path(path)) {
@@ -613,12 +609,12 @@ json StateJson(const ExecContainerStatus& c) {
       return {{"waiting", std::move(waiting)}};
     }
     case ExecContainerStatus::State::kRunning:
-      return {{"running", {{"startedAt", Rfc3339(c.started_at)}}}};
+      return {{"running", {{"startedAt", api::FormatTime(c.started_at)}}}};
     case ExecContainerStatus::State::kTerminated: {
       json terminated = {{"exitCode", c.exit_code},
                          {"reason", c.reason},
-                         {"startedAt", Rfc3339(c.started_at)},
-                         {"finishedAt", Rfc3339(c.finished_at)}};
+                         {"startedAt", api::FormatTime(c.started_at)},
+                         {"finishedAt", api::FormatTime(c.finished_at)}};
       if (c.signal != 0) {
         terminated["signal"] = c.signal;
       }
@@ -645,8 +641,8 @@ json ContainerStatusJson(const ExecPodStatus& pod, const ExecContainerStatus& c)
     status["lastState"] = {{"terminated",
                             {{"exitCode", c.last_terminated->exit_code},
                              {"reason", c.last_terminated->reason},
-                             {"startedAt", Rfc3339(c.last_terminated->started_at)},
-                             {"finishedAt", Rfc3339(c.last_terminated->finished_at)}}}};
+                             {"startedAt", api::FormatTime(c.last_terminated->started_at)},
+                             {"finishedAt", api::FormatTime(c.last_terminated->finished_at)}}}};
   }
   return status;
 }
@@ -657,7 +653,7 @@ json ConditionJson(const char* type, bool status, const std::string& reason,
   auto or_null = [](const std::string& text) { return text.empty() ? json(nullptr) : json(text); };
   return {{"type", type},
           {"status", status ? "True" : "False"},
-          {"lastTransitionTime", Rfc3339(now)},
+          {"lastTransitionTime", api::FormatTime(now)},
           {"reason", or_null(reason)},
           {"message", or_null(message)}};
 }
@@ -707,7 +703,7 @@ json ExecStatusPatch(const ExecPodStatus& status, ExecClock::time_point now) {
   }
   json out = {{"phase", status.phase},
               {"hostIP", status.host_ip},
-              {"startTime", Rfc3339(status.start_time)},
+              {"startTime", api::FormatTime(status.start_time)},
               {"conditions", std::move(conditions)},
               {"containerStatuses", std::move(containers)}};
   if (!init.empty()) {

@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/common/strings.h>
 #include <hybridjob/sim/exec_runtime.h>
 
 namespace hybridjob::sim {
@@ -334,6 +335,85 @@ std::string LoopbackAddress(size_t index) {
 }
 
 const char* kNetDirInContainer = "/etc/.hybridjob-sim";
+
+// What the child of one container run does before it execs: its root (an
+// overlay of the host's /), the host's other mounts, the pod's hosts file,
+// the volumes, the hostname and working directory; then the program, looked
+// up in the container's PATH.
+Prepared PrepareLaunch(const fs::path& container_dir, const std::vector<std::string>& host_mounts,
+                       const fs::path& net_dir, const std::vector<ExecBind>& binds,
+                       const std::string& hostname, const std::string& working_dir,
+                       const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& env) {
+  Prepared p;
+  const std::string root = (container_dir / "root").string();
+  p.Add(OpCode::kMountOverlay, root,
+        "lowerdir=/,upperdir=" + (container_dir / "upper").string() +
+            ",workdir=" + (container_dir / "work").string(),
+        "mount the container's root (overlayfs)");
+  for (const std::string& point : host_mounts) {
+    if (fs::is_directory(point)) {
+      p.Add(OpCode::kBindRecursive, point, root + point, "bind " + point);
+    }
+  }
+  // /etc/hosts and /etc/hostname are links into a directory the runtime
+  // rewrites as pods come and go.
+  p.MakeDirs(root, kNetDirInContainer);
+  p.Add(OpCode::kBindRecursive, net_dir.string(), root + kNetDirInContainer,
+        "bind the pod's hosts file");
+  for (const char* name : {"hosts", "hostname"}) {
+    const std::string path = root + "/etc/" + name;
+    p.Add(OpCode::kUnlink, path, "", std::string("replace /etc/") + name);
+    p.Add(OpCode::kSymlink, std::string(".hybridjob-sim/") + name, path,
+          std::string("link /etc/") + name);
+  }
+  std::error_code ec;
+  for (const ExecBind& bind : binds) {
+    if (!fs::exists(bind.source)) {
+      fs::create_directories(bind.source, ec);  // a subPath a kubelet creates
+    }
+    const std::string target = root + bind.target;
+    if (fs::is_directory(bind.source)) {
+      p.MakeDirs(root, bind.target);
+    } else {
+      p.MakeDirs(root, fs::path(bind.target).parent_path().string());
+      p.Add(OpCode::kTouch, target, "", "create " + bind.target);
+    }
+    p.Add(OpCode::kBindRecursive, bind.source.string(), target, "mount " + bind.target);
+    if (bind.read_only) {
+      p.Add(OpCode::kRemountReadOnly, target, "", "mount " + bind.target + " read-only");
+    }
+  }
+  p.Add(OpCode::kSetHostname, hostname, "", "set the hostname");
+  p.MakeDirs(root, working_dir);
+  p.Add(OpCode::kChroot, root, "", "enter the container's root");
+  p.Add(OpCode::kChdir, working_dir, "", "change to the working directory " + working_dir);
+
+  for (const std::string& word : argv) {
+    p.argv.push_back(p.Keep(word));
+  }
+  p.argv.push_back(nullptr);
+  std::string path_value;
+  for (const auto& [name, value] : env) {
+    p.envp.push_back(p.Keep(name + "=" + value));
+    if (name == "PATH") {
+      path_value = value;
+    }
+  }
+  p.envp.push_back(nullptr);
+  const std::string& program = argv.front();
+  if (program.find('/') != std::string::npos) {
+    p.candidates.push_back(p.Keep(program));
+  } else {
+    for (std::string_view dir : Split(path_value, ':')) {
+      p.candidates.push_back(p.Keep((dir.empty() ? "." : std::string(dir)) + "/" + program));
+    }
+  }
+  p.descriptions.push_back("exec: \"" + program + "\"");
+  p.exec_what = p.descriptions.size() - 1;
+
+  return p;
+}
 
 }  // namespace
 
@@ -695,28 +775,31 @@ void ExecRuntime::Apply(Command& command) {
         } else {
           objects.erase(command.name);
         }
-        ++pod->volume_generation;
-        for (const ExecVolume& volume : pod->launch.pod.volumes) {
-          const bool shows = std::any_of(
-              volume.projections.begin(), volume.projections.end(), [&](const auto& projection) {
-                return projection.name == command.name &&
-                       (projection.kind == ExecVolume::Kind::kSecret) == command.secret;
-              });
-          if (!shows) {
-            continue;
-          }
-          Result<std::map<std::string, VolumeFile>> files =
-              VolumeFiles(volume, pod->launch.objects);
-          if (files.ok()) {
-            if (Status s = WriteProjectedDir(pod->volume_dirs.at(volume.name), *files,
-                                             pod->volume_generation);
-                !s.ok()) {
-              spdlog::warn("exec: pod {}: volume {}: {}", pod->Key(), volume.name, s.message());
-            }
-          }
-        }
+        RewriteVolumesShowing(*pod, command.secret, command.name);
       }
       return;
+  }
+}
+
+void ExecRuntime::RewriteVolumesShowing(PodRun& pod, bool secret, const std::string& name) {
+  ++pod.volume_generation;
+  for (const ExecVolume& volume : pod.launch.pod.volumes) {
+    const bool shows =
+        std::any_of(volume.projections.begin(), volume.projections.end(), [&](const auto& p) {
+          return p.name == name && (p.kind == ExecVolume::Kind::kSecret) == secret;
+        });
+    if (!shows) {
+      continue;
+    }
+    Result<std::map<std::string, VolumeFile>> files = VolumeFiles(volume, pod.launch.objects);
+    if (!files.ok()) {
+      continue;
+    }
+    if (Status s =
+            WriteProjectedDir(pod.volume_dirs.at(volume.name), *files, pod.volume_generation);
+        !s.ok()) {
+      spdlog::warn("exec: pod {}: volume {}: {}", pod.Key(), volume.name, s.message());
+    }
   }
 }
 
@@ -843,31 +926,38 @@ void RecordExit(ExecContainerStatus& status, int exit_code, int signal, std::str
 
 }  // namespace
 
-void ExecRuntime::Reap(PodRun& pod, ExecClock::time_point now) {
+void ExecRuntime::AfterExit(PodRun& pod, bool init, size_t index, ExecClock::time_point now,
+                            bool start_error) {
+  if (pod.stopping || pod.failed) {
+    return;
+  }
+  PodRun::Container& c = init ? pod.init[index] : pod.main[index];
   const ExecRestartPolicy policy = pod.launch.pod.restart_policy;
-  auto after_exit = [&](PodRun::Container& c, bool init) {
-    if (pod.stopping || pod.failed) {
-      return;
-    }
-    const int code = c.status.exit_code;
-    if (init && code == 0) {
-      ++pod.next_init;
-      return;
-    }
-    // Init containers run again after a failure unless the policy is Never.
-    const bool again = init ? policy != ExecRestartPolicy::kNever : RestartsAfterExit(policy, code);
-    if (!again) {
-      if (init) {
-        pod.failed = true;
-      }
-      return;
-    }
-    c.start_at = now + (c.status.restart_count == 0 ? std::chrono::seconds(0)
-                                                    : RestartBackoff(c.status.restart_count));
-  };
+  const int code = c.status.exit_code;
+  if (init && code == 0) {
+    ++pod.next_init;
+    return;
+  }
+  // Init containers run again after a failure unless the policy is Never.
+  const bool again = init ? policy != ExecRestartPolicy::kNever : RestartsAfterExit(policy, code);
+  if (!again) {
+    pod.failed = init;
+    return;
+  }
+  // A first exit runs again at once; a program that could not start waits a
+  // step of back-off more, as starting it again at once fails the same way.
+  const int restarts = c.status.restart_count;
+  c.start_at = now + (start_error     ? RestartBackoff(restarts + 1)
+                      : restarts == 0 ? std::chrono::seconds(0)
+                                      : RestartBackoff(restarts));
+}
+
+void ExecRuntime::Reap(PodRun& pod, ExecClock::time_point now) {
   bool changed = false;
   for (bool init : {true, false}) {
-    for (auto& c : init ? pod.init : pod.main) {
+    auto& containers = init ? pod.init : pod.main;
+    for (size_t index = 0; index < containers.size(); ++index) {
+      PodRun::Container& c = containers[index];
       if (c.pid == 0) {
         continue;
       }
@@ -895,7 +985,7 @@ void ExecRuntime::Reap(PodRun& pod, ExecClock::time_point now) {
       }
       RecordExit(c.status, code, signal, "", "", now);
       spdlog::info("exec: pod {} container {} exited with {}", pod.Key(), c.status.name, code);
-      after_exit(c, init);
+      AfterExit(pod, init, index, now, /*start_error=*/false);
       changed = true;
     }
   }
@@ -1013,75 +1103,9 @@ void ExecRuntime::StartContainer(PodRun& pod, bool init, size_t index, ExecClock
   fs::create_directories(log.parent_path(), ec);
   c.logs.push_back(log);
 
-  Prepared p;
-  const std::string root = (container_dir / "root").string();
-  p.Add(OpCode::kMountOverlay, root,
-        "lowerdir=/,upperdir=" + (container_dir / "upper").string() +
-            ",workdir=" + (container_dir / "work").string(),
-        "mount the container's root (overlayfs)");
-  for (const std::string& point : host_mounts_) {
-    if (fs::is_directory(point)) {
-      p.Add(OpCode::kBindRecursive, point, root + point, "bind " + point);
-    }
-  }
-  // /etc/hosts and /etc/hostname are links into a directory the runtime
-  // rewrites as pods come and go.
-  p.MakeDirs(root, kNetDirInContainer);
-  p.Add(OpCode::kBindRecursive, (pod.dir / "net").string(), root + kNetDirInContainer,
-        "bind the pod's hosts file");
-  for (const char* name : {"hosts", "hostname"}) {
-    const std::string path = root + "/etc/" + name;
-    p.Add(OpCode::kUnlink, path, "", std::string("replace /etc/") + name);
-    p.Add(OpCode::kSymlink, std::string(".hybridjob-sim/") + name, path,
-          std::string("link /etc/") + name);
-  }
-  for (const ExecBind& bind : *binds) {
-    if (!fs::exists(bind.source)) {
-      fs::create_directories(bind.source, ec);  // a subPath a kubelet creates
-    }
-    const std::string target = root + bind.target;
-    if (fs::is_directory(bind.source)) {
-      p.MakeDirs(root, bind.target);
-    } else {
-      p.MakeDirs(root, fs::path(bind.target).parent_path().string());
-      p.Add(OpCode::kTouch, target, "", "create " + bind.target);
-    }
-    p.Add(OpCode::kBindRecursive, bind.source.string(), target, "mount " + bind.target);
-    if (bind.read_only) {
-      p.Add(OpCode::kRemountReadOnly, target, "", "mount " + bind.target + " read-only");
-    }
-  }
-  p.Add(OpCode::kSetHostname, pod_spec.hostname, "", "set the hostname");
-  const std::string working_dir = spec.working_dir.empty() ? "/" : spec.working_dir;
-  p.MakeDirs(root, working_dir);
-  p.Add(OpCode::kChroot, root, "", "enter the container's root");
-  p.Add(OpCode::kChdir, working_dir, "", "change to the working directory " + working_dir);
-
-  for (const std::string& word : *argv) {
-    p.argv.push_back(p.Keep(word));
-  }
-  p.argv.push_back(nullptr);
-  std::string path_value;
-  for (const auto& [name, value] : *env) {
-    p.envp.push_back(p.Keep(name + "=" + value));
-    if (name == "PATH") {
-      path_value = value;
-    }
-  }
-  p.envp.push_back(nullptr);
-  const std::string& program = argv->front();
-  if (program.find('/') != std::string::npos) {
-    p.candidates.push_back(p.Keep(program));
-  } else {
-    std::istringstream dirs(path_value);
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      p.candidates.push_back(p.Keep((dir.empty() ? "." : dir) + "/" + program));
-    }
-  }
-  p.descriptions.push_back("exec: \"" + program + "\"");
-  p.exec_what = p.descriptions.size() - 1;
-
+  const Prepared p =
+      PrepareLaunch(container_dir, host_mounts_, pod.dir / "net", *binds, pod_spec.hostname,
+                    spec.working_dir.empty() ? "/" : spec.working_dir, *argv, *env);
   const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     wait_with("CreateContainerError", Internal("open " + log.string() + ": " + strerror(errno)));
@@ -1094,12 +1118,7 @@ void ExecRuntime::StartContainer(PodRun& pod, bool init, size_t index, ExecClock
     // As containerd reports a process that could not start.
     RecordExit(c.status, 128, 0, "StartError", pid.status().message(), now);
     spdlog::warn("exec: pod {} container {}: {}", pod.Key(), spec.name, pid.status().message());
-    if (init) {
-      pod.failed = pod.launch.pod.restart_policy == ExecRestartPolicy::kNever;
-    }
-    if (!pod.failed && RestartsAfterExit(pod.launch.pod.restart_policy, 128)) {
-      c.start_at = now + RestartBackoff(c.status.restart_count + 1);
-    }
+    AfterExit(pod, init, index, now, /*start_error=*/true);
     Publish(pod);
     return;
   }

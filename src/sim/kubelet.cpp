@@ -9,10 +9,6 @@
 namespace hybridjob::sim {
 namespace {
 
-std::string Rfc3339(WallClock::time_point time) {
-  return api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(time));
-}
-
 std::optional<WallClock::time_point> ParseTimeField(const nlohmann::json& object,
                                                     const char* field) {
   auto it = object.find(field);
@@ -42,8 +38,9 @@ std::vector<std::pair<std::string, std::string>> Containers(const nlohmann::json
 }
 
 nlohmann::json Condition(const char* type, bool status, WallClock::time_point now) {
-  return {
-      {"type", type}, {"status", status ? "True" : "False"}, {"lastTransitionTime", Rfc3339(now)}};
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"lastTransitionTime", api::FormatTime(now)}};
 }
 
 nlohmann::json ContainerStatus(const SimPod& pod, const std::pair<std::string, std::string>& c,
@@ -62,8 +59,8 @@ nlohmann::json Terminated(int exit_code, WallClock::time_point started,
                           WallClock::time_point finished, const std::string& message = "") {
   nlohmann::json terminated = {{"exitCode", exit_code},
                                {"reason", exit_code == 0 ? "Completed" : "Error"},
-                               {"startedAt", Rfc3339(started)},
-                               {"finishedAt", Rfc3339(finished)}};
+                               {"startedAt", api::FormatTime(started)},
+                               {"finishedAt", api::FormatTime(finished)}};
   if (!message.empty()) {
     terminated["message"] = message;
   }
@@ -248,7 +245,7 @@ nlohmann::json ContainerCreatingStatusPatch(const SimPod& pod, WallClock::time_p
       {"status",
        {{"phase", "Pending"},
         {"hostIP", host_ip},
-        {"startTime", Rfc3339(now)},
+        {"startTime", api::FormatTime(now)},
         {"conditions", nlohmann::json::array(
                            {Condition("Initialized", pod.init_containers.empty(), now), not_ready,
                             containers_not_ready, Condition("PodScheduled", true, now)})},
@@ -271,7 +268,7 @@ KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
     nlohmann::json containers = nlohmann::json::array();
     for (const auto& c : pod.containers) {
       containers.push_back(
-          ContainerStatus(pod, c, {{"running", {{"startedAt", Rfc3339(now)}}}}, true));
+          ContainerStatus(pod, c, {{"running", {{"startedAt", api::FormatTime(now)}}}}, true));
     }
     decision.status_patch = {
         {"status",
@@ -279,7 +276,7 @@ KubeletDecision DecideKubeletStep(const SimPod& pod, WallClock::time_point now,
           {"hostIP", host_ip},
           {"podIP", pod_ip},
           {"podIPs", nlohmann::json::array({{{"ip", pod_ip}}})},
-          {"startTime", Rfc3339(now)},
+          {"startTime", api::FormatTime(now)},
           {"conditions",
            nlohmann::json::array(
                {Condition("Initialized", true, now), Condition("Ready", true, now),

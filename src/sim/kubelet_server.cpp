@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/common/mutex.h>
+#include <hybridjob/common/strings.h>
 #include <hybridjob/sim/kubelet_server.h>
 
 namespace hybridjob::sim {
@@ -71,19 +72,6 @@ std::string PercentDecode(std::string_view text, bool plus_is_space) {
     out.push_back(plus_is_space && c == '+' ? ' ' : c);
   }
   return out;
-}
-
-std::vector<std::string_view> Split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find(separator, start);
-    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) {
-      return parts;
-    }
-    start = end + 1;
-  }
 }
 
 // The first value of each parameter, decoded (as Go's url.Values.Get reads it).

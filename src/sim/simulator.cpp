@@ -533,7 +533,9 @@ bool Simulator::WaitForMounts(const SimPod& pod, const std::string& key, const s
 void Simulator::HandleExec(const std::shared_ptr<const SimPod>& pod, const std::string& key,
                            const std::string& host_ip) {
   const auto now = WallClock::now();
-  const bool known = exec_->Has(pod->uid);
+  // Unset while the runtime has not taken the pod yet (then Has is true).
+  const std::optional<ExecPodStatus> status = exec_->PodStatus(pod->uid);
+  const bool known = status.has_value() || exec_->Has(pod->uid);
   if (pod->deleting) {
     if (!known) {
       RemovePod(*pod, key);
@@ -541,7 +543,6 @@ void Simulator::HandleExec(const std::shared_ptr<const SimPod>& pod, const std::
     }
     // SIGTERM, then SIGKILL after the grace period; the pod goes once every
     // process has exited (the runtime reports it and this runs again).
-    std::optional<ExecPodStatus> status = exec_->PodStatus(pod->uid);
     if (status && status->stopped) {
       RemovePod(*pod, key);
       return;
@@ -556,7 +557,6 @@ void Simulator::HandleExec(const std::shared_ptr<const SimPod>& pod, const std::
     return;
   }
   if (known) {
-    std::optional<ExecPodStatus> status = exec_->PodStatus(pod->uid);
     if (!status) {
       return;  // published once the runtime has taken it
     }

@@ -129,6 +129,9 @@ struct VolumeSpec {
   bool retain = false;             // keep the created PVC after the job is deleted
   std::optional<std::string> existing_claim;
 
+  // Whether members of `role` mount it.
+  bool AppliesTo(std::string_view role) const;
+
   friend bool operator==(const VolumeSpec&, const VolumeSpec&) = default;
 };
 
@@ -185,6 +188,7 @@ struct HybridJobSpec {
   std::string scheduler_name = "gang-scheduler";
 
   const ReplicaSpec* FindRole(std::string_view name) const;
+  const VolumeSpec* FindVolume(std::string_view name) const;
   // Some role has min != max: the membership is only known once the gang is
   // placed. Otherwise it is known when the pods are created.
   bool IsElastic() const;

@@ -10,4 +10,8 @@ namespace hybridjob {
 // "a, b, c": `parts` with `separator` between them.
 std::string Join(const std::vector<std::string>& parts, std::string_view separator = ", ");
 
+// The parts of `text` between separators, empty ones included ("a,,b" has
+// three, "" has one). They point into `text`.
+std::vector<std::string_view> Split(std::string_view text, char separator);
+
 }  // namespace hybridjob

@@ -105,6 +105,12 @@ class ExecRuntime {
   void Advance(PodRun& pod, ExecClock::time_point now);
   void StartContainer(PodRun& pod, bool init, size_t index, ExecClock::time_point now);
   void Reap(PodRun& pod, ExecClock::time_point now);
+  // After a container's run ended (or could not start): the next init
+  // container, a restart at its back-off, or the pod's failure.
+  void AfterExit(PodRun& pod, bool init, size_t index, ExecClock::time_point now, bool start_error);
+  // A ConfigMap or Secret changed: the pod's volumes that show it are
+  // written again (an atomic swap of ..data).
+  void RewriteVolumesShowing(PodRun& pod, bool secret, const std::string& name);
   void SignalAll(PodRun& pod, int signal);
   void RefreshHosts();
   void Publish(PodRun& pod);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/common/strings.h>
 #include <hybridjob/sim/trace/trace.h>
 
 namespace hybridjob::sim::trace {
@@ -23,18 +24,13 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-std::vector<std::string_view> Split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  size_t begin = 0;
-  while (true) {
-    size_t end = text.find(separator, begin);
-    if (end == std::string_view::npos) {
-      parts.push_back(Trim(text.substr(begin)));
-      return parts;
-    }
-    parts.push_back(Trim(text.substr(begin, end - begin)));
-    begin = end + 1;
+// The parts of `text` between separators, each trimmed.
+std::vector<std::string_view> SplitTrimmed(std::string_view text, char separator) {
+  std::vector<std::string_view> parts = Split(text, separator);
+  for (std::string_view& part : parts) {
+    part = Trim(part);
   }
+  return parts;
 }
 
 bool SkippedLine(std::string_view line) {
@@ -68,8 +64,8 @@ Result<std::vector<TraceRole>> ParseRoles(std::string_view text) {
   if (text.empty()) {
     return InvalidArgument("roles: empty; expected name:min:max:gpus[;...]");
   }
-  for (std::string_view item : Split(text, ';')) {
-    std::vector<std::string_view> parts = Split(item, ':');
+  for (std::string_view item : SplitTrimmed(text, ';')) {
+    std::vector<std::string_view> parts = SplitTrimmed(item, ':');
     if (parts.size() != 4) {
       return InvalidArgument("roles: \"" + std::string(item) + "\" is not name:min:max:gpus");
     }
@@ -199,7 +195,7 @@ Result<std::vector<TraceJob>> ParseTraceCsv(std::string_view text) {
       header_seen = true;
       continue;
     }
-    std::vector<std::string_view> fields = Split(line, ',');
+    std::vector<std::string_view> fields = SplitTrimmed(line, ',');
     if (fields.size() != 6) {
       return AtLine(line_number,
                     InvalidArgument("expected 6 fields, found " + std::to_string(fields.size())));
