@@ -13,6 +13,33 @@ using nlohmann::ordered_json;
 // allocate without limit when it checks which members exist.
 constexpr int64_t kMaxReplicasPerRole = 100000;
 
+std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
+                                         const std::string& parent_path) {
+  const json* object = fields.Object(parent, "topology", parent_path);
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  const std::string path = JoinPath(parent_path, "topology");
+  TopologySpec topology;
+  topology.level = fields.String(*object, "level", path).value_or("");
+  topology.mode =
+      fields.Enumerated<TopologyMode>(*object, "mode", path, ParseTopologyMode, AllTopologyModes())
+          .value_or(TopologyMode::kRequired);
+  if (topology.level.empty() != (topology.mode == TopologyMode::kNone)) {
+    fields.Error(JoinPath(path, "level"), "required unless the mode is None, and only then");
+  }
+  return topology;
+}
+
+ordered_json TopologyJson(const TopologySpec& topology) {
+  ordered_json out = ordered_json::object();
+  if (!topology.level.empty()) {
+    out["level"] = topology.level;
+  }
+  out["mode"] = ToString(topology.mode);
+  return out;
+}
+
 }  // namespace
 
 const GroupRole* GroupSpec::FindRole(std::string_view name) const {
@@ -28,9 +55,10 @@ GroupSpec GroupSpecOf(const HybridJob& job) {
   GroupSpec spec;
   for (const ReplicaSpec& role : job.spec.replica_specs) {
     spec.roles.push_back(
-        {role.name, role.min_replicas, role.EffectiveMaxReplicas(), role.priority});
+        {role.name, role.min_replicas, role.EffectiveMaxReplicas(), role.priority, role.topology});
   }
   spec.queue = job.spec.queue.value_or("");
+  spec.topology = job.spec.topology;
   spec.schedule_timeout_seconds = job.spec.run_policy.schedule_timeout_seconds;
   return spec;
 }
@@ -79,6 +107,7 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
       total_max += max;
     }
     role.priority = fields.Int32(item, "priority", path).value_or(0);
+    role.topology = ReadTopology(fields, item, path);
     spec.roles.push_back(std::move(role));
   }
   if (fields.ok() && total_max == 0) {
@@ -89,6 +118,10 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
   if (spec.schedule_timeout_seconds && *spec.schedule_timeout_seconds < 0) {
     fields.Error("scheduleTimeoutSeconds", "must not be negative");
   }
+  spec.topology = ReadTopology(fields, object, "");
+  if (spec.topology && spec.topology->mode == TopologyMode::kNone) {
+    fields.Error("topology.mode", "None is only for a role");
+  }
   if (!fields.ok()) {
     return Status(StatusCode::kInvalidArgument, "group spec: " + fields.ToStatus().message());
   }
@@ -98,10 +131,14 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
 std::string FormatGroupSpec(const GroupSpec& spec) {
   ordered_json roles = ordered_json::array();
   for (const GroupRole& role : spec.roles) {
-    roles.push_back({{"name", role.name},
-                     {"min", role.min_replicas},
-                     {"max", role.max_replicas},
-                     {"priority", role.priority}});
+    ordered_json item = {{"name", role.name},
+                         {"min", role.min_replicas},
+                         {"max", role.max_replicas},
+                         {"priority", role.priority}};
+    if (role.topology) {
+      item["topology"] = TopologyJson(*role.topology);
+    }
+    roles.push_back(std::move(item));
   }
   ordered_json object = {{"roles", std::move(roles)}};
   if (!spec.queue.empty()) {
@@ -109,6 +146,9 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
   }
   if (spec.schedule_timeout_seconds) {
     object["scheduleTimeoutSeconds"] = *spec.schedule_timeout_seconds;
+  }
+  if (spec.topology) {
+    object["topology"] = TopologyJson(*spec.topology);
   }
   return object.dump();
 }

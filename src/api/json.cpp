@@ -32,15 +32,41 @@ ObjectMeta ReadObjectMeta(JsonFields& reader, const json& object) {
   return meta;
 }
 
+std::optional<TopologySpec> ReadTopology(JsonFields& reader, const json& parent,
+                                         const std::string& parent_path) {
+  const json* object = reader.Object(parent, "topology", parent_path);
+  if (object == nullptr) {
+    return std::nullopt;
+  }
+  const std::string path = JoinPath(parent_path, "topology");
+  reader.CheckKnown(*object, {"level", "mode"}, path);
+  TopologySpec topology;
+  topology.level = reader.String(*object, "level", path).value_or("");
+  topology.mode =
+      reader.Enumerated<TopologyMode>(*object, "mode", path, ParseTopologyMode, AllTopologyModes())
+          .value_or(TopologyMode::kRequired);
+  return topology;
+}
+
+json TopologyJson(const TopologySpec& topology) {
+  json out = json::object();
+  if (!topology.level.empty()) {
+    out["level"] = topology.level;
+  }
+  out["mode"] = ToString(topology.mode);
+  return out;
+}
+
 ReplicaSpec ReadReplicaSpec(JsonFields& reader, const json& item, const std::string& path) {
   ReplicaSpec role;
   if (!item.is_object()) {
     reader.Error(path, "must be an object");
     return role;
   }
-  reader.CheckKnown(
-      item, {"name", "minReplicas", "maxReplicas", "priority", "restartPolicy", "port", "template"},
-      path);
+  reader.CheckKnown(item,
+                    {"name", "minReplicas", "maxReplicas", "priority", "restartPolicy", "port",
+                     "topology", "template"},
+                    path);
   std::optional<std::string> name = reader.String(item, "name", path);
   if (!name) {
     if (JsonMember(item, "name") == nullptr) {
@@ -62,6 +88,7 @@ ReplicaSpec ReadReplicaSpec(JsonFields& reader, const json& item, const std::str
                                                        ParseRestartPolicy, AllRestartPolicies())
                             .value_or(RestartPolicy::kNever);
   role.port = reader.Int32(item, "port", path);
+  role.topology = ReadTopology(reader, item, path);
   if (const json* pod_template = reader.Object(item, "template", path)) {
     role.pod_template = *pod_template;
   }
@@ -194,7 +221,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   }
   reader.CheckKnown(*spec_json,
                     {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code",
-                     "artifacts", "tensorboard", "queue", "schedulerName"},
+                     "artifacts", "tensorboard", "queue", "topology", "schedulerName"},
                     "spec");
   spec.framework =
       reader.Enumerated<Framework>(*spec_json, "framework", "spec", ParseFramework, AllFrameworks())
@@ -218,6 +245,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   spec.artifacts = ReadArtifacts(reader, *spec_json);
   spec.tensorboard = ReadTensorboard(reader, *spec_json);
   spec.queue = reader.String(*spec_json, "queue", "spec");
+  spec.topology = ReadTopology(reader, *spec_json, "spec");
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
                             .value_or(std::string(kDefaultSchedulerName));
   return spec;
@@ -383,6 +411,9 @@ json ToJson(const HybridJobSpec& spec) {
     item["priority"] = role.priority;
     item["restartPolicy"] = ToString(role.restart_policy);
     SetIf(item, "port", role.port);
+    if (role.topology) {
+      item["topology"] = TopologyJson(*role.topology);
+    }
     item["template"] = role.pod_template;
     roles.push_back(std::move(item));
   }
@@ -445,6 +476,9 @@ json ToJson(const HybridJobSpec& spec) {
   }
   if (spec.queue) {
     out["queue"] = *spec.queue;
+  }
+  if (spec.topology) {
+    out["topology"] = TopologyJson(*spec.topology);
   }
   out["schedulerName"] = spec.scheduler_name;
   return out;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <hybridjob/api/names.h>
 
 namespace hybridjob::api {
@@ -95,6 +97,31 @@ std::string MemberHost(std::string_view job, std::string_view ns, std::string_vi
   host += ns;
   host += ".svc";
   return host;
+}
+
+namespace {
+
+bool IsAlphanumeric(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+}  // namespace
+
+bool IsQualifiedNamePart(std::string_view value) {
+  if (value.empty() || value.size() > kMaxDnsLabelLength || !IsAlphanumeric(value.front()) ||
+      !IsAlphanumeric(value.back())) {
+    return false;
+  }
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return IsAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+bool IsQualifiedName(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return IsQualifiedNamePart(key);
+  }
+  return IsDns1123Subdomain(key.substr(0, slash)) && IsQualifiedNamePart(key.substr(slash + 1));
 }
 
 }  // namespace hybridjob::api

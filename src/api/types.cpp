@@ -45,6 +45,12 @@ constexpr Spellings<JobPhase, 6> kJobPhases{{
     {JobPhase::kFailed, "Failed"},
 }};
 
+constexpr Spellings<TopologyMode, 3> kTopologyModes{{
+    {TopologyMode::kRequired, "Required"},
+    {TopologyMode::kPreferred, "Preferred"},
+    {TopologyMode::kNone, "None"},
+}};
+
 template <typename Enum, size_t N>
 std::string_view Spell(const Spellings<Enum, N>& table, Enum value) {
   for (const auto& [entry, text] : table) {
@@ -91,6 +97,9 @@ std::string_view ToString(SuccessOperator value) {
 std::string_view ToString(JobPhase value) {
   return Spell(kJobPhases, value);
 }
+std::string_view ToString(TopologyMode value) {
+  return Spell(kTopologyModes, value);
+}
 
 std::optional<Framework> ParseFramework(std::string_view text) {
   return Lookup(kFrameworks, text);
@@ -107,6 +116,9 @@ std::optional<SuccessOperator> ParseSuccessOperator(std::string_view text) {
 std::optional<JobPhase> ParseJobPhase(std::string_view text) {
   return Lookup(kJobPhases, text);
 }
+std::optional<TopologyMode> ParseTopologyMode(std::string_view text) {
+  return Lookup(kTopologyModes, text);
+}
 
 std::vector<std::string_view> AllFrameworks() {
   return AllOf(kFrameworks);
@@ -122,6 +134,9 @@ std::vector<std::string_view> AllSuccessOperators() {
 }
 std::vector<std::string_view> AllJobPhases() {
   return AllOf(kJobPhases);
+}
+std::vector<std::string_view> AllTopologyModes() {
+  return AllOf(kTopologyModes);
 }
 
 bool IsTerminal(JobPhase phase) {

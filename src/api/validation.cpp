@@ -40,30 +40,6 @@ bool HasControlOrSpace(std::string_view text) {
                      [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; });
 }
 
-bool IsAlphanumeric(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// A label value or the name part of a qualified name: at most 63 of
-// [-_.A-Za-z0-9], starting and ending with a letter or digit.
-bool IsQualifiedNamePart(std::string_view value) {
-  if (value.empty() || value.size() > kMaxDnsLabelLength || !IsAlphanumeric(value.front()) ||
-      !IsAlphanumeric(value.back())) {
-    return false;
-  }
-  return std::all_of(value.begin(), value.end(),
-                     [](char c) { return IsAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// A label or annotation key: [prefix/]name, the prefix a DNS subdomain.
-bool IsQualifiedName(std::string_view key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string_view::npos) {
-    return IsQualifiedNamePart(key);
-  }
-  return IsDns1123Subdomain(key.substr(0, slash)) && IsQualifiedNamePart(key.substr(slash + 1));
-}
-
 bool IsLabelValue(std::string_view value) {
   return value.empty() || IsQualifiedNamePart(value);
 }
@@ -719,10 +695,37 @@ class Validator {
     } else if (spec_.queue && spec_.queue->size() > kMaxDnsSubdomainLength) {
       Add("spec.queue", "must be at most 253 characters");
     }
+    if (spec_.topology) {
+      CheckTopology(*spec_.topology, "spec.topology", /*is_role=*/false);
+    }
+    for (size_t i = 0; i < spec_.replica_specs.size(); ++i) {
+      if (const std::optional<TopologySpec>& topology = spec_.replica_specs[i].topology) {
+        CheckTopology(*topology, Indexed("spec.replicaSpecs", i) + ".topology", /*is_role=*/true);
+      }
+    }
     if (spec_.scheduler_name.empty()) {
       Add("spec.schedulerName", "must not be empty");
     } else if (!IsDns1123Subdomain(spec_.scheduler_name)) {
       Add("spec.schedulerName", "must be a lowercase RFC 1123 subdomain");
+    }
+  }
+
+  // Whether the level is one the scheduler is configured with is the
+  // scheduler's to say (the job waits with the reason): the controller
+  // cannot know its configuration.
+  void CheckTopology(const TopologySpec& topology, const std::string& path, bool is_role) {
+    if (topology.mode == TopologyMode::kNone) {
+      if (!is_role) {
+        Add(path + ".mode", "None is only for a role's override (leave spec.topology unset)");
+      } else if (!topology.level.empty()) {
+        Add(path + ".level", "must be empty with mode None");
+      }
+      return;
+    }
+    if (topology.level.empty()) {
+      Add(path + ".level", "required: a node label key among the scheduler's topology levels");
+    } else if (!IsQualifiedName(topology.level)) {
+      Add(path + ".level", "must be a label key ([prefix/]name), got " + Quoted(topology.level));
     }
   }
 

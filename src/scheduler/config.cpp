@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <hybridjob/api/names.h>
 #include <hybridjob/common/duration.h>
 #include <hybridjob/common/quantity.h>
 #include <hybridjob/scheduler/config.h>
@@ -303,6 +305,38 @@ Status ParseStarvation(const YAML::Node& node, StarvationSettings* out) {
   return Status::Ok();
 }
 
+// At most this many levels: a cluster has zones, blocks, racks, cliques and
+// hosts; more would only slow every topology-bound gang's planning.
+constexpr size_t kMaxTopologyLevels = 8;
+
+Status ParseTopology(const YAML::Node& node, TopologySettings* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument("topology: expected a map");
+  }
+  FieldReader reader(node, "topology");
+  HJ_RETURN_IF_ERROR(reader.ReadStringList("levels", &out->levels));
+  HJ_RETURN_IF_ERROR(reader.RejectUnknown());
+  if (out->levels.size() > kMaxTopologyLevels) {
+    return InvalidArgument("topology.levels: at most " + std::to_string(kMaxTopologyLevels) +
+                           " levels");
+  }
+  for (size_t i = 0; i < out->levels.size(); ++i) {
+    const std::string& level = out->levels[i];
+    const std::string path = "topology.levels[" + std::to_string(i) + "]";
+    if (!api::IsQualifiedName(level)) {
+      return InvalidArgument(path + ": \"" + level + "\" is not a node label key");
+    }
+    if (std::find(out->levels.begin(), out->levels.begin() + static_cast<ptrdiff_t>(i), level) !=
+        out->levels.begin() + static_cast<ptrdiff_t>(i)) {
+      return InvalidArgument(path + ": \"" + level + "\" is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateAddress(const std::string& field, const std::string& address) {
   if (address.empty() || address == "0") {
     return Status::Ok();  // disabled
@@ -346,6 +380,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   HJ_RETURN_IF_ERROR(ParseReclaim(reader.Child("reclaim"), &config.reclaim));
   HJ_RETURN_IF_ERROR(ParsePreemption(reader.Child("preemption"), &config.preemption));
   HJ_RETURN_IF_ERROR(ParseStarvation(reader.Child("starvation"), &config.starvation));
+  HJ_RETURN_IF_ERROR(ParseTopology(reader.Child("topology"), &config.topology));
   HJ_RETURN_IF_ERROR(reader.RejectUnknown());
 
   if (config.scheduler_name.empty()) {

@@ -60,6 +60,9 @@ std::string Summary(const GroupPlan& plan) {
     out += role.name + " " + std::to_string(role.bound + role.placed) + " (min " +
            std::to_string(role.min_replicas) + ", max " + std::to_string(role.max_replicas) + ")";
   }
+  if (!plan.placement.empty()) {
+    out += " in " + plan.placement;
+  }
   return out;
 }
 
@@ -116,6 +119,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   planner.packing = config.scoring;
   planner.gpu_resource_names = config_.gpu_resources;
   planner.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
+  planner.topology_levels = config.topology.levels;
   PolicyConfig policy = PolicyConfigFrom(config);
   policy.scheduler_name = config_.scheduler_name;
   {

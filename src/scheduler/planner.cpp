@@ -7,6 +7,7 @@
 
 #include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/predicates.h>
+#include <hybridjob/scheduler/topology.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -25,6 +26,23 @@ struct PodClass {
   std::optional<InterPodAffinityState> affinity;
 };
 
+// Where a role's members may go: one domain of a topology level, or anywhere.
+struct NodeScope {
+  const TopologyLevelIndex* level = nullptr;  // nullptr: anywhere
+  int32_t domain = -1;
+
+  bool anywhere() const { return level == nullptr; }
+  bool Contains(uint32_t slot) const { return anywhere() || level->DomainOf(slot) == domain; }
+};
+
+// The topology side of one planning attempt: every configured level (for the
+// affinity score), the group's units and the domain chosen for each.
+struct TopologyChoice {
+  std::vector<const TopologyLevelIndex*> levels;
+  std::vector<TopologyUnit> units;
+  std::vector<NodeScope> scopes;  // per unit
+};
+
 struct RoleState {
   const GroupRole* spec = nullptr;
   size_t spec_order = 0;
@@ -38,6 +56,8 @@ struct RoleState {
   int32_t bound = 0;
   bool blocked = false;
   PodClass* last_class = nullptr;
+  int32_t unit = -1;  // topology unit, or -1
+  NodeScope scope;
 
   int32_t placed() const { return static_cast<int32_t>(next); }
   int32_t total() const { return bound + placed(); }
@@ -84,8 +104,8 @@ class TentativeScope {
 class GroupPlanner {
  public:
   GroupPlanner(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
-               uint32_t start_slot)
-      : snapshot_(snapshot), group_(group), config_(config) {
+               uint32_t start_slot, const TopologyChoice* topology = nullptr)
+      : snapshot_(snapshot), group_(group), config_(config), topology_(topology) {
     size_t slot_count = snapshot_.slots().size();
     start_slot_ = slot_count == 0 ? 0 : start_slot % slot_count;
     touched_flag_.assign(slot_count, 0);
@@ -96,17 +116,23 @@ class GroupPlanner {
   }
 
   GroupPlan Run();
+  // The topology unit of the role whose minimum did not fit, or -1 (no unit,
+  // or the plan did not fail for want of room).
+  int32_t failed_unit() const { return failed_unit_; }
 
  private:
   void SetUpRoles(GroupPlan& plan);
   std::string MissingMinimum() const;
   bool PlaceMinimums();
   void Grow();
+  void GrowRound();
+  void CountTopologyUse(uint32_t slot);
   bool TryPlaceNext(RoleState& role);
   PodClass& ClassFor(RoleState& role, const PodInfo& pod);
   bool SameClass(const PodInfo& a, const PodInfo& b) const;
   bool Feasible(const PodInfo& pod, PodClass& pod_class, uint32_t slot);
-  std::optional<uint32_t> ChooseNode(const PodInfo& pod, PodClass& pod_class);
+  std::optional<uint32_t> ChooseNode(const PodInfo& pod, PodClass& pod_class,
+                                     const NodeScope& scope);
   void Place(const PodInfo& pod, uint32_t slot);
   uint8_t StaticVerdict(PodClass& pod_class, uint32_t slot);
   VolumeVerdict CheckVolumes(const PodInfo& pod, const NodeInfo& node) const;
@@ -118,6 +144,11 @@ class GroupPlanner {
   Snapshot& snapshot_;
   const PodGroup& group_;
   const PlannerConfig& config_;
+  const TopologyChoice* topology_ = nullptr;
+  // Per configured level and domain: members of this group placed there.
+  std::vector<std::vector<int32_t>> topology_use_;
+  std::vector<int64_t> topology_scores_;
+  int32_t failed_unit_ = -1;
   uint32_t start_slot_ = 0;
   size_t nodes_to_find_ = 0;
   size_t last_scan_length_ = 0;
@@ -162,11 +193,28 @@ void GroupPlanner::SetUpRoles(GroupPlan& plan) {
     }
     return nullptr;
   };
+  if (topology_ != nullptr) {
+    for (size_t u = 0; u < topology_->units.size(); ++u) {
+      for (size_t role_index : topology_->units[u].roles) {
+        roles_[role_index].unit = static_cast<int32_t>(u);
+        roles_[role_index].scope = topology_->scopes[u];
+      }
+    }
+    topology_use_.resize(topology_->levels.size());
+    for (size_t l = 0; l < topology_->levels.size(); ++l) {
+      topology_use_[l].assign(topology_->levels[l]->domains.size(), 0);
+    }
+  }
   std::vector<std::set<int32_t>> taken_indices(roles_.size());
   for (const PodInfo* pod : group_.bound) {
     if (RoleState* role = find_role(pod->role)) {
       ++role->bound;
       taken_indices[role->spec_order].insert(pod->index);
+    }
+    if (topology_ != nullptr) {
+      if (std::optional<uint32_t> slot = snapshot_.FindNodeSlot(pod->node_name)) {
+        CountTopologyUse(*slot);
+      }
     }
   }
   std::set<std::string> selector_keys;
@@ -305,25 +353,39 @@ bool GroupPlanner::Feasible(const PodInfo& pod, PodClass& pod_class, uint32_t sl
   return CheckVolumes(pod, node.info).ok();
 }
 
-std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& pod_class) {
+std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& pod_class,
+                                                 const NodeScope& scope) {
   const std::vector<NodeState>& slots = snapshot_.slots();
   size_t slot_count = slots.size();
   candidates_.clear();
   // Nodes this group already uses come first: they keep the gang close and win
   // ties, which is what packing wants.
   for (uint32_t slot : touched_slots_) {
-    if (Feasible(pod, pod_class, slot)) {
+    if (scope.Contains(slot) && Feasible(pod, pod_class, slot)) {
       candidates_.push_back(slot);
     }
   }
-  size_t scanned = 0;
-  for (; scanned < slot_count && candidates_.size() < nodes_to_find_; ++scanned) {
-    uint32_t slot = static_cast<uint32_t>((start_slot_ + scanned) % slot_count);
-    if (touched_flag_[slot] == 0 && Feasible(pod, pod_class, slot)) {
-      candidates_.push_back(slot);
+  if (scope.anywhere()) {
+    size_t scanned = 0;
+    for (; scanned < slot_count && candidates_.size() < nodes_to_find_; ++scanned) {
+      uint32_t slot = static_cast<uint32_t>((start_slot_ + scanned) % slot_count);
+      if (touched_flag_[slot] == 0 && Feasible(pod, pod_class, slot)) {
+        candidates_.push_back(slot);
+      }
+    }
+    last_scan_length_ = scanned;
+  } else {
+    // Within one domain, rotated like the whole cluster.
+    const std::vector<uint32_t>& domain = scope.level->domains[scope.domain].slots;
+    const size_t offset = domain.empty() ? 0 : start_slot_ % domain.size();
+    for (size_t scanned = 0; scanned < domain.size() && candidates_.size() < nodes_to_find_;
+         ++scanned) {
+      uint32_t slot = domain[(offset + scanned) % domain.size()];
+      if (touched_flag_[slot] == 0 && Feasible(pod, pod_class, slot)) {
+        candidates_.push_back(slot);
+      }
     }
   }
-  last_scan_length_ = scanned;
   if (candidates_.empty()) {
     return std::nullopt;
   }
@@ -344,14 +406,25 @@ std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& p
     }
     NormalizeScores(affinity_scores_);
   }
+  // A topology-bound gang keeps close first (inner domains it already uses),
+  // then the usual scores decide.
+  topology_scores_.assign(candidates_.size(), 0);
+  if (topology_ != nullptr) {
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      topology_scores_[i] = TopologyAffinityScore(topology_->levels, topology_use_, candidates_[i]);
+    }
+  }
   size_t best = 0;
+  int64_t best_topology = std::numeric_limits<int64_t>::min();
   int64_t best_score = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     int64_t score = config_.packing_weight * packing_scores_[i];
     if (use_affinity) {
       score += config_.node_affinity_weight * affinity_scores_[i];
     }
-    if (score > best_score) {
+    if (topology_scores_[i] > best_topology ||
+        (topology_scores_[i] == best_topology && score > best_score)) {
+      best_topology = topology_scores_[i];
       best_score = score;
       best = i;
     }
@@ -365,6 +438,7 @@ void GroupPlanner::Place(const PodInfo& pod, uint32_t slot) {
     volume_plan_.Add(decision);
   }
   snapshot_.PlaceTentatively(pod, slot);
+  CountTopologyUse(slot);
   if (touched_flag_[slot] == 0) {
     touched_flag_[slot] = 1;
     touched_slots_.push_back(slot);
@@ -377,10 +451,22 @@ void GroupPlanner::Place(const PodInfo& pod, uint32_t slot) {
   }
 }
 
+void GroupPlanner::CountTopologyUse(uint32_t slot) {
+  if (topology_ == nullptr) {
+    return;
+  }
+  for (size_t l = 0; l < topology_->levels.size(); ++l) {
+    const int32_t domain = topology_->levels[l]->DomainOf(slot);
+    if (domain >= 0) {
+      ++topology_use_[l][domain];
+    }
+  }
+}
+
 bool GroupPlanner::TryPlaceNext(RoleState& role) {
   const PodInfo& pod = *role.pending[role.next];
   PodClass& pod_class = ClassFor(role, pod);
-  std::optional<uint32_t> slot = ChooseNode(pod, pod_class);
+  std::optional<uint32_t> slot = ChooseNode(pod, pod_class, role.scope);
   if (!slot.has_value()) {
     return false;
   }
@@ -411,6 +497,7 @@ bool GroupPlanner::PlaceMinimums() {
     while (role->total() < role->spec->min_replicas) {
       if (!TryPlaceNext(*role)) {
         failed_role_ = role;
+        failed_unit_ = role->unit;
         return false;
       }
     }
@@ -419,6 +506,24 @@ bool GroupPlanner::PlaceMinimums() {
 }
 
 void GroupPlanner::Grow() {
+  GrowRound();
+  // A Preferred unit that filled its domain grows on outside it, as close as
+  // the affinity score can keep it.
+  bool widened = false;
+  for (RoleState& role : roles_) {
+    if (role.unit >= 0 && !role.scope.anywhere() &&
+        topology_->units[role.unit].spec.mode == api::TopologyMode::kPreferred) {
+      role.scope = NodeScope{};
+      role.blocked = false;
+      widened = true;
+    }
+  }
+  if (widened) {
+    GrowRound();
+  }
+}
+
+void GroupPlanner::GrowRound() {
   std::vector<RoleState*> order;
   for (RoleState& role : roles_) {
     order.push_back(&role);
@@ -582,6 +687,261 @@ GroupPlan GroupPlanner::Run() {
   return plan;
 }
 
+// Each try at a domain plans the whole group; this many at most per group
+// before it waits, saying no domain holds it.
+constexpr size_t kMaxTopologyAttempts = 16;
+// Domains tried per unit at one level, best fit first.
+constexpr size_t kMaxDomainsPerLevel = 8;
+
+bool HasTopology(const GroupSpec& spec) {
+  return spec.topology.has_value() ||
+         std::any_of(spec.roles.begin(), spec.roles.end(),
+                     [](const GroupRole& role) { return role.topology.has_value(); });
+}
+
+// "rack" for example.com/rack: how messages name a level.
+std::string_view LevelName(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? key : key.substr(slash + 1);
+}
+
+// What one unit asks of a domain: its minimum's capacity beyond what is bound.
+struct UnitDemand {
+  CapacityMeasure measure;
+  int64_t need = 0;
+  std::vector<uint32_t> bound_slots;  // nodes of the unit's bound members
+};
+
+UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
+                    const PlannerConfig& config) {
+  UnitDemand demand;
+  demand.measure.gpu_resource_names = &config.gpu_resource_names;
+  struct RoleDemand {
+    int32_t bound = 0;
+    const PodInfo* pending = nullptr;
+  };
+  std::vector<RoleDemand> roles(unit.roles.size());
+  auto role_of = [&](const PodInfo& pod) -> RoleDemand* {
+    for (size_t i = 0; i < unit.roles.size(); ++i) {
+      if (group.spec.roles[unit.roles[i]].name == pod.role) {
+        return &roles[i];
+      }
+    }
+    return nullptr;
+  };
+  for (const PodInfo* pod : group.bound) {
+    if (RoleDemand* role = role_of(*pod)) {
+      ++role->bound;
+      if (std::optional<uint32_t> slot = snapshot.FindNodeSlot(pod->node_name)) {
+        demand.bound_slots.push_back(*slot);
+      }
+    }
+  }
+  for (const PodInfo* pod : group.pending) {
+    if (RoleDemand* role = role_of(*pod); role != nullptr && role->pending == nullptr) {
+      role->pending = pod;
+      demand.measure.gpus |= SumScalars(pod->requests, config.gpu_resource_names) > 0;
+    }
+  }
+  for (size_t i = 0; i < unit.roles.size(); ++i) {
+    const int32_t missing = group.spec.roles[unit.roles[i]].min_replicas - roles[i].bound;
+    if (missing > 0 && roles[i].pending != nullptr) {
+      demand.need += missing * demand.measure.Of(roles[i].pending->requests);
+    }
+  }
+  return demand;
+}
+
+// The scopes a unit may be planned in, in the order to try them.
+std::vector<NodeScope> CandidateScopes(const TopologyUnit& unit, const UnitDemand& demand,
+                                       const std::vector<const TopologyLevelIndex*>& levels,
+                                       const std::vector<NodeState>& slots) {
+  const TopologyLevelIndex* level = levels[unit.level];
+  const bool preferred = unit.spec.mode == api::TopologyMode::kPreferred;
+  std::vector<NodeScope> scopes;
+  if (!demand.bound_slots.empty()) {
+    // A running unit stays where most of its members are. Members bound
+    // outside every domain (placed before the level was configured) leave
+    // the unit where it is: anywhere.
+    std::vector<int32_t> members(level->domains.size(), 0);
+    for (uint32_t slot : demand.bound_slots) {
+      if (int32_t domain = level->DomainOf(slot); domain >= 0) {
+        ++members[domain];
+      }
+    }
+    auto most = std::max_element(members.begin(), members.end());
+    if (most != members.end() && *most > 0) {
+      scopes.push_back(NodeScope{level, static_cast<int32_t>(most - members.begin())});
+    }
+    if (preferred || scopes.empty()) {
+      scopes.push_back(NodeScope{});
+    }
+    return scopes;
+  }
+  auto add_best_fits = [&](const TopologyLevelIndex* index) {
+    std::vector<DomainFit> fits =
+        RankDomainsByFit(*index, FreeByDomain(*index, slots, demand.measure), demand.need);
+    for (size_t i = 0; i < fits.size() && i < kMaxDomainsPerLevel; ++i) {
+      scopes.push_back(NodeScope{index, fits[i].domain});
+    }
+  };
+  add_best_fits(level);
+  if (preferred) {
+    for (size_t outer = unit.level; outer-- > 0;) {
+      add_best_fits(levels[outer]);
+    }
+    scopes.push_back(NodeScope{});
+  }
+  return scopes;
+}
+
+std::string UnitName(const TopologyUnit& unit, const GroupSpec& spec) {
+  return unit.gang ? std::string("the gang") : "role " + spec.roles[unit.roles.front()].name;
+}
+
+// Why a Required unit fits the cluster but no single domain.
+std::string NoDomainReason(const TopologyUnit& unit, const UnitDemand& demand,
+                           const TopologyLevelIndex& level, const std::vector<NodeState>& slots,
+                           const GroupSpec& spec) {
+  const std::string level_name(LevelName(level.key));
+  std::string reason =
+      "topology: no single " + level.key + " domain holds " + UnitName(unit, spec) + "'s minimum";
+  if (level.domains.empty()) {
+    return reason + ": no node has the label " + level.key;
+  }
+  const std::vector<int64_t> free = FreeByDomain(level, slots, demand.measure);
+  const auto largest = std::max_element(free.begin(), free.end());
+  const TopologyDomain& domain = level.domains[largest - free.begin()];
+  reason += ": largest " + level_name + " (" + domain.value + ") has " +
+            demand.measure.Format(*largest) + " free; ";
+  reason +=
+      (unit.gang ? "the gang needs " : "the role needs ") + demand.measure.Format(demand.need);
+  if (*largest >= demand.need) {
+    reason += " (its nodes' free capacity is too fragmented, or they do not suit the members)";
+  }
+  return reason;
+}
+
+// Where a placed plan put each unit.
+std::string DescribePlacement(const TopologyChoice& choice, const GroupPlan& plan,
+                              const PodGroup& group, Snapshot& snapshot) {
+  std::string out;
+  for (size_t u = 0; u < choice.units.size(); ++u) {
+    const TopologyUnit& unit = choice.units[u];
+    const TopologyLevelIndex& level = *choice.levels[unit.level];
+    auto in_unit = [&](const PodInfo& pod) {
+      return std::any_of(unit.roles.begin(), unit.roles.end(),
+                         [&](size_t role) { return group.spec.roles[role].name == pod.role; });
+    };
+    std::set<int32_t> domains;
+    auto count = [&](const PodInfo& pod, std::string_view node_name) {
+      if (!in_unit(pod)) {
+        return;
+      }
+      if (std::optional<uint32_t> slot = snapshot.FindNodeSlot(node_name)) {
+        domains.insert(level.DomainOf(*slot));
+      }
+    };
+    for (const PodInfo* pod : group.bound) {
+      count(*pod, pod->node_name);
+    }
+    for (const Assignment& assignment : plan.assignments) {
+      count(*assignment.pod, assignment.node_name);
+    }
+    if (domains.empty()) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += "; ";
+    }
+    if (!unit.gang) {
+      out += group.spec.roles[unit.roles.front()].name + ": ";
+    }
+    if (domains.size() == 1 && *domains.begin() >= 0) {
+      out += level.key + "=" + level.domains[*domains.begin()].value;
+    } else {
+      out += level.key + ": " + std::to_string(domains.size()) + " domains";
+    }
+  }
+  return out;
+}
+
+GroupPlan PlanWithTopology(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
+                           uint32_t start_slot, std::vector<TopologyUnit> units) {
+  TopologyChoice choice;
+  for (const std::string& key : config.topology_levels) {
+    choice.levels.push_back(&snapshot.TopologyLevel(key));
+  }
+  choice.units = std::move(units);
+  const size_t unit_count = choice.units.size();
+  std::vector<UnitDemand> demands;
+  std::vector<std::vector<NodeScope>> candidates;
+  for (const TopologyUnit& unit : choice.units) {
+    demands.push_back(DemandOf(unit, group, snapshot, config));
+    candidates.push_back(CandidateScopes(unit, demands.back(), choice.levels, snapshot.slots()));
+  }
+
+  // Try the candidates in order; when a unit's minimum does not fit, move
+  // that unit to its next domain, the units after it back to their first.
+  std::vector<size_t> tried(unit_count, 0);
+  std::optional<size_t> unsatisfied;
+  GroupPlan last;
+  for (size_t attempt = 0; attempt < kMaxTopologyAttempts; ++attempt) {
+    for (size_t u = 0; u < unit_count; ++u) {
+      if (tried[u] >= candidates[u].size()) {
+        unsatisfied = u;
+      }
+    }
+    if (unsatisfied) {
+      break;
+    }
+    choice.scopes.clear();
+    for (size_t u = 0; u < unit_count; ++u) {
+      choice.scopes.push_back(candidates[u][tried[u]]);
+    }
+    GroupPlanner planner(snapshot, group, config, start_slot, &choice);
+    last = planner.Run();
+    const int32_t failed = planner.failed_unit();
+    if (last.placed()) {
+      last.placement = DescribePlacement(choice, last, group, snapshot);
+      return last;
+    }
+    if (last.outcome != PlanOutcome::kWait || failed < 0) {
+      return last;  // not a question of domains
+    }
+    unsatisfied = static_cast<size_t>(failed);
+    ++tried[*unsatisfied];
+    for (size_t u = *unsatisfied + 1; u < unit_count; ++u) {
+      tried[u] = 0;
+    }
+    if (tried[*unsatisfied] < candidates[*unsatisfied].size()) {
+      unsatisfied.reset();
+    }
+  }
+  const size_t u = unsatisfied.value_or(0);
+
+  // No domain held it: if the cluster as a whole would, say so; otherwise
+  // the cluster's own reason stands.
+  GroupPlanner anywhere(snapshot, group, config, start_slot);
+  GroupPlan plan = anywhere.Run();
+  if (!plan.placed()) {
+    return plan;
+  }
+  GroupPlan waiting;
+  waiting.outcome = PlanOutcome::kWait;
+  waiting.roles = last.roles.empty() ? plan.roles : last.roles;
+  if (last.roles.empty()) {
+    for (RoleSummary& role : waiting.roles) {
+      role.placed = 0;
+    }
+  }
+  waiting.next_start_slot = plan.next_start_slot;
+  waiting.reason =
+      NoDomainReason(choice.units[u], demands[u], *choice.levels[choice.units[u].level],
+                     snapshot.slots(), group.spec);
+  return waiting;
+}
+
 }  // namespace
 
 std::string_view PlanOutcomeName(PlanOutcome outcome) {
@@ -598,6 +958,19 @@ std::string_view PlanOutcomeName(PlanOutcome outcome) {
 
 GroupPlan PlanGroup(Snapshot& snapshot, const PodGroup& group, const PlannerConfig& config,
                     uint32_t start_slot) {
+  if (group.invalid_reason.empty() && !group.spec.roles.empty() && HasTopology(group.spec)) {
+    Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, config.topology_levels);
+    if (!units.ok()) {
+      GroupPlan plan;
+      plan.outcome = PlanOutcome::kInvalid;
+      plan.reason = units.status().message();
+      plan.next_start_slot = start_slot;
+      return plan;
+    }
+    if (!units->empty()) {
+      return PlanWithTopology(snapshot, group, config, start_slot, std::move(*units));
+    }
+  }
   GroupPlanner planner(snapshot, group, config, start_slot);
   return planner.Run();
 }

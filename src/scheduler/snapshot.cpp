@@ -73,6 +73,10 @@ Status Snapshot::UpsertNode(NodeInfo node) {
   if (!state.has_node) {
     ++node_count_;
   }
+  // Status updates keep the labels: the topology indexes stay valid.
+  if (!state.has_node || !(state.info.labels == node.labels)) {
+    topology_levels_.clear();
+  }
   state.info = std::move(node);
   state.has_node = true;
   return Status::Ok();
@@ -93,8 +97,17 @@ Status Snapshot::RemoveNode(std::string_view name) {
   state.info = NodeInfo{};
   state.info.name = std::move(kept_name);
   --node_count_;
+  topology_levels_.clear();
   ReleaseSlotIfUnused(slot);
   return Status::Ok();
+}
+
+const TopologyLevelIndex& Snapshot::TopologyLevel(std::string_view key) {
+  auto found = topology_levels_.find(key);
+  if (found == topology_levels_.end()) {
+    found = topology_levels_.emplace(std::string(key), BuildTopologyLevel(slots_, key)).first;
+  }
+  return found->second;
 }
 
 void Snapshot::CountSelectorKeys(const PodInfo& pod, int delta) {

@@ -192,6 +192,7 @@ std::string TenancyDirectory::DefaultQueue(std::string_view namespace_name) cons
 GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpec>& annotation) {
   GroupSpec out;
   out.queue = job.spec.queue;
+  out.topology = job.spec.topology;
   // The controller sets the timeout to 0 once members have succeeded: their
   // indices never get pods again, so the gang must not wait to assemble.
   out.schedule_timeout_seconds =

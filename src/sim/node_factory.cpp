@@ -1,3 +1,4 @@
+#include <hybridjob/api/names.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/quantity.h>
 #include <hybridjob/sim/node_factory.h>
@@ -90,7 +91,48 @@ Status ValidateNodePool(const NodePoolSpec& spec) {
   if (spec.kubelet_port > 0 && spec.kubelet_address.empty()) {
     return InvalidArgument("a kubelet port needs a kubelet address");
   }
+  const NodeLayout& layout = spec.layout;
+  if (layout.zones < 0 || layout.zones > 1000) {
+    return InvalidArgument("--zones must be between 0 and 1000");
+  }
+  if (layout.zones > 0) {
+    if (layout.racks_per_zone < 1 || layout.racks_per_zone > 1000) {
+      return InvalidArgument("--racks-per-zone must be between 1 and 1000");
+    }
+    if (layout.nodes_per_rack < 1 || layout.nodes_per_rack > 1000) {
+      return InvalidArgument("--nodes-per-rack must be between 1 and 1000");
+    }
+    if (layout.node_count() != spec.count) {
+      return InvalidArgument("--nodes " + std::to_string(spec.count) + " does not match --zones " +
+                             std::to_string(layout.zones) + " x --racks-per-zone " +
+                             std::to_string(layout.racks_per_zone) + " x --nodes-per-rack " +
+                             std::to_string(layout.nodes_per_rack) + " = " +
+                             std::to_string(layout.node_count()));
+    }
+  }
+  if (!spec.gpu_product.empty() && !api::IsQualifiedNamePart(spec.gpu_product)) {
+    return InvalidArgument("--gpu-product: \"" + spec.gpu_product +
+                           "\" is not a label value (letters, digits, '-', '_', '.')");
+  }
   return Status::Ok();
+}
+
+std::map<std::string, std::string> NodeLabels(const NodePoolSpec& spec, int64_t index) {
+  std::map<std::string, std::string> labels;
+  const NodeLayout& layout = spec.layout;
+  if (layout.zones > 0) {
+    const int64_t rack = index / layout.nodes_per_rack;
+    const std::string zone = "zone-" + std::to_string(rack / layout.racks_per_zone);
+    labels[layout.zone_label] = zone;
+    labels[layout.rack_label] = zone + "-rack-" + std::to_string(rack % layout.racks_per_zone);
+  }
+  if (!spec.gpu_product.empty() && spec.gpus_per_node > 0) {
+    labels[std::string(kGpuProductLabel)] = spec.gpu_product;
+  }
+  for (const auto& [key, value] : spec.labels) {
+    labels[key] = value;
+  }
+  return labels;
 }
 
 std::string NodeName(const NodePoolSpec& spec, int64_t index) {
@@ -132,7 +174,7 @@ nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index) {
       {"kubernetes.io/arch", "amd64"},  {"node.hybridjob.io/simulated", "true"},
       {"type", "hybridjob-sim"},
   };
-  for (const auto& [key, value] : spec.labels) {
+  for (const auto& [key, value] : NodeLabels(spec, index)) {
     labels[key] = value;
   }
   nlohmann::json capacity = {

@@ -3,6 +3,7 @@
 // the job's membership and publishes the new cluster spec, and when capacity
 // is idle again the job grows back.
 #include <map>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -309,6 +310,119 @@ TEST(PolicyEndToEndTest, TwoTeamsUnderOneParentAndAThirdShareSixteenGpus) {
   ASSERT_TRUE(
       WaitFor([&] { return QueuedReason(system, "sneak", "team-a") == "NotAllowedInQueue"; }, 30s))
       << system.Job("sneak", "team-a").dump();
+}
+
+// spec.topology (`level`, `mode`) added to a manifest from Job.
+std::string WithTopology(std::string manifest, const std::string& level, const std::string& mode) {
+  const std::string marker = "\nspec:\n";
+  manifest.insert(manifest.find(marker) + marker.size(),
+                  "  topology:\n    level: " + level + "\n    mode: " + mode + "\n");
+  return manifest;
+}
+
+// The Queued condition's message, or empty.
+std::string QueuedMessage(System& system, const std::string& job) {
+  const json object = system.Job(job);
+  if (!object.is_object() || !object.contains("status") ||
+      !object["status"].contains("conditions")) {
+    return "";
+  }
+  for (const auto& c : object["status"]["conditions"]) {
+    if (c.value("type", "") == "Queued" && c.value("status", "") == "True") {
+      return c.value("message", "");
+    }
+  }
+  return "";
+}
+
+// The sim's layout, 2 zones x 2 racks x 2 nodes x 4 GPUs, and the scheduler's
+// levels: the acceptance of docs/api.md's spec.topology with the binaries.
+TEST(PolicyEndToEndTest, TopologyKeepsEachGangInOneRack) {
+  const std::string rack = "topology.hybridjob.io/rack";
+  const std::string config =
+      "gangBackoffSeconds: 1\n"
+      "topology:\n  levels: [topology.kubernetes.io/zone, " +
+      rack + ", kubernetes.io/hostname]\n";
+  ReplicaOptions replicas;
+  replicas.sim_args = {"--zones", "2", "--racks-per-zone", "2", "--nodes-per-rack", "2"};
+  System system({.nodes = 8, .gpus_per_node = 4, .scheduler_config = config}, replicas);
+  ASSERT_TRUE(system.ok());
+  std::map<std::string, std::string> rack_of;
+  std::map<std::string, std::string> zone_of;
+  for (const json& node : system.client().List(k8s::resources::Nodes(), "", {})->items) {
+    const json& labels = node["metadata"]["labels"];
+    rack_of[node["metadata"]["name"]] = labels.value(rack, "");
+    zone_of[node["metadata"]["name"]] = labels.value("topology.kubernetes.io/zone", "");
+  }
+  auto racks_of = [&](const std::string& job, std::set<std::string>* zones = nullptr) {
+    std::set<std::string> racks;
+    for (const json& pod : system.Pods(job)) {
+      const std::string node = pod["spec"].value("nodeName", "");
+      if (!node.empty()) {
+        racks.insert(rack_of[node]);
+        if (zones != nullptr) {
+          zones->insert(zone_of[node]);
+        }
+      }
+    }
+    return racks;
+  };
+
+  // Two 8-GPU Required-rack jobs land in two different racks, one each.
+  for (const char* name : {"rack-a", "rack-b"}) {
+    ASSERT_EQ(system.Apply(WithTopology(Job(name, "generic", {Member("worker", 8, 8, 1, "")}), rack,
+                                        "Required")),
+              0);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] { return BoundCount(system, "rack-a") + BoundCount(system, "rack-b") == 16; }, 60s))
+      << system.Logs();
+  const std::set<std::string> a = racks_of("rack-a");
+  const std::set<std::string> b = racks_of("rack-b");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NE(*a.begin(), *b.begin());
+
+  // 12 GPUs Required in one rack of 8 waits, saying so; Preferred runs over two racks.
+  ASSERT_EQ(system.Apply(WithTopology(Job("wide", "generic", {Member("worker", 3, 3, 4, "")}), rack,
+                                      "Required")),
+            0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return QueuedMessage(system, "wide")
+                   .find("no single " + rack +
+                         " domain holds the gang's "
+                         "minimum: largest rack") != std::string::npos;
+      },
+      30s))
+      << QueuedMessage(system, "wide") << "\n"
+      << system.Logs();
+  EXPECT_NE(QueuedMessage(system, "wide").find("has 8 GPUs free; the gang needs 12"),
+            std::string::npos)
+      << QueuedMessage(system, "wide");
+  ASSERT_EQ(system.Apply(WithTopology(Job("spread", "generic", {Member("worker", 3, 3, 4, "")}),
+                                      rack, "Preferred")),
+            0);
+  ASSERT_TRUE(WaitFor([&] { return BoundCount(system, "spread") == 3; }, 60s)) << system.Logs();
+  std::set<std::string> spread_zones;
+  EXPECT_EQ(racks_of("spread", &spread_zones).size(), 2u);
+  EXPECT_EQ(spread_zones.size(), 1u) << "two racks of one zone";
+  EXPECT_EQ(BoundCount(system, "wide"), 0);
+
+  // An elastic Required-rack job grows only inside its rack.
+  ASSERT_EQ(system.Kubectl("delete hybridjob rack-a rack-b wide spread --wait=true --timeout=60s"),
+            0);
+  ASSERT_TRUE(
+      WaitFor([&] { return system.Pods("rack-a").empty() && system.Pods("spread").empty(); }, 60s));
+  ASSERT_EQ(system.Apply(WithTopology(Job("elastic", "pytorch", {Member("worker", 2, 12, 1, "")}),
+                                      rack, "Required")),
+            0);
+  ASSERT_TRUE(WaitFor([&] { return BoundCount(system, "elastic") == 8; }, 60s))
+      << BoundCount(system, "elastic") << "\n"
+      << system.Logs();
+  std::this_thread::sleep_for(3s);  // settled: it does not spill over
+  EXPECT_EQ(BoundCount(system, "elastic"), 8);
+  EXPECT_EQ(racks_of("elastic").size(), 1u);
 }
 
 }  // namespace

@@ -4,11 +4,12 @@
 //
 //   {"roles":[{"name":"ps","min":1,"max":1,"priority":0},
 //             {"name":"worker","min":2,"max":8,"priority":0}],
-//    "queue":"research","scheduleTimeoutSeconds":120}
+//    "queue":"research","scheduleTimeoutSeconds":120,
+//    "topology":{"level":"example.com/rack","mode":"Required"}}
 //
-// "queue" and "scheduleTimeoutSeconds" are written only when the job sets
-// them. The scheduler trusts the annotation only to lower a trusted job's
-// bounds (see scheduler/tenancy.h).
+// "queue", "scheduleTimeoutSeconds" and "topology" (also a role's own) are
+// written only when the job sets them. The scheduler trusts the annotation only to lower a trusted
+// job's bounds (see scheduler/tenancy.h).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct GroupRole {
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
   int32_t priority = 0;  // higher roles grow toward their maximum first
+  // The role's override of the group's topology (a domain of its own, or
+  // mode None for none); unset: the role shares the group's domain.
+  std::optional<TopologySpec> topology;
 
   friend bool operator==(const GroupRole&, const GroupRole&) = default;
 };
@@ -43,6 +47,8 @@ struct GroupSpec {
   std::string queue;
   // Unset: kDefaultScheduleTimeoutSeconds. Zero: never wait.
   std::optional<int64_t> schedule_timeout_seconds;
+  // Every role without an override keeps to one domain of this level.
+  std::optional<TopologySpec> topology;
 
   const GroupRole* FindRole(std::string_view name) const;
   int64_t ScheduleTimeoutSeconds() const {

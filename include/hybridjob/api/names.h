@@ -33,6 +33,11 @@ bool IsDns1035Label(std::string_view value);
 bool IsDns1123Label(std::string_view value);
 // RFC 1123 subdomain: dot-separated 1123 labels, at most 253 characters.
 bool IsDns1123Subdomain(std::string_view value);
+// The name part of a qualified name, or a non-empty label value: at most 63 of
+// [-_.A-Za-z0-9], starting and ending with a letter or digit.
+bool IsQualifiedNamePart(std::string_view value);
+// A label or annotation key: [prefix/]name, the prefix a DNS subdomain.
+bool IsQualifiedName(std::string_view key);
 
 // <job>-<role>-<index>: pod name and hostname of one member.
 std::string MemberPodName(std::string_view job, std::string_view role, int64_t index);

@@ -35,11 +35,20 @@ enum class SuccessOperator { kAll, kAny };
 
 enum class JobPhase { kPending, kQueued, kRunning, kRestarting, kSucceeded, kFailed };
 
+// How a gang's members sit in one domain of a topology level (a node label
+// key among the scheduler's configured levels):
+enum class TopologyMode {
+  kRequired,   // every member inside one domain, or the gang waits
+  kPreferred,  // as few domains as possible, never waiting for it
+  kNone,       // a role's override only: the role is placed anywhere
+};
+
 std::string_view ToString(Framework value);
 std::string_view ToString(RestartPolicy value);
 std::string_view ToString(CleanPodPolicy value);
 std::string_view ToString(SuccessOperator value);
 std::string_view ToString(JobPhase value);
+std::string_view ToString(TopologyMode value);
 
 // Exact, case-sensitive spellings as in the CRD ("tensorflow", "OnFailure", ...).
 std::optional<Framework> ParseFramework(std::string_view text);
@@ -47,6 +56,7 @@ std::optional<RestartPolicy> ParseRestartPolicy(std::string_view text);
 std::optional<CleanPodPolicy> ParseCleanPodPolicy(std::string_view text);
 std::optional<SuccessOperator> ParseSuccessOperator(std::string_view text);
 std::optional<JobPhase> ParseJobPhase(std::string_view text);
+std::optional<TopologyMode> ParseTopologyMode(std::string_view text);
 
 // Every accepted spelling, in declaration order (the CRD enums list the same).
 std::vector<std::string_view> AllFrameworks();
@@ -54,6 +64,7 @@ std::vector<std::string_view> AllRestartPolicies();
 std::vector<std::string_view> AllCleanPodPolicies();
 std::vector<std::string_view> AllSuccessOperators();
 std::vector<std::string_view> AllJobPhases();
+std::vector<std::string_view> AllTopologyModes();
 
 bool IsTerminal(JobPhase phase);
 
@@ -80,6 +91,15 @@ struct ObjectMeta {
   friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
+// spec.topology and a role's override: which topology level the gang's
+// members share a domain of, and how strictly.
+struct TopologySpec {
+  std::string level;  // node label key; empty only with mode None
+  TopologyMode mode = TopologyMode::kRequired;
+
+  friend bool operator==(const TopologySpec&, const TopologySpec&) = default;
+};
+
 // One role of the job (ps, worker, chief, launcher, ...).
 struct ReplicaSpec {
   std::string name;  // DNS-1035 label; the list is keyed by it
@@ -87,7 +107,10 @@ struct ReplicaSpec {
   std::optional<int32_t> max_replicas;  // default: min_replicas
   int32_t priority = 0;                 // higher roles grow toward max first
   RestartPolicy restart_policy = RestartPolicy::kNever;
-  std::optional<int32_t> port;                             // default: DefaultPort(framework)
+  std::optional<int32_t> port;  // default: DefaultPort(framework)
+  // Unset: the role shares the job's spec.topology domain. Set: the role's
+  // members keep to a domain of their own (or, with mode None, to none).
+  std::optional<TopologySpec> topology;
   nlohmann::json pod_template = nlohmann::json::object();  // core/v1 PodTemplateSpec
 
   int32_t EffectiveMaxReplicas() const { return max_replicas.value_or(min_replicas); }
@@ -185,6 +208,8 @@ struct HybridJobSpec {
   std::optional<TensorboardSpec> tensorboard;
   // Unset: the namespace's default queue (chosen by the scheduler).
   std::optional<std::string> queue;
+  // Unset: members go wherever they fit best, as without topology levels.
+  std::optional<TopologySpec> topology;
   std::string scheduler_name = "gang-scheduler";
 
   const ReplicaSpec* FindRole(std::string_view name) const;

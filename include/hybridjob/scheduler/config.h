@@ -26,6 +26,15 @@ struct LeaderElectionSettings {
   friend bool operator==(const LeaderElectionSettings&, const LeaderElectionSettings&) = default;
 };
 
+// The cluster's network topology as node labels, outermost level first (zone,
+// rack, NVLink clique, host). A node without a level's label belongs to no
+// domain of that level. Jobs name a level in spec.topology.
+struct TopologySettings {
+  std::vector<std::string> levels;
+
+  friend bool operator==(const TopologySettings&, const TopologySettings&) = default;
+};
+
 struct SchedulerConfig {
   std::string scheduler_name = "gang-scheduler";
   std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};
@@ -48,6 +57,7 @@ struct SchedulerConfig {
   ReclaimSettings reclaim;
   PreemptionSettings preemption;
   StarvationSettings starvation;
+  TopologySettings topology;
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

@@ -8,6 +8,13 @@
 //     with a reason; otherwise the plan lists pod -> node, lowest indices first,
 //     so the members of each role are always indices 0..k-1.
 //
+// With spec.topology (topology.h), each topology unit keeps to one domain of
+// its level: the planner tries the domains that have room, best fit first,
+// and plans the whole group in each until one holds every minimum. A
+// Preferred unit then falls back to one domain of an outer level and finally
+// to the whole cluster, and grows past its domain once the domain is full.
+// Among feasible nodes, those sharing inner domains with the gang win.
+//
 // Within step 1 the order is free (every minimum must be met), so roles whose
 // pods have required pod affinity go last, after the pods they follow. For each
 // pod, the nodes this group already uses are examined first, then a window of
@@ -38,6 +45,9 @@ struct PlannerConfig {
   int32_t min_feasible_nodes_to_find = 100;
   int64_t packing_weight = 1;
   int64_t node_affinity_weight = 1;
+  // Node label keys, outermost first (topology.h); jobs name one in
+  // spec.topology.
+  std::vector<std::string> topology_levels;
 };
 
 // One pod group as the planner sees it. Pods are owned by the caller and must
@@ -112,6 +122,10 @@ struct GroupPlan {
   // For a placed plan: what the binder must do, before binding any member,
   // for the members' claims that are not bound yet (see volumes.h).
   std::vector<ClaimDecision> claim_decisions;
+  // For a placed plan of a group with spec.topology: where each topology unit
+  // went, e.g. "example.com/rack=r1" or "example.com/rack: 2 domains"; a role
+  // with a unit of its own is named ("ps: example.com/zone=z1").
+  std::string placement;
   // Why the group waits or is invalid, e.g.
   // "worker: 3 of min 4 placeable; 6 GPUs free, largest node has 2; ...".
   std::string reason;

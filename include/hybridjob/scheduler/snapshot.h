@@ -14,6 +14,7 @@
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/topology.h>
 #include <hybridjob/scheduler/volumes.h>
 
 namespace hybridjob::scheduler {
@@ -93,6 +94,11 @@ class Snapshot {
     return anti_affinity_selector_keys_;
   }
 
+  // The nodes grouped by the topology label `key` (topology.h). Built on first
+  // use and kept until a node comes, goes or changes its labels; the
+  // reference is valid until then.
+  const TopologyLevelIndex& TopologyLevel(std::string_view key);
+
   // Claims, volumes and storage classes (see StorageCatalog::tracked).
   StorageCatalog& storage() { return storage_; }
   const StorageCatalog& storage() const { return storage_; }
@@ -137,6 +143,7 @@ class Snapshot {
   std::vector<PodOnNode> tentative_log_;
   StorageCatalog storage_;
   std::unordered_map<std::string, ClaimUsers, StringHash, std::equal_to<>> claim_users_;
+  std::unordered_map<std::string, TopologyLevelIndex, StringHash, std::equal_to<>> topology_levels_;
 };
 
 }  // namespace hybridjob::scheduler

@@ -18,6 +18,22 @@ struct Taint {
   std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
 };
 
+// Zones of racks of nodes, labelled as a real cluster's nodes would be: node
+// i is in rack i / nodes_per_rack, and that rack in zone rack / racks_per_zone.
+// zones == 0: no layout (no topology labels).
+struct NodeLayout {
+  int64_t zones = 0;
+  int64_t racks_per_zone = 1;
+  int64_t nodes_per_rack = 1;
+  std::string zone_label = "topology.kubernetes.io/zone";
+  std::string rack_label = "topology.hybridjob.io/rack";
+
+  int64_t node_count() const { return zones * racks_per_zone * nodes_per_rack; }
+};
+
+// The label NVIDIA's GPU feature discovery puts the GPU model in.
+inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
+
 struct NodePoolSpec {
   std::string name_prefix = "sim-node";
   int64_t count = 4;
@@ -28,6 +44,8 @@ struct NodePoolSpec {
   std::string ephemeral_storage = "1Ti";
   int64_t max_pods = 110;
   std::map<std::string, std::string> labels;
+  NodeLayout layout;
+  std::string gpu_product;  // kGpuProductLabel's value on GPU nodes; empty: none
   std::vector<Taint> taints;
   // Where the API server reaches the nodes' kubelet (a KubeletServer) for
   // logs: with a port, every node of the pool has InternalIP kubelet_address
@@ -45,6 +63,9 @@ Result<std::vector<Taint>> ParseTaints(const std::string& text);
 Status ValidateNodePool(const NodePoolSpec& spec);
 
 std::string NodeName(const NodePoolSpec& spec, int64_t index);
+// The labels node `index` carries beyond the fixed ones: the layout's zone
+// and rack ("zone-1", "zone-1-rack-0"), the GPU product, then --node-labels.
+std::map<std::string, std::string> NodeLabels(const NodePoolSpec& spec, int64_t index);
 // The Node object to create (with Ready status and capacity).
 nlohmann::json MakeNode(const NodePoolSpec& spec, int64_t index);
 // The taints the node should carry: the configured ones only (admission adds

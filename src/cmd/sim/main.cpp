@@ -70,6 +70,15 @@ int main(int argc, char** argv) {
   flags.Int("max-pods", &options.nodes.max_pods, "pod capacity per node");
   flags.String("node-prefix", &options.nodes.name_prefix, "node names are <prefix>-<i>");
   flags.String("node-labels", &labels, "extra node labels, key=value,...");
+  flags.Int("zones", &options.nodes.layout.zones,
+            "lay the nodes out in this many zones (label topology.kubernetes.io/zone=zone-Z); "
+            "0: no layout");
+  flags.Int("racks-per-zone", &options.nodes.layout.racks_per_zone,
+            "racks per zone (label topology.hybridjob.io/rack=zone-Z-rack-R)");
+  flags.Int("nodes-per-rack", &options.nodes.layout.nodes_per_rack,
+            "nodes per rack; --nodes defaults to zones x racks x nodes");
+  flags.String("gpu-product", &options.nodes.gpu_product,
+               "GPU model on GPU nodes (label nvidia.com/gpu.product), e.g. NVIDIA-A100-SXM4-80GB");
   flags.String("taints", &taints, "node taints, key[=value]:Effect,...");
   flags.Duration("heartbeat-interval", &options.heartbeat_interval, "node Lease renewal period");
   flags.Int("workers", &workers, "concurrent pod status writers");
@@ -102,6 +111,9 @@ int main(int argc, char** argv) {
     return Fail("--node-labels: " + parsed_labels.status().message());
   }
   options.nodes.labels = *parsed_labels;
+  if (options.nodes.layout.zones > 0 && !flags.WasSet("nodes")) {
+    options.nodes.count = options.nodes.layout.node_count();
+  }
   auto parsed_taints = hybridjob::sim::ParseTaints(taints);
   if (!parsed_taints) {
     return Fail("--taints: " + parsed_taints.status().message());

@@ -33,6 +33,12 @@ TEST(GroupSpecTest, FormatThenParseGivesTheSameSpec) {
       {{{"ps", 1, 1, 0}, {"worker", 2, 8, 5}}, "research", 120},
       {{{"worker", 0, 4, 0}}, "", std::nullopt},
       {{{"a", 0, 0, 0}, {"b", 3, 3, -2}}, "q", 0},
+      {{{"ps", 1, 1, 0, TopologySpec{"", TopologyMode::kNone}},
+        {"chief", 1, 1, 0, TopologySpec{"example.com/zone", TopologyMode::kPreferred}},
+        {"worker", 2, 8, 0}},
+       "",
+       std::nullopt,
+       TopologySpec{"example.com/rack", TopologyMode::kRequired}},
   };
   for (const GroupSpec& spec : specs) {
     const std::string text = FormatGroupSpec(spec);
@@ -49,6 +55,14 @@ TEST(GroupSpecTest, FormatWritesOnlyWhatIsSetInAFixedKeyOrder) {
             R"("queue":"research","scheduleTimeoutSeconds":120})");
   EXPECT_EQ(FormatGroupSpec({{{"w", 1, 2, 0}}, "", std::nullopt}),
             R"({"roles":[{"name":"w","min":1,"max":2,"priority":0}]})");
+  EXPECT_EQ(
+      FormatGroupSpec({{{"ps", 1, 1, 0, TopologySpec{"", TopologyMode::kNone}}, {"w", 1, 2, 0}},
+                       "",
+                       std::nullopt,
+                       TopologySpec{"example.com/rack", TopologyMode::kPreferred}}),
+      R"({"roles":[{"name":"ps","min":1,"max":1,"priority":0,"topology":{"mode":"None"}},)"
+      R"({"name":"w","min":1,"max":2,"priority":0}],)"
+      R"("topology":{"level":"example.com/rack","mode":"Preferred"}})");
 }
 
 TEST(GroupSpecTest, RefusesBadSpecsNamingTheField) {
@@ -71,6 +85,13 @@ TEST(GroupSpecTest, RefusesBadSpecsNamingTheField) {
       {R"({"roles":[{"name":"a"}],"scheduleTimeoutSeconds":-5})",
        "scheduleTimeoutSeconds: must not be negative"},
       {R"({"roles":[{"name":"a"}],"queue":7})", "queue: must be a string"},
+      {R"({"roles":[{"name":"a"}],"topology":{"mode":"Required"}})",
+       "topology.level: required unless the mode is None"},
+      {R"({"roles":[{"name":"a"}],"topology":{"mode":"None"}})", "topology.mode: None is only"},
+      {R"({"roles":[{"name":"a"}],"topology":{"level":"r","mode":"required"}})",
+       "topology.mode: must be one of Required, Preferred, None"},
+      {R"({"roles":[{"name":"a","topology":{"level":"r","mode":"None"}}]})",
+       "roles[0].topology.level: required unless the mode is None, and only then"},
   };
   for (const auto& [text, error] : cases) {
     Result<GroupSpec> parsed = ParseGroupSpec(text);
@@ -94,6 +115,13 @@ TEST(GroupSpecTest, OfAJobTakesEveryRoleWithItsEffectiveMaximum) {
     EXPECT_EQ(spec.roles[i], (GroupRole{role.name, role.min_replicas, role.EffectiveMaxReplicas(),
                                         role.priority}));
   }
+  EXPECT_FALSE(spec.topology.has_value());
+
+  job->spec.topology = TopologySpec{"example.com/rack", TopologyMode::kRequired};
+  job->spec.replica_specs[0].topology = TopologySpec{"", TopologyMode::kNone};
+  EXPECT_EQ(GroupSpecOf(*job).topology, job->spec.topology);
+  EXPECT_EQ(GroupSpecOf(*job).roles[0].topology, job->spec.replica_specs[0].topology);
+  EXPECT_FALSE(GroupSpecOf(*job).roles[1].topology.has_value());
   EXPECT_EQ(spec.queue, "research");
   EXPECT_EQ(spec.schedule_timeout_seconds, 60);
 

@@ -29,6 +29,10 @@ TEST(ApiEnumsTest, EverySpellingRoundTrips) {
   for (std::string_view text : AllJobPhases()) {
     EXPECT_EQ(ToString(*ParseJobPhase(text)), text);
   }
+  for (std::string_view text : AllTopologyModes()) {
+    EXPECT_EQ(ToString(*ParseTopologyMode(text)), text);
+  }
+  EXPECT_FALSE(ParseTopologyMode("required").has_value());
 }
 
 TEST(ApiEnumsTest, SpellingsAreExact) {

@@ -465,6 +465,34 @@ TEST(ApiValidationTest, SchedulingFields) {
   ErrorsAt(errors, "spec.schedulerName");
 }
 
+TEST(ApiValidationTest, TopologyNamesALabelKeyAndNoneIsForRolesOnly) {
+  json object = TfJobJson();
+  object["spec"]["topology"] = {{"level", "example.com/rack"}, {"mode", "Preferred"}};
+  object["spec"]["replicaSpecs"][0]["topology"] = {{"mode", "None"}};
+  object["spec"]["replicaSpecs"][1]["topology"] = {{"level", "topology.kubernetes.io/zone"}};
+  EXPECT_THAT(ValidateJson(object), IsEmpty());
+  Result<HybridJob> parsed = ParseHybridJob(object);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->spec.replica_specs[1].topology->mode, TopologyMode::kRequired)
+      << "a level without a mode is Required";
+  EXPECT_EQ(ToJson(parsed->spec)["topology"], object["spec"]["topology"]);
+
+  object["spec"]["topology"] = {{"mode", "None"}};
+  object["spec"]["replicaSpecs"][0]["topology"] = {{"level", "rack"}, {"mode", "None"}};
+  object["spec"]["replicaSpecs"][1]["topology"] = {{"level", "Not A Key!"}};
+  std::vector<FieldError> errors = ValidateJson(object);
+  EXPECT_THAT(ErrorsAt(errors, "spec.topology.mode"), HasSubstr("only for a role"));
+  EXPECT_THAT(ErrorsAt(errors, "spec.replicaSpecs[0].topology.level"),
+              HasSubstr("must be empty with mode None"));
+  EXPECT_THAT(ErrorsAt(errors, "spec.replicaSpecs[1].topology.level"),
+              HasSubstr("must be a label key"));
+
+  object["spec"]["topology"] = {{"mode", "Required"}};
+  EXPECT_THAT(ErrorsAt(ValidateJson(object), "spec.topology.level"), HasSubstr("required"));
+  object["spec"]["topology"] = {{"level", "rack"}, {"mode", "Always"}};
+  EXPECT_FALSE(ParseHybridJob(object).ok()) << "an unknown mode is refused when read";
+}
+
 TEST(ApiValidationTest, TensorflowConventions) {
   json object =
       WithRoles("tensorflow", {Role("chief", 1, 2), Role("master", 1), Role("worker", 1)});

@@ -125,6 +125,10 @@ TEST_F(ApiCrdTest, EnumsMatchTheParser) {
             Strings(AllSuccessOperators()));
   EXPECT_EQ(Strings(schema_["properties"]["status"]["properties"]["phase"]["enum"]),
             Strings(AllJobPhases()));
+  EXPECT_EQ(Strings(spec_["properties"]["topology"]["properties"]["mode"]["enum"]),
+            Strings(AllTopologyModes()));
+  EXPECT_EQ(Strings(role_["properties"]["topology"]["properties"]["mode"]["enum"]),
+            Strings(AllTopologyModes()));
 }
 
 TEST_F(ApiCrdTest, SchemaDefaultsMatchTheParser) {
@@ -138,6 +142,9 @@ TEST_F(ApiCrdTest, SchemaDefaultsMatchTheParser) {
   EXPECT_EQ(properties["runPolicy"]["properties"]["backoffLimit"]["default"], kDefaultBackoffLimit);
   EXPECT_EQ(properties["runPolicy"]["properties"]["cleanPodPolicy"]["default"], "Running");
   EXPECT_EQ(role_["properties"]["restartPolicy"]["default"], "Never");
+  EXPECT_EQ(properties["topology"]["properties"]["mode"]["default"], ToString(TopologySpec{}.mode));
+  EXPECT_EQ(role_["properties"]["topology"]["properties"]["mode"]["default"],
+            ToString(TopologySpec{}.mode));
   EXPECT_EQ(role_["properties"]["priority"]["default"], 0);
   EXPECT_EQ(properties["code"]["properties"]["mountPath"]["default"], kDefaultCodeMountPath);
   EXPECT_EQ(properties["tensorboard"]["properties"]["serviceType"]["default"],

@@ -60,7 +60,8 @@ TEST_P(ApiExamplesTest, RunsInTheSimulator) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, ApiExamplesTest,
                          ::testing::Values("tf-ps-worker-elastic.yaml", "pytorch-elastic.yaml",
-                                           "mpi-launcher-workers.yaml", "generic-two-role.yaml"),
+                                           "mpi-launcher-workers.yaml", "generic-two-role.yaml",
+                                           "pytorch-rack-topology.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name;
                            for (char c : info.param.substr(0, info.param.find('.'))) {

@@ -64,6 +64,7 @@ TEST_P(GroupSpecContractTest, TheSchedulerReadsWhatTheControllerWrote) {
         << pod.untrusted_reason;
     ASSERT_TRUE(pod.group_spec.has_value());
     EXPECT_EQ(pod.group_spec->roles, written.roles);
+    EXPECT_EQ(pod.group_spec->topology, written.topology);
     EXPECT_EQ(pod.group_spec->ScheduleTimeoutSeconds(), written.ScheduleTimeoutSeconds());
     EXPECT_EQ(pod.queue, written.queue.empty() ? std::string(api::kDefaultQueue) : written.queue);
   }
@@ -75,10 +76,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"EveryField",
                               {{"queue", "research"},
                                {"runPolicy", {{"scheduleTimeoutSeconds", 45}}},
+                               {"topology", {{"level", "example.com/rack"}, {"mode", "Preferred"}}},
                                {"replicaSpecs",
                                 {{{"name", "ps"},
                                   {"minReplicas", 1},
                                   {"priority", 3},
+                                  {"topology", {{"mode", "None"}}},
                                   {"template", hybridjob::testing::PodTemplate()}},
                                  {{"name", "worker"},
                                   {"minReplicas", 0},

@@ -93,6 +93,8 @@ preemption:
 starvation:
   maxWaitSeconds: 1200
   maxReservedGroups: 2
+topology:
+  levels: [topology.kubernetes.io/zone, example.com/rack, kubernetes.io/hostname]
 )");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->scheduler_name, "batch-scheduler");
@@ -133,6 +135,8 @@ starvation:
   EXPECT_TRUE(config->preemption.enabled);
   EXPECT_EQ(config->starvation.max_wait_seconds, 1200);
   EXPECT_EQ(config->starvation.max_reserved_groups, 2);
+  EXPECT_THAT(config->topology.levels, ElementsAre("topology.kubernetes.io/zone",
+                                                   "example.com/rack", "kubernetes.io/hostname"));
 
   PolicyConfig policy = PolicyConfigFrom(*config);
   EXPECT_EQ(policy.queues, config->queues);
@@ -161,6 +165,7 @@ TEST(SchedulerConfigTest, UnknownFieldsAreRefusedEverywhere) {
   EXPECT_EQ(Refusal("reclaim:\n  grow: true\n"), "reclaim.grow: unknown field");
   EXPECT_EQ(Refusal("preemption:\n  on: true\n"), "preemption.on: unknown field");
   EXPECT_EQ(Refusal("starvation:\n  maxWait: 10\n"), "starvation.maxWait: unknown field");
+  EXPECT_EQ(Refusal("topology:\n  level: [a]\n"), "topology.level: unknown field");
 }
 
 TEST(SchedulerConfigTest, BadValuesNameTheField) {
@@ -193,6 +198,14 @@ TEST(SchedulerConfigTest, BadValuesNameTheField) {
             "healthAddr: \"a:99999999999999999999\" has no valid port");
   EXPECT_EQ(Refusal("healthAddr: \"a:\"\n"), "healthAddr: \"a:\" has no valid port");
   EXPECT_EQ(Refusal("leaderElection: yes\n"), "leaderElection: expected a map");
+  EXPECT_EQ(Refusal("topology: [rack]\n"), "topology: expected a map");
+  EXPECT_EQ(Refusal("topology:\n  levels: rack\n"), "topology.levels: expected a list");
+  EXPECT_EQ(Refusal("topology:\n  levels: [example.com/rack, example.com/rack]\n"),
+            "topology.levels[1]: \"example.com/rack\" is listed twice");
+  EXPECT_EQ(Refusal("topology:\n  levels: [\"Not a key\"]\n"),
+            "topology.levels[0]: \"Not a key\" is not a node label key");
+  EXPECT_EQ(Refusal("topology:\n  levels: [a, b, c, d, e, f, g, h, i]\n"),
+            "topology.levels: at most 8 levels");
 }
 
 TEST(SchedulerConfigTest, MalformedYamlAndTopLevelShapeAreRefused) {

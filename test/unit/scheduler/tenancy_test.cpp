@@ -78,6 +78,16 @@ TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
   asked.schedule_timeout_seconds = 900;
   EXPECT_EQ(EffectiveGroupSpec(Job(), asked).schedule_timeout_seconds, 60);
 
+  // Topology is the job's alone: a member cannot move its gang, nor free itself from it.
+  TrustedJob bound = Job();
+  bound.spec.topology = api::TopologySpec{"example.com/rack", api::TopologyMode::kRequired};
+  asked.topology = api::TopologySpec{"example.com/zone", api::TopologyMode::kPreferred};
+  asked.roles[1].topology = api::TopologySpec{"", api::TopologyMode::kNone};
+  effective = EffectiveGroupSpec(bound, asked);
+  EXPECT_EQ(effective.topology, bound.spec.topology);
+  EXPECT_FALSE(effective.roles[1].topology.has_value());
+  asked.topology.reset();
+
   asked.roles = {GroupRole{"worker", 3, 2, 0}};
   effective = EffectiveGroupSpec(Job(), asked);
   EXPECT_EQ(effective.roles[1].max_replicas, 2);

@@ -186,6 +186,48 @@ TEST(NodeFactoryTest, ParsesLabelsAndTaintsAndRejectsNonsense) {
   EXPECT_NE(ValidateNodePool(bad).message().find("--cpu"), std::string::npos);
 }
 
+TEST(NodeFactoryTest, ALayoutLabelsZonesAndRacksInOrder) {
+  NodePoolSpec spec;
+  spec.gpus_per_node = 4;
+  spec.layout = NodeLayout{2, 2, 2};  // 2 zones x 2 racks x 2 nodes
+  spec.count = spec.layout.node_count();
+  spec.gpu_product = "NVIDIA-A100-SXM4-80GB";
+  ASSERT_TRUE(ValidateNodePool(spec).ok());
+  const std::string zone = "topology.kubernetes.io/zone";
+  const std::string rack = "topology.hybridjob.io/rack";
+  EXPECT_EQ(NodeLabels(spec, 0).at(zone), "zone-0");
+  EXPECT_EQ(NodeLabels(spec, 0).at(rack), "zone-0-rack-0");
+  EXPECT_EQ(NodeLabels(spec, 1).at(rack), "zone-0-rack-0");
+  EXPECT_EQ(NodeLabels(spec, 2).at(rack), "zone-0-rack-1");
+  EXPECT_EQ(NodeLabels(spec, 5).at(zone), "zone-1");
+  EXPECT_EQ(NodeLabels(spec, 5).at(rack), "zone-1-rack-0");
+  EXPECT_EQ(NodeLabels(spec, 7).at(rack), "zone-1-rack-1");
+  json node = MakeNode(spec, 6);
+  EXPECT_EQ(node["metadata"]["labels"][rack], "zone-1-rack-1");
+  EXPECT_EQ(node["metadata"]["labels"]["nvidia.com/gpu.product"], "NVIDIA-A100-SXM4-80GB");
+
+  spec.labels = {{rack, "override"}};
+  EXPECT_EQ(NodeLabels(spec, 0).at(rack), "override") << "--node-labels win";
+  spec.gpus_per_node = 0;
+  EXPECT_EQ(NodeLabels(spec, 0).count("nvidia.com/gpu.product"), 0u) << "no GPUs, no GPU model";
+
+  NodePoolSpec none;
+  EXPECT_TRUE(NodeLabels(none, 3).empty());
+
+  NodePoolSpec mismatch = spec;
+  mismatch.count = 5;
+  EXPECT_NE(
+      ValidateNodePool(mismatch).message().find("--nodes 5 does not match --zones 2 x "
+                                                "--racks-per-zone 2 x --nodes-per-rack 2 = 8"),
+      std::string::npos);
+  NodePoolSpec no_racks = spec;
+  no_racks.layout.racks_per_zone = 0;
+  EXPECT_NE(ValidateNodePool(no_racks).message().find("--racks-per-zone"), std::string::npos);
+  NodePoolSpec bad_product = spec;
+  bad_product.gpu_product = "A100 80GB";
+  EXPECT_NE(ValidateNodePool(bad_product).message().find("--gpu-product"), std::string::npos);
+}
+
 // The objects a pod's volumes name: claims (generic ephemeral ones by their
 // <pod>-<volume> name), and ConfigMaps and Secrets unless optional.
 TEST(KubeletTest, MountsAreTheClaimsConfigMapsAndSecretsAPodNeeds) {

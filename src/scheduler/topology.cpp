@@ -1,0 +1,136 @@
+#include <algorithm>
+#include <map>
+
+#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/topology.h>
+
+namespace hybridjob::scheduler {
+
+TopologyLevelIndex BuildTopologyLevel(const std::vector<NodeState>& slots, std::string_view key) {
+  TopologyLevelIndex index;
+  index.key = std::string(key);
+  index.domain_of_slot.assign(slots.size(), -1);
+  std::map<std::string_view, std::vector<uint32_t>> by_value;
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    if (!slots[slot].schedulable_slot()) {
+      continue;
+    }
+    if (const std::string* value = slots[slot].info.labels.Find(key)) {
+      by_value[*value].push_back(slot);
+    }
+  }
+  index.domains.reserve(by_value.size());
+  for (auto& [value, members] : by_value) {
+    const auto domain = static_cast<int32_t>(index.domains.size());
+    for (uint32_t slot : members) {
+      index.domain_of_slot[slot] = domain;
+    }
+    index.domains.push_back(TopologyDomain{std::string(value), std::move(members)});
+  }
+  return index;
+}
+
+Result<std::vector<TopologyUnit>> TopologyUnitsOf(const GroupSpec& spec,
+                                                  const std::vector<std::string>& levels) {
+  std::vector<TopologyUnit> units;
+  auto level_of = [&](const api::TopologySpec& topology, std::string_view field) -> Result<size_t> {
+    auto found = std::find(levels.begin(), levels.end(), topology.level);
+    if (found != levels.end()) {
+      return static_cast<size_t>(found - levels.begin());
+    }
+    std::string known;
+    for (const std::string& level : levels) {
+      known += (known.empty() ? "" : ", ") + level;
+    }
+    return InvalidArgument(std::string(field) + " \"" + topology.level +
+                           "\" is not a topology level of this scheduler" +
+                           (levels.empty() ? std::string(" (it has none configured)")
+                                           : " (its levels: " + known + ")"));
+  };
+  if (spec.topology && spec.topology->mode != api::TopologyMode::kNone) {
+    Result<size_t> level = level_of(*spec.topology, "spec.topology.level");
+    if (!level.ok()) {
+      return level.status();
+    }
+    TopologyUnit gang{*spec.topology, *level, {}, /*gang=*/true};
+    for (size_t i = 0; i < spec.roles.size(); ++i) {
+      if (!spec.roles[i].topology) {
+        gang.roles.push_back(i);
+      }
+    }
+    if (!gang.roles.empty()) {
+      units.push_back(std::move(gang));
+    }
+  }
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    const std::optional<api::TopologySpec>& own = spec.roles[i].topology;
+    if (!own || own->mode == api::TopologyMode::kNone) {
+      continue;
+    }
+    Result<size_t> level = level_of(*own, "role " + spec.roles[i].name + ": topology.level");
+    if (!level.ok()) {
+      return level.status();
+    }
+    units.push_back(TopologyUnit{*own, *level, {i}});
+  }
+  return units;
+}
+
+int64_t CapacityMeasure::Of(const ResourceList& resources) const {
+  return gpus ? SumScalars(resources, *gpu_resource_names) : resources.milli_cpu;
+}
+
+int64_t CapacityMeasure::FreeOn(const NodeState& node) const {
+  return std::max<int64_t>(0, Of(node.info.allocatable) - Of(node.requested));
+}
+
+std::string CapacityMeasure::Format(int64_t amount) const {
+  if (gpus) {
+    return std::to_string(amount) + (amount == 1 ? " GPU" : " GPUs");
+  }
+  return std::to_string(amount) + "m CPU";
+}
+
+std::vector<int64_t> FreeByDomain(const TopologyLevelIndex& level,
+                                  const std::vector<NodeState>& slots,
+                                  const CapacityMeasure& measure) {
+  std::vector<int64_t> free(level.domains.size(), 0);
+  for (size_t d = 0; d < level.domains.size(); ++d) {
+    for (uint32_t slot : level.domains[d].slots) {
+      const NodeState& node = slots[slot];
+      if (node.schedulable_slot() && node.info.ready && !node.info.unschedulable) {
+        free[d] += measure.FreeOn(node);
+      }
+    }
+  }
+  return free;
+}
+
+std::vector<DomainFit> RankDomainsByFit(const TopologyLevelIndex& level,
+                                        const std::vector<int64_t>& free_by_domain, int64_t need) {
+  std::vector<DomainFit> fits;
+  for (size_t d = 0; d < free_by_domain.size() && d < level.domains.size(); ++d) {
+    if (free_by_domain[d] >= need) {
+      fits.push_back(DomainFit{static_cast<int32_t>(d), free_by_domain[d]});
+    }
+  }
+  // Domains are in value order already: a stable sort on what is left over
+  // keeps that order among equals.
+  std::stable_sort(fits.begin(), fits.end(),
+                   [](const DomainFit& a, const DomainFit& b) { return a.free < b.free; });
+  return fits;
+}
+
+int64_t TopologyAffinityScore(const std::vector<const TopologyLevelIndex*>& levels,
+                              const std::vector<std::vector<int32_t>>& used, uint32_t slot) {
+  int64_t score = 0;
+  for (size_t l = 0; l < levels.size() && l < used.size(); ++l) {
+    const int32_t domain = levels[l]->DomainOf(slot);
+    if (domain >= 0 && static_cast<size_t>(domain) < used[l].size() && used[l][domain] > 0) {
+      score += static_cast<int64_t>(l) + 1;
+    }
+  }
+  return score;
+}
+
+}  // namespace hybridjob::scheduler
