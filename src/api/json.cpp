@@ -300,6 +300,7 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
   out.last_restart_time = reader.String(status, "lastRestartTime", path);
   out.restart_count = reader.Int32(status, "restartCount", path).value_or(0);
   out.observed_generation = reader.Int64(status, "observedGeneration", path).value_or(0);
+  out.placement = reader.String(status, "placement", path).value_or("");
   return out;
 }
 
@@ -516,6 +517,7 @@ json ToJson(const HybridJobStatus& status) {
   SetIf(out, "lastRestartTime", status.last_restart_time);
   out["restartCount"] = status.restart_count;
   out["observedGeneration"] = status.observed_generation;
+  SetIfNotEmpty(out, "placement", status.placement);
   return out;
 }
 

@@ -73,6 +73,7 @@ ObservedPod ObserveOrThrow(const json& pod) {
   out.role = k8s::LabelOf(pod, api::kRoleLabel);
   out.index = ParseIndex(k8s::LabelOf(pod, api::kIndexLabel));
   out.group_spec = k8s::AnnotationOf(pod, api::kGroupSpecAnnotation);
+  out.placement = k8s::AnnotationOf(pod, api::kPlacementAnnotation);
   out.controller_uid = k8s::ControllerUidOf(pod);
   if (const json* spec = Child(pod, "spec")) {
     out.node_name = StringAt(*spec, "nodeName");

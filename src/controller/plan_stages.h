@@ -108,6 +108,10 @@ void ComputeReplicaStatuses(const PlanView& view, const std::optional<Membership
 void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& membership,
                          PlanBuilder& plan);
 
+// placement: the kPlacementAnnotation most bound members carry; unchanged when
+// none carries one.
+void ComputePlacement(const PlanView& view, PlanBuilder& plan);
+
 // The status of a job that goes on: phase, replica statuses and conditions.
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
                          PlanBuilder& plan);

@@ -111,6 +111,9 @@ void MarkScheduled(const PlanView& view, const std::optional<Membership>& member
     message += " " + role.name + " " + std::to_string(membership->Count(role.name)) + "/" +
                std::to_string(role.EffectiveMaxReplicas());
   }
+  if (!plan.status.placement.empty()) {
+    message += " in " + plan.status.placement;
+  }
   if (plan.surplus_deleted > 0) {
     message += "; deleting " + std::to_string(plan.surplus_deleted) + " surplus pods";
   }
@@ -285,6 +288,24 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
   plan.status.ready_members = std::to_string(running) + "/" + std::to_string(expected);
 }
 
+// Where the members run, as the scheduler's bindings said: the placement most
+// bound members carry (growth into a second domain of a Preferred job moves
+// it only once most members are there). Kept when no member says anything,
+// so a finished job still tells where it ran.
+void ComputePlacement(const PlanView& view, PlanBuilder& plan) {
+  std::map<std::string, int> votes;
+  for (const auto& [key, pod] : view.own) {
+    if (pod->bound() && !pod->terminating && !pod->placement.empty()) {
+      ++votes[pod->placement];
+    }
+  }
+  auto most = std::max_element(votes.begin(), votes.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most != votes.end()) {
+    plan.status.placement = most->first;
+  }
+}
+
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
                          PlanBuilder& plan) {
   // Before a membership, a job whose other pods are refused is complete
@@ -292,6 +313,7 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
   const std::optional<Membership>& limit = membership ? std::nullopt : view.refusal_limit;
   ComputeReplicaStatuses(view, membership, EndedPods::kProjected, plan);
   ComputeReadyMembers(view, membership, plan);
+  ComputePlacement(view, plan);
   const std::vector<ObservedPod> projected = ProjectedPods(view, plan);
   std::map<MemberKey, const ObservedPod*> present;
   for (const ObservedPod& pod : projected) {

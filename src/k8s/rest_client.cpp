@@ -684,7 +684,8 @@ Result<std::unique_ptr<WatchStream>> RestClient::Watch(const Resource& resource,
 }
 
 Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
-               std::string_view pod_uid, std::string_view node_name) {
+               std::string_view pod_uid, std::string_view node_name,
+               const std::map<std::string, std::string>& annotations) {
   nlohmann::json binding = {
       {"apiVersion", "v1"},
       {"kind", "Binding"},
@@ -693,6 +694,9 @@ Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name
   };
   if (!pod_uid.empty()) {
     binding["metadata"]["uid"] = pod_uid;
+  }
+  if (!annotations.empty()) {
+    binding["metadata"]["annotations"] = annotations;
   }
   auto result = client.CreateSubresource(resources::Pods(), ns, pod_name, "binding", binding);
   return result ? Status::Ok() : result.status();

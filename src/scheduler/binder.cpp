@@ -126,7 +126,12 @@ void GangBinder::Work() {
       queue_.pop_front();
     }
     const PodRef& member = task.member;
-    Status status = bind_(client_, member.namespace_name, member.name, member.uid, member.node);
+    BindAnnotations annotations;
+    if (!task.gang->gang.placement.empty()) {
+      annotations.emplace(api::kPlacementAnnotation, task.gang->gang.placement);
+    }
+    Status status =
+        bind_(client_, member.namespace_name, member.name, member.uid, member.node, annotations);
     {
       MutexLock lock(task.gang->mu);
       if (status.ok()) {

@@ -34,6 +34,7 @@ struct DecisionCopy {
   std::vector<ClaimDecision> claim_decisions;  // to be written before any bind
   std::vector<ClaimDecision> awaited_claims;   // to be Bound before any bind
   std::string summary;                         // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
+  std::string placement;                       // GroupPlan::placement
   Timestamp creation_time{};
 };
 
@@ -88,8 +89,9 @@ GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, Bin
       gpu_resources_(config_.gpu_resources),
       bind_(bind ? std::move(bind)
                  : BindFunction([](k8s::ApiClient& c, const std::string& ns, const std::string& pod,
-                                   const std::string& uid, const std::string& node) {
-                     return k8s::BindPod(c, ns, pod, uid, node);
+                                   const std::string& uid, const std::string& node,
+                                   const BindAnnotations& annotations) {
+                     return k8s::BindPod(c, ns, pod, uid, node, annotations);
                    })),
       cache_(config_.scheduler_name) {
   Reconfigure(config_);
@@ -522,6 +524,7 @@ void GangScheduler::RunOneCycle() {
       copy.untrusted = !decision.group.pending.empty() &&
                        !decision.group.pending.front()->untrusted_reason.empty();
       copy.summary = Summary(decision.plan);
+      copy.placement = decision.plan.placement;
       copy.claim_decisions = decision.plan.claim_decisions;
       copy.creation_time = decision.group.creation_time;
       copy.awaited_claims = copy.claim_decisions;
@@ -575,6 +578,7 @@ void GangScheduler::RunOneCycle() {
       gang.namespace_name = decision.namespace_name;
       gang.group_name = decision.group_name;
       gang.summary = decision.summary;
+      gang.placement = decision.placement;
       gang.grows = decision.started;
       gang.members = std::move(decision.assignments);
       gang.surplus = std::move(decision.surplus);

@@ -270,6 +270,9 @@ bool PolicyCycle::Commit(Entry& entry, GroupPlan& plan) {
                            plan.assignments.end());
   entry.claim_decisions.insert(entry.claim_decisions.end(), plan.claim_decisions.begin(),
                                plan.claim_decisions.end());
+  if (!plan.placement.empty()) {
+    entry.placement = plan.placement;
+  }
   return true;
 }
 

@@ -39,6 +39,7 @@ struct Entry {
   bool placed = false;  // placed at its minimum in this cycle
   std::vector<Assignment> assignments;         // everything committed in this cycle
   std::vector<ClaimDecision> claim_decisions;  // what those commits decided for unbound claims
+  std::string placement;  // the last commit's topology placement (GroupPlan::placement)
   int32_t grown = 0;
   ResourceList need;  // MinimumRequest
   // The ancestor of its queue whose max holds it back (kOverQueueMax): reclaim

@@ -39,6 +39,7 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
   plan.next_start_slot = entry.plan.next_start_slot;
   plan.assignments = entry.assignments;
   plan.claim_decisions = entry.claim_decisions;
+  plan.placement = entry.placement;
   std::stable_sort(plan.assignments.begin(), plan.assignments.end(),
                    [&](const Assignment& a, const Assignment& b) {
                      if (role_order(a.pod) != role_order(b.pod)) {

@@ -382,6 +382,12 @@ TEST(PolicyEndToEndTest, TopologyKeepsEachGangInOneRack) {
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_NE(*a.begin(), *b.begin());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return system.Job("rack-a")["status"].value("placement", "") == rack + "=" + *a.begin();
+      },
+      30s))
+      << system.Job("rack-a")["status"].dump();
 
   // 12 GPUs Required in one rack of 8 waits, saying so; Preferred runs over two racks.
   ASSERT_EQ(system.Apply(WithTopology(Job("wide", "generic", {Member("worker", 3, 3, 4, "")}), rack,

@@ -73,6 +73,12 @@ inline constexpr std::string_view kDefaultQueue = "default";
 // Members of a role are always indices 0..count-1.
 inline constexpr std::string_view kMembersAnnotation = "batch.hybridjob.io/members";
 
+// Annotation the gang-scheduler sets on each member it binds (through the
+// binding, which the API server copies onto the pod) when the job has
+// spec.topology: where the gang's topology units went, e.g.
+// "example.com/rack=r1". The controller reports it as status.placement.
+inline constexpr std::string_view kPlacementAnnotation = "batch.hybridjob.io/placement";
+
 // Label on a job's TensorBoard Deployment, its pods and Service (value: the job
 // name). Kept apart from kJobNameLabel so TensorBoard pods never join the group.
 inline constexpr std::string_view kTensorboardLabel = "batch.hybridjob.io/tensorboard";

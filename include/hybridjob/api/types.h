@@ -300,6 +300,9 @@ struct HybridJobStatus {
   std::optional<std::string> last_restart_time;  // when the latest member restart began
   int32_t restart_count = 0;
   int64_t observed_generation = 0;
+  // With spec.topology: where the gang-scheduler placed the members, e.g.
+  // "example.com/rack=r1" (their batch.hybridjob.io/placement annotation).
+  std::string placement;
 
   const Condition* FindCondition(std::string_view type) const;
   bool HasTrueCondition(std::string_view type) const;

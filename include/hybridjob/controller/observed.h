@@ -50,6 +50,8 @@ struct ObservedPod {
   int64_t gpus = 0;
   // The batch.hybridjob.io/group-spec annotation, as written.
   std::string group_spec;
+  // The batch.hybridjob.io/placement annotation the gang-scheduler's binding set.
+  std::string placement;
 
   bool bound() const { return !node_name.empty(); }
   // The kubelet refused the pod before any container ran (phase Failed with an

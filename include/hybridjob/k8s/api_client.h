@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,9 +106,11 @@ class ApiClient {
   virtual Result<std::string> GetRaw(const std::string& path) = 0;
 };
 
-// Binds a pod to a node through pods/{name}/binding, as a scheduler does.
+// Binds a pod to a node through pods/{name}/binding, as a scheduler does. The
+// API server copies the binding's annotations onto the pod.
 Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,
-               std::string_view pod_uid, std::string_view node_name);
+               std::string_view pod_uid, std::string_view node_name,
+               const std::map<std::string, std::string>& annotations = {});
 
 // Eviction bodies: policy/v1 is served from Kubernetes 1.22 on; 1.20 and 1.21
 // know only policy/v1beta1 (which later servers still accept, deprecated).

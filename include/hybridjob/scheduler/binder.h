@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,11 +27,13 @@
 
 namespace hybridjob::scheduler {
 
-// Binds one pod to a node (pods/binding). Replaceable for fault-injection
-// tests of the rollback path; the default is k8s::BindPod.
-using BindFunction =
-    std::function<Status(k8s::ApiClient& client, const std::string& ns, const std::string& pod,
-                         const std::string& uid, const std::string& node)>;
+// Binds one pod to a node (pods/binding), with annotations the API server
+// copies onto the pod. Replaceable for fault-injection tests of the rollback
+// path; the default is k8s::BindPod.
+using BindAnnotations = std::map<std::string, std::string>;
+using BindFunction = std::function<Status(
+    k8s::ApiClient& client, const std::string& ns, const std::string& pod, const std::string& uid,
+    const std::string& node, const BindAnnotations& annotations)>;
 
 // Observes each placed group from its first member's creation to its last bind.
 using GangLatencyObserver = std::function<void(std::chrono::duration<double> latency)>;
@@ -48,8 +51,9 @@ struct GangBind {
   std::string key;  // GroupKey
   std::string namespace_name;
   std::string group_name;
-  std::string summary;  // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
-  bool grows = false;   // a running group given more members
+  std::string summary;    // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
+  std::string placement;  // GroupPlan::placement: set on each member as kPlacementAnnotation
+  bool grows = false;     // a running group given more members
   std::vector<PodRef> members;
   std::vector<PodRef> surplus;  // left out of the placement
   Timestamp creation_time{};

@@ -274,10 +274,14 @@ TEST_F(RestClientTest, BindingSubresourceSetsNodeName) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   const std::string uid = (*created)["metadata"]["uid"];
 
-  ASSERT_TRUE(BindPod(*client_, ns.name(), "p", uid, node_name).ok());
+  ASSERT_TRUE(
+      BindPod(*client_, ns.name(), "p", uid, node_name, {{"example.com/placement", "rack=r1"}})
+          .ok());
   auto bound = client_->Get(resources::Pods(), ns.name(), "p");
   ASSERT_TRUE(bound.ok());
   EXPECT_EQ((*bound)["spec"]["nodeName"], node_name);
+  EXPECT_EQ((*bound)["metadata"]["annotations"]["example.com/placement"], "rack=r1")
+      << "the API server copies a binding's annotations onto the pod";
 
   // A pod binds once; a second binding is a Conflict.
   EXPECT_EQ(BindPod(*client_, ns.name(), "p", uid, node_name).code(), StatusCode::kConflict);

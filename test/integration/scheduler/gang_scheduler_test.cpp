@@ -363,12 +363,13 @@ TEST_F(GangSchedulerTest, FailedBindRollsTheWholeGroupBack) {
   StartNodes(2, 4);
   std::atomic<int> refused{0};
   StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
-                     const std::string& uid, const std::string& node) -> Status {
+                     const std::string& uid, const std::string& node,
+                     const BindAnnotations& annotations) -> Status {
     if (pod == "rb-worker-2") {
       ++refused;
       return Status(StatusCode::kForbidden, "injected refusal").WithHttp(403, "Forbidden");
     }
-    return k8s::BindPod(client, ns, pod, uid, node);
+    return k8s::BindPod(client, ns, pod, uid, node, annotations);
   });
   CreateGroup("rb", {{"worker", 4, 4, 1}});
   ASSERT_TRUE(WaitFor([&] { return scheduler_->stats().groups_rolled_back.load() >= 1; }, 30s));
@@ -402,8 +403,9 @@ TEST_F(GangSchedulerTest, BindWhoseAnswerWasLostIsRolledBackToo) {
   StartNodes(2, 4);
   std::atomic<int> lost{0};
   StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
-                     const std::string& uid, const std::string& node) -> Status {
-    Status bound = k8s::BindPod(client, ns, pod, uid, node);
+                     const std::string& uid, const std::string& node,
+                     const BindAnnotations& annotations) -> Status {
+    Status bound = k8s::BindPod(client, ns, pod, uid, node, annotations);
     if (pod == "lost-worker-2" && bound.ok()) {
       ++lost;
       return Unavailable("BIND: Failed to connect to any resolved endpoint (injected)");
@@ -437,7 +439,8 @@ TEST_F(GangSchedulerTest, ARefusedBindOfAnUnboundPodIsNotRolledBackByDeletingIt)
   StartNodes(2, 4);
   std::atomic<int> refused{0};
   StartScheduler([&](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
-                     const std::string& uid, const std::string& node) -> Status {
+                     const std::string& uid, const std::string& node,
+                     const BindAnnotations& annotations) -> Status {
     if (pod == "gate-worker-1" && refused.load() == 0) {
       ++refused;
       return Status(StatusCode::kConflict,
@@ -445,7 +448,7 @@ TEST_F(GangSchedulerTest, ARefusedBindOfAnUnboundPodIsNotRolledBackByDeletingIt)
                     "gate-worker-1 has non-empty .spec.schedulingGates")
           .WithHttp(409, "Conflict");
     }
-    return k8s::BindPod(client, ns, pod, uid, node);
+    return k8s::BindPod(client, ns, pod, uid, node, annotations);
   });
   CreateGroup("gate", {{"worker", 2, 2, 1}});
   const std::string uid = Pod("gate-worker-1")["metadata"].value("uid", "");

@@ -627,6 +627,13 @@ Result<json> FakeApiClient::CreateSubresource(const Resource& resource, std::str
                            "pod " + std::string(name) + " has non-empty .spec.schedulingGates");
     }
     pod["spec"]["nodeName"] = body.value("target", json::object()).value("name", "");
+    // As the API server does: the binding's annotations go onto the pod.
+    const json& metadata = body.value("metadata", json::object());
+    if (metadata.contains("annotations") && metadata["annotations"].is_object()) {
+      for (const auto& [key, value] : metadata["annotations"].items()) {
+        pod["metadata"]["annotations"][key] = value;
+      }
+    }
     StrategicMerge(
         pod["status"],
         json{{"conditions", json::array({{{"type", "PodScheduled"}, {"status", "True"}}})}});

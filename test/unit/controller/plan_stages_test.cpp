@@ -178,6 +178,29 @@ TEST(PlanStatusTest, ReadyMembersCountsRunningMembersAsThePlanLeavesThem) {
   EXPECT_EQ(plan.status.ready_members, "1/3");
 }
 
+TEST(PlanStatusTest, PlacementIsWhatMostBoundMembersSayAndStaysWhenTheySayNothing) {
+  api::HybridJob job = TfJob();
+  job.status.placement = "example.com/rack=old";
+  Observed observed = PlacedGang(job);
+  const PlanView unannotated = MakePlanView(job, observed, testing::T0(), kOptions);
+  PlanBuilder kept = StartPlan(unannotated);
+  ComputePlacement(unannotated, kept);
+  EXPECT_EQ(kept.status.placement, "example.com/rack=old") << "a finished job keeps telling";
+
+  observed.pods[0].placement = "example.com/rack=r2";
+  observed.pods[1].placement = "example.com/rack=r1";
+  observed.pods[2].placement = "example.com/rack=r1";
+  const PlanView view = MakePlanView(job, observed, testing::T0(), kOptions);
+  PlanBuilder plan = StartPlan(view);
+  ComputePlacement(view, plan);
+  EXPECT_EQ(plan.status.placement, "example.com/rack=r1");
+
+  ComputeActiveStatus(view, kPlaced, plan);
+  const api::Condition* scheduled = plan.status.FindCondition(api::kConditionScheduled);
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_THAT(scheduled->message, HasSubstr(" in example.com/rack=r1"));
+}
+
 TEST(PlanStatusTest, ReadyMembersBeforePlacementExpectTheMinimum) {
   api::HybridJob job = TfJob();
   job.spec.replica_specs[1].min_replicas = 3;

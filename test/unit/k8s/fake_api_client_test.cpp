@@ -72,8 +72,11 @@ TEST(FakeApiClientTest, ABindingTakesOnlyAnUnboundUngatedPodOfTheSameUid) {
   json pod = api.Seed(resources::Pods(), Pod("p"));
   const std::string uid = pod["metadata"]["uid"];
   EXPECT_TRUE(IsConflict(BindPod(api, "team-a", "p", "another-uid", "node-1")));
-  ASSERT_TRUE(BindPod(api, "team-a", "p", uid, "node-1").ok());
+  ASSERT_TRUE(BindPod(api, "team-a", "p", uid, "node-1", {{"example.com/placement", "r1"}}).ok());
   EXPECT_EQ((*api.Object(resources::Pods(), "team-a", "p"))["spec"]["nodeName"], "node-1");
+  EXPECT_EQ((*api.Object(resources::Pods(), "team-a",
+                         "p"))["metadata"]["annotations"]["example.com/placement"],
+            "r1");
   Status twice = BindPod(api, "team-a", "p", uid, "node-2");
   EXPECT_TRUE(IsConflict(twice));
   EXPECT_NE(twice.message().find("already assigned"), std::string::npos) << twice.message();

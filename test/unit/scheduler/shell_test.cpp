@@ -143,8 +143,9 @@ class GangBinderTest : public ::testing::Test {
     GangBinder binder(
         api_,
         [](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
-           const std::string& uid,
-           const std::string& node) { return k8s::BindPod(client, ns, pod, uid, node); },
+           const std::string& uid, const std::string& node, const BindAnnotations& annotations) {
+          return k8s::BindPod(client, ns, pod, uid, node, annotations);
+        },
         events_, reporter_, stats_,
         [&](BindOutcome outcome) {
           std::lock_guard lock(mu);
