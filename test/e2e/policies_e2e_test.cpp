@@ -349,7 +349,9 @@ TEST(PolicyEndToEndTest, TopologyKeepsEachGangInOneRack) {
   ASSERT_TRUE(system.ok());
   std::map<std::string, std::string> rack_of;
   std::map<std::string, std::string> zone_of;
-  for (const json& node : system.client().List(k8s::resources::Nodes(), "", {})->items) {
+  auto nodes = system.client().List(k8s::resources::Nodes(), "", {});
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  for (const json& node : nodes->items) {
     const json& labels = node["metadata"]["labels"];
     rack_of[node["metadata"]["name"]] = labels.value(rack, "");
     zone_of[node["metadata"]["name"]] = labels.value("topology.kubernetes.io/zone", "");
