@@ -89,7 +89,7 @@ TEST(GroupSpecTest, RefusesBadSpecsNamingTheField) {
        "topology.level: required unless the mode is None"},
       {R"({"roles":[{"name":"a"}],"topology":{"mode":"None"}})", "topology.mode: None is only"},
       {R"({"roles":[{"name":"a"}],"topology":{"level":"r","mode":"required"}})",
-       "topology.mode: must be one of Required, Preferred, None"},
+       "topology.mode: unsupported value \"required\": must be one of Required, Preferred, None"},
       {R"({"roles":[{"name":"a","topology":{"level":"r","mode":"None"}}]})",
        "roles[0].topology.level: required unless the mode is None, and only then"},
   };
