@@ -23,7 +23,8 @@ constexpr std::string_view kEnvWrapperScriptText =
     ". \"/etc/hybridjob/${HYBRIDJOB_ROLE}.env\"\n"
     "exec \"$@\"\n";
 
-// Fetches $1 into a temporary file and unpacks it into $2. The URL only ever
+// Fetches $1 into a temporary file, removed however the script ends, and
+// unpacks it into $2. The URL only ever
 // appears quoted, as data; it is never evaluated. For s3:// sources,
 // AWS_ENDPOINT_URL names an S3-compatible store (path-style), and with
 // AWS_ACCESS_KEY_ID curl signs the request (SigV4) when there is no aws CLI.
@@ -32,6 +33,7 @@ constexpr std::string_view kCodeFetchScriptText =
     "src=\"$1\"\n"
     "dest=\"$2\"\n"
     "archive=\"$(mktemp)\"\n"
+    "trap 'rm -f \"$archive\"' EXIT\n"
     "endpoint=\"${AWS_ENDPOINT_URL:-}\"\n"
     "case \"$src\" in\n"
     "  s3://*)\n"
@@ -78,8 +80,7 @@ constexpr std::string_view kCodeFetchScriptText =
     "  *.zip) unzip -q -o \"$archive\" -d \"$dest\" ;;\n"
     "  *.tar.gz|*.tgz) tar -xzf \"$archive\" -C \"$dest\" ;;\n"
     "  *) tar -xf \"$archive\" -C \"$dest\" ;;\n"
-    "esac\n"
-    "rm -f \"$archive\"\n";
+    "esac\n";
 
 // PUTs every file of the given paths (directories recursively) below $1: an
 // http(s):// prefix, or s3://bucket[/prefix] (signed by curl with
@@ -129,6 +130,7 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "}\n"
     "count=0\n"
     "list=\"$(mktemp)\"\n"
+    "trap 'rm -f \"$list\"' EXIT\n"
     "for path in \"$@\"; do\n"
     "  if [ -d \"$root/$path\" ]; then\n"
     "    find \"$root/$path\" -type f > \"$list\"\n"
