@@ -3,6 +3,8 @@
 #include <hybridjob/api/group_spec.h>
 #include <hybridjob/common/json_fields.h>
 
+#include "topology_fields.h"
+
 namespace hybridjob::api {
 namespace {
 
@@ -13,20 +15,14 @@ using nlohmann::ordered_json;
 // allocate without limit when it checks which members exist.
 constexpr int64_t kMaxReplicasPerRole = 100000;
 
+// The annotation's topology: a level with Required or Preferred, none with None.
 std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
                                          const std::string& parent_path) {
-  const json* object = fields.Object(parent, "topology", parent_path);
-  if (object == nullptr) {
-    return std::nullopt;
-  }
-  const std::string path = JoinPath(parent_path, "topology");
-  TopologySpec topology;
-  topology.level = fields.String(*object, "level", path).value_or("");
-  topology.mode =
-      fields.Enumerated<TopologyMode>(*object, "mode", path, ParseTopologyMode, AllTopologyModes())
-          .value_or(TopologyMode::kRequired);
-  if (topology.level.empty() != (topology.mode == TopologyMode::kNone)) {
-    fields.Error(JoinPath(path, "level"), "required unless the mode is None, and only then");
+  std::optional<TopologySpec> topology =
+      ReadTopologyMember(fields, parent, parent_path, /*reject_unknown_keys=*/false);
+  if (topology && topology->level.empty() != (topology->mode == TopologyMode::kNone)) {
+    fields.Error(JoinPath(JoinPath(parent_path, "topology"), "level"),
+                 "required unless the mode is None, and only then");
   }
   return topology;
 }

@@ -8,6 +8,8 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/json_fields.h>
 
+#include "topology_fields.h"
+
 namespace hybridjob::api {
 namespace {
 
@@ -30,22 +32,6 @@ ObjectMeta ReadObjectMeta(JsonFields& reader, const json& object) {
   meta.labels = reader.StringMap(*metadata, "labels", path);
   meta.annotations = reader.StringMap(*metadata, "annotations", path);
   return meta;
-}
-
-std::optional<TopologySpec> ReadTopology(JsonFields& reader, const json& parent,
-                                         const std::string& parent_path) {
-  const json* object = reader.Object(parent, "topology", parent_path);
-  if (object == nullptr) {
-    return std::nullopt;
-  }
-  const std::string path = JoinPath(parent_path, "topology");
-  reader.CheckKnown(*object, {"level", "mode"}, path);
-  TopologySpec topology;
-  topology.level = reader.String(*object, "level", path).value_or("");
-  topology.mode =
-      reader.Enumerated<TopologyMode>(*object, "mode", path, ParseTopologyMode, AllTopologyModes())
-          .value_or(TopologyMode::kRequired);
-  return topology;
 }
 
 json TopologyJson(const TopologySpec& topology) {
@@ -88,7 +74,7 @@ ReplicaSpec ReadReplicaSpec(JsonFields& reader, const json& item, const std::str
                                                        ParseRestartPolicy, AllRestartPolicies())
                             .value_or(RestartPolicy::kNever);
   role.port = reader.Int32(item, "port", path);
-  role.topology = ReadTopology(reader, item, path);
+  role.topology = ReadTopologyMember(reader, item, path, /*reject_unknown_keys=*/true);
   if (const json* pod_template = reader.Object(item, "template", path)) {
     role.pod_template = *pod_template;
   }
@@ -245,7 +231,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   spec.artifacts = ReadArtifacts(reader, *spec_json);
   spec.tensorboard = ReadTensorboard(reader, *spec_json);
   spec.queue = reader.String(*spec_json, "queue", "spec");
-  spec.topology = ReadTopology(reader, *spec_json, "spec");
+  spec.topology = ReadTopologyMember(reader, *spec_json, "spec", /*reject_unknown_keys=*/true);
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
                             .value_or(std::string(kDefaultSchedulerName));
   return spec;
