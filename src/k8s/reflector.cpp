@@ -167,14 +167,15 @@ Reflector::WatchEnd Reflector::WatchOnce() {
       return Backoff() ? WatchEnd::kRewatch : WatchEnd::kStopped;
     }
     received_any = true;
-    const std::string rv = ResourceVersionOf(event.object);
+    // The version moves before the sink sees the event, so whoever observes
+    // the sink's state reads a LastResourceVersion at least that new.
+    if (const std::string rv = ResourceVersionOf(event.object); !rv.empty()) {
+      MutexLock lock(mu_);
+      last_resource_version_ = rv;
+    }
     if (event.type != WatchEventType::kBookmark) {
       ++stats_.events;
       sink_.Apply(event.type, std::move(event.object));
-    }
-    if (!rv.empty()) {
-      MutexLock lock(mu_);
-      last_resource_version_ = rv;
     }
   }
 }
