@@ -693,63 +693,10 @@ constexpr size_t kMaxTopologyAttempts = 16;
 // Domains tried per unit at one level, best fit first.
 constexpr size_t kMaxDomainsPerLevel = 8;
 
-bool HasTopology(const GroupSpec& spec) {
-  return spec.topology.has_value() ||
-         std::any_of(spec.roles.begin(), spec.roles.end(),
-                     [](const GroupRole& role) { return role.topology.has_value(); });
-}
-
 // "rack" for example.com/rack: how messages name a level.
 std::string_view LevelName(std::string_view key) {
   const size_t slash = key.rfind('/');
   return slash == std::string_view::npos ? key : key.substr(slash + 1);
-}
-
-// What one unit asks of a domain: its minimum's capacity beyond what is bound.
-struct UnitDemand {
-  CapacityMeasure measure;
-  int64_t need = 0;
-  std::vector<uint32_t> bound_slots;  // nodes of the unit's bound members
-};
-
-UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
-                    const PlannerConfig& config) {
-  UnitDemand demand;
-  demand.measure.gpu_resource_names = &config.gpu_resource_names;
-  struct RoleDemand {
-    int32_t bound = 0;
-    const PodInfo* pending = nullptr;
-  };
-  std::vector<RoleDemand> roles(unit.roles.size());
-  auto role_of = [&](const PodInfo& pod) -> RoleDemand* {
-    for (size_t i = 0; i < unit.roles.size(); ++i) {
-      if (group.spec.roles[unit.roles[i]].name == pod.role) {
-        return &roles[i];
-      }
-    }
-    return nullptr;
-  };
-  for (const PodInfo* pod : group.bound) {
-    if (RoleDemand* role = role_of(*pod)) {
-      ++role->bound;
-      if (std::optional<uint32_t> slot = snapshot.FindNodeSlot(pod->node_name)) {
-        demand.bound_slots.push_back(*slot);
-      }
-    }
-  }
-  for (const PodInfo* pod : group.pending) {
-    if (RoleDemand* role = role_of(*pod); role != nullptr && role->pending == nullptr) {
-      role->pending = pod;
-      demand.measure.gpus |= SumScalars(pod->requests, config.gpu_resource_names) > 0;
-    }
-  }
-  for (size_t i = 0; i < unit.roles.size(); ++i) {
-    const int32_t missing = group.spec.roles[unit.roles[i]].min_replicas - roles[i].bound;
-    if (missing > 0 && roles[i].pending != nullptr) {
-      demand.need += missing * demand.measure.Of(roles[i].pending->requests);
-    }
-  }
-  return demand;
 }
 
 // The scopes a unit may be planned in, in the order to try them.
@@ -763,15 +710,8 @@ std::vector<NodeScope> CandidateScopes(const TopologyUnit& unit, const UnitDeman
     // A running unit stays where most of its members are. Members bound
     // outside every domain (placed before the level was configured) leave
     // the unit where it is: anywhere.
-    std::vector<int32_t> members(level->domains.size(), 0);
-    for (uint32_t slot : demand.bound_slots) {
-      if (int32_t domain = level->DomainOf(slot); domain >= 0) {
-        ++members[domain];
-      }
-    }
-    auto most = std::max_element(members.begin(), members.end());
-    if (most != members.end() && *most > 0) {
-      scopes.push_back(NodeScope{level, static_cast<int32_t>(most - members.begin())});
+    if (const int32_t majority = MajorityDomain(*level, demand.bound_slots); majority >= 0) {
+      scopes.push_back(NodeScope{level, majority});
     }
     if (preferred || scopes.empty()) {
       scopes.push_back(NodeScope{});
@@ -877,7 +817,7 @@ GroupPlan PlanWithTopology(Snapshot& snapshot, const PodGroup& group, const Plan
   std::vector<UnitDemand> demands;
   std::vector<std::vector<NodeScope>> candidates;
   for (const TopologyUnit& unit : choice.units) {
-    demands.push_back(DemandOf(unit, group, snapshot, config));
+    demands.push_back(DemandOf(unit, group, snapshot, config.gpu_resource_names));
     candidates.push_back(CandidateScopes(unit, demands.back(), choice.levels, snapshot.slots()));
   }
 

@@ -434,8 +434,9 @@ void PolicyCycle::EvictFor(Entry& entry, const EvictionChoice& choice) {
   if (names.size() > 4) {
     listed += ", ...";
   }
-  entry.plan.reason =
-      "evicting " + Plural(names.size(), "pod", "pods") + " to make room for it: " + listed;
+  entry.plan.reason = "evicting " + Plural(names.size(), "pod", "pods") +
+                      (choice.domain.empty() ? "" : " in " + choice.domain) +
+                      " to make room for it: " + listed;
 
   Reservation* reservation = FindReservation(entry.key);
   if (reservation == nullptr) {
@@ -528,7 +529,10 @@ void PolicyCycle::ChooseEvictions() {
         }
       }
       FitCheck fits = [&]() { return PlanGroup(snapshot_, at_minimum, planner_).placed(); };
-      choice = FindEvictions(snapshot_, what_if, running, *projected, request, fits);
+      // A gang that must keep to one topology domain takes its victims
+      // inside one, scoped on the state after the edits above.
+      const EvictionScope scope = EvictionScopeOf(at_minimum, snapshot_, planner_, blocked);
+      choice = FindEvictionsInScope(snapshot_, what_if, running, *projected, request, fits, scope);
     }
     if (!choice.fits) {
       if (has_in_flight) {

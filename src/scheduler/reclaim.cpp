@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <hybridjob/scheduler/reclaim.h>
+#include <hybridjob/scheduler/topology.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -81,6 +82,8 @@ class Search {
 
   void CountFreeCapacity();
   bool Usable(const PodInfo& pod) const;
+  bool InDomain(uint32_t slot) const;
+  bool InDomain(const VictimUnit& unit) const;
   bool Covers(const ResourceList& freed) const;
   bool Check();
   bool CanCheck() const { return checks_ < request_.max_fit_checks; }
@@ -126,7 +129,7 @@ void Search::CountFreeCapacity() {
   const std::vector<NodeState>& slots = snapshot_.slots();
   for (uint32_t slot = 0; slot < slots.size(); ++slot) {
     const NodeState& node = slots[slot];
-    if (!node.schedulable_slot()) {
+    if (!node.schedulable_slot() || !InDomain(slot)) {
       continue;
     }
     ForEachResource(request_.need, [&](std::string_view name, int64_t amount) {
@@ -146,7 +149,25 @@ bool Search::Usable(const PodInfo& pod) const {
     return false;
   }
   const std::vector<uint8_t>* blocked = request_.blocked_slots;
-  return blocked == nullptr || *slot >= blocked->size() || (*blocked)[*slot] == 0;
+  return InDomain(*slot) &&
+         (blocked == nullptr || *slot >= blocked->size() || (*blocked)[*slot] == 0);
+}
+
+bool Search::InDomain(uint32_t slot) const {
+  const std::vector<uint8_t>* domain = request_.domain_slots;
+  return domain == nullptr || (slot < domain->size() && (*domain)[slot] != 0);
+}
+
+// Whether a unit may be taken in a search kept to one domain: an elastic
+// member inside it, a whole gang with a member inside it.
+bool Search::InDomain(const VictimUnit& unit) const {
+  if (request_.domain_slots == nullptr) {
+    return true;
+  }
+  return std::any_of(unit.pods.begin(), unit.pods.end(), [this](const PodInfo* pod) {
+    std::optional<uint32_t> slot = snapshot_.FindNodeSlot(pod->node_name);
+    return slot.has_value() && InDomain(*slot);
+  });
 }
 
 bool Search::Covers(const ResourceList& freed) const {
@@ -407,6 +428,10 @@ bool Search::TryReclaim() {
     if (exhausted_.contains(role_key)) {
       continue;
     }
+    if (!InDomain(unit)) {
+      exhausted_.insert(role_key);  // lower indices would leave a gap
+      continue;
+    }
     if (!KeepsGuarantees(RelationOf(*best), unit.requests)) {
       exhausted_.insert(role_key);  // lower indices would leave a gap
       continue;
@@ -442,6 +467,12 @@ bool Search::TryPreemption() {
       for (const PodInfo* pod : unit.pods) {
         unit.requests += pod->requests;
       }
+    }
+    if (!InDomain(unit)) {
+      if (!unit.whole()) {
+        exhausted_.insert({unit.group, unit.role});
+      }
+      continue;
     }
     const std::string& queue = running_.groups()[unit.group].queue;
     if (!Allowed(queue)) {
@@ -689,6 +720,81 @@ EvictionChoice FindEvictions(Snapshot& snapshot, WhatIf& what_if, const RunningG
                              const FitCheck& fits) {
   Search search(snapshot, what_if, running, share, request, fits);
   return search.Run();
+}
+
+EvictionScope EvictionScopeOf(const PodGroup& group, Snapshot& snapshot,
+                              const PlannerConfig& planner, const std::vector<uint8_t>& blocked) {
+  EvictionScope scope;
+  if (planner.topology_levels.empty() || !HasTopology(group.spec)) {
+    return scope;
+  }
+  Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, planner.topology_levels);
+  if (!units.ok() || units->empty()) {
+    return scope;
+  }
+  std::vector<UnitDemand> demands;
+  for (const TopologyUnit& unit : *units) {
+    demands.push_back(DemandOf(unit, group, snapshot, planner.gpu_resource_names));
+  }
+  const int32_t confining = ConfiningUnit(*units, demands);
+  if (confining < 0) {
+    return scope;
+  }
+  const TopologyUnit& unit = (*units)[static_cast<size_t>(confining)];
+  scope.level = &snapshot.TopologyLevel(planner.topology_levels[unit.level]);
+  scope.domains = DomainsToClear(*scope.level, snapshot.slots(),
+                                 demands[static_cast<size_t>(confining)], blocked);
+  scope.whole_group = unit.roles.size() == group.spec.roles.size();
+  return scope;
+}
+
+EvictionChoice FindEvictionsInScope(Snapshot& snapshot, WhatIf& what_if,
+                                    const RunningGroups& running, const FairShare& share,
+                                    const EvictionRequest& request, const FitCheck& fits,
+                                    const EvictionScope& scope) {
+  if (scope.level == nullptr) {
+    return FindEvictions(snapshot, what_if, running, share, request, fits);
+  }
+  EvictionChoice best;
+  int32_t budget = 2 * request.max_fit_checks;
+  auto pods_of = [](const EvictionChoice& choice) {
+    size_t pods = 0;
+    for (const VictimUnit& unit : choice.victims) {
+      pods += unit.pods.size();
+    }
+    return pods;
+  };
+  const size_t tried = std::min(scope.domains.size(), kMaxEvictionDomains);
+  for (size_t i = 0; i < tried && budget > 0; ++i) {
+    const TopologyDomain& domain = scope.level->domains[static_cast<size_t>(scope.domains[i])];
+    std::vector<uint8_t> inside(snapshot.slots().size(), 0);
+    for (uint32_t slot : domain.slots) {
+      inside[slot] = 1;
+    }
+    EvictionRequest within = request;
+    within.domain_slots = &inside;
+    within.max_fit_checks = std::min(request.max_fit_checks, budget);
+    EvictionChoice choice = FindEvictions(snapshot, what_if, running, share, within, fits);
+    budget -= choice.fit_checks;
+    best.fit_checks += choice.fit_checks;
+    if (choice.fits && (!best.fits || pods_of(choice) < pods_of(best))) {
+      const int32_t checks = best.fit_checks;
+      best = std::move(choice);
+      best.fit_checks = checks;
+      best.domain = scope.level->key + "=" + domain.value;
+    }
+  }
+  if (best.fits || (scope.whole_group && tried == scope.domains.size())) {
+    return best;
+  }
+  EvictionRequest anywhere = request;
+  anywhere.max_fit_checks = std::max(budget, 0);
+  if (anywhere.max_fit_checks == 0) {
+    return best;
+  }
+  EvictionChoice choice = FindEvictions(snapshot, what_if, running, share, anywhere, fits);
+  choice.fit_checks += best.fit_checks;
+  return choice;
 }
 
 }  // namespace hybridjob::scheduler

@@ -1,13 +1,58 @@
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
 
 #include <hybridjob/scheduler/predicates.h>
 #include <hybridjob/scheduler/starvation.h>
+#include <hybridjob/scheduler/topology.h>
 
 namespace hybridjob::scheduler {
 namespace {
 
 bool Unavailable(const std::vector<uint8_t>& unavailable, uint32_t slot) {
   return slot < unavailable.size() && unavailable[slot] != 0;
+}
+
+// The members a Required topology unit keeps to one domain, and the domains
+// to try for them.
+struct ConfinedMembers {
+  const TopologyLevelIndex* level = nullptr;  // null: none
+  std::set<std::string, std::less<>> roles;
+  std::vector<int32_t> domains;
+  std::string name;  // "the gang" or "role <name>"
+};
+
+ConfinedMembers ConfinedMembersOf(const Snapshot& snapshot, const PodGroup& group,
+                                  const PlannerConfig& planner,
+                                  const std::vector<uint8_t>& unavailable,
+                                  TopologyLevelIndex& storage) {
+  ConfinedMembers confined;
+  if (planner.topology_levels.empty() || !HasTopology(group.spec)) {
+    return confined;
+  }
+  Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, planner.topology_levels);
+  if (!units.ok() || units->empty()) {
+    return confined;
+  }
+  std::vector<UnitDemand> demands;
+  for (const TopologyUnit& unit : *units) {
+    demands.push_back(DemandOf(unit, group, snapshot, planner.gpu_resource_names));
+  }
+  const int32_t index = ConfiningUnit(*units, demands);
+  if (index < 0) {
+    return confined;
+  }
+  const TopologyUnit& unit = (*units)[static_cast<size_t>(index)];
+  storage = BuildTopologyLevel(snapshot.slots(), planner.topology_levels[unit.level]);
+  confined.level = &storage;
+  for (size_t role : unit.roles) {
+    confined.roles.insert(group.spec.roles[role].name);
+  }
+  confined.domains =
+      DomainsToClear(storage, snapshot.slots(), demands[static_cast<size_t>(index)], unavailable);
+  confined.name = unit.gang ? std::string("the gang") : "role " + *confined.roles.begin();
+  return confined;
 }
 
 }  // namespace
@@ -149,30 +194,73 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
         .empty();
   };
 
+  // First fit of `pods` into the nodes `allowed` passes, the nodes chosen
+  // already first; the member that fits nowhere, or nullptr.
   std::vector<size_t> chosen;
-  for (const PodInfo* pod : members) {
-    bool placed = false;
-    for (size_t c : chosen) {
-      if (passes(*pod, c) && fits(*pod, candidates[c])) {
+  auto fit_members = [&](const std::vector<const PodInfo*>& pods,
+                         const std::function<bool(uint32_t)>& allowed) -> const PodInfo* {
+    for (const PodInfo* pod : pods) {
+      bool placed = false;
+      for (size_t c : chosen) {
+        if (allowed(candidates[c].slot) && passes(*pod, c) && fits(*pod, candidates[c])) {
+          candidates[c].used += pod->requests;
+          placed = true;
+          break;
+        }
+      }
+      for (size_t c = 0; !placed && c < candidates.size(); ++c) {
+        if (candidates[c].chosen || !allowed(candidates[c].slot) || !passes(*pod, c) ||
+            !fits(*pod, candidates[c])) {
+          continue;
+        }
+        candidates[c].chosen = true;
         candidates[c].used += pod->requests;
+        chosen.push_back(c);
         placed = true;
+      }
+      if (!placed) {
+        return pod;
+      }
+    }
+    return nullptr;
+  };
+  auto anywhere = [](uint32_t) { return true; };
+
+  // A Required topology unit is reserved inside one domain, tried in the
+  // order reclaim would clear them; the rest of the group anywhere.
+  std::vector<const PodInfo*> rest = members;
+  TopologyLevelIndex level_storage;
+  if (ConfinedMembers confined =
+          ConfinedMembersOf(snapshot, group, planner, unavailable, level_storage);
+      confined.level != nullptr) {
+    std::erase_if(rest, [&](const PodInfo* pod) { return confined.roles.contains(pod->role); });
+    std::vector<const PodInfo*> inside;
+    for (const PodInfo* pod : members) {
+      if (confined.roles.contains(pod->role)) {
+        inside.push_back(pod);
+      }
+    }
+    bool held = false;
+    for (int32_t domain : confined.domains) {
+      const std::vector<Candidate> before = candidates;
+      auto in_domain = [&](uint32_t slot) { return confined.level->DomainOf(slot) == domain; };
+      if (fit_members(inside, in_domain) == nullptr) {
+        held = true;
         break;
       }
+      candidates = before;
+      chosen.clear();
     }
-    for (size_t c = 0; !placed && c < candidates.size(); ++c) {
-      if (candidates[c].chosen || !passes(*pod, c) || !fits(*pod, candidates[c])) {
-        continue;
-      }
-      candidates[c].chosen = true;
-      candidates[c].used += pod->requests;
-      chosen.push_back(c);
-      placed = true;
-    }
-    if (!placed) {
-      choice.reason = "member " + pod->name + " (" + pod->requests.ToString() +
-                      ") fits no node even with every pod of this scheduler gone";
+    if (!held) {
+      choice.reason = "no single " + confined.level->key + " domain holds " + confined.name +
+                      "'s minimum even with every pod of this scheduler gone";
       return choice;
     }
+  }
+  if (const PodInfo* pod = fit_members(rest, anywhere)) {
+    choice.reason = "member " + pod->name + " (" + pod->requests.ToString() +
+                    ") fits no node even with every pod of this scheduler gone";
+    return choice;
   }
   choice.possible = true;
   for (size_t c : chosen) {

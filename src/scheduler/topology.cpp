@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/snapshot.h>
 #include <hybridjob/scheduler/topology.h>
 
@@ -28,6 +30,12 @@ TopologyLevelIndex BuildTopologyLevel(const std::vector<NodeState>& slots, std::
     index.domains.push_back(TopologyDomain{std::string(value), std::move(members)});
   }
   return index;
+}
+
+bool HasTopology(const GroupSpec& spec) {
+  return spec.topology.has_value() ||
+         std::any_of(spec.roles.begin(), spec.roles.end(),
+                     [](const GroupRole& role) { return role.topology.has_value(); });
 }
 
 Result<std::vector<TopologyUnit>> TopologyUnitsOf(const GroupSpec& spec,
@@ -131,6 +139,108 @@ int64_t TopologyAffinityScore(const std::vector<const TopologyLevelIndex*>& leve
     }
   }
   return score;
+}
+
+UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
+                    const std::vector<std::string>& gpu_resource_names) {
+  UnitDemand demand;
+  demand.measure.gpu_resource_names = &gpu_resource_names;
+  struct RoleDemand {
+    int32_t bound = 0;
+    const PodInfo* pending = nullptr;
+  };
+  std::vector<RoleDemand> roles(unit.roles.size());
+  auto role_of = [&](const PodInfo& pod) -> RoleDemand* {
+    for (size_t i = 0; i < unit.roles.size(); ++i) {
+      if (group.spec.roles[unit.roles[i]].name == pod.role) {
+        return &roles[i];
+      }
+    }
+    return nullptr;
+  };
+  for (const PodInfo* pod : group.bound) {
+    if (RoleDemand* role = role_of(*pod)) {
+      ++role->bound;
+      if (std::optional<uint32_t> slot = snapshot.FindNodeSlot(pod->node_name)) {
+        demand.bound_slots.push_back(*slot);
+      }
+    }
+  }
+  for (const PodInfo* pod : group.pending) {
+    if (RoleDemand* role = role_of(*pod); role != nullptr && role->pending == nullptr) {
+      role->pending = pod;
+      demand.measure.gpus |= SumScalars(pod->requests, gpu_resource_names) > 0;
+    }
+  }
+  for (size_t i = 0; i < unit.roles.size(); ++i) {
+    const int32_t missing = group.spec.roles[unit.roles[i]].min_replicas - roles[i].bound;
+    if (missing > 0 && roles[i].pending != nullptr) {
+      demand.need += missing * demand.measure.Of(roles[i].pending->requests);
+    }
+  }
+  return demand;
+}
+
+int32_t MajorityDomain(const TopologyLevelIndex& level, const std::vector<uint32_t>& bound_slots) {
+  std::vector<int32_t> members(level.domains.size(), 0);
+  for (uint32_t slot : bound_slots) {
+    if (int32_t domain = level.DomainOf(slot); domain >= 0) {
+      ++members[domain];
+    }
+  }
+  auto most = std::max_element(members.begin(), members.end());
+  return most == members.end() || *most == 0 ? -1 : static_cast<int32_t>(most - members.begin());
+}
+
+int32_t ConfiningUnit(const std::vector<TopologyUnit>& units,
+                      const std::vector<UnitDemand>& demands) {
+  int32_t chosen = -1;
+  for (size_t u = 0; u < units.size() && u < demands.size(); ++u) {
+    if (units[u].spec.mode != api::TopologyMode::kRequired || demands[u].need <= 0) {
+      continue;
+    }
+    if (chosen < 0 || demands[u].need > demands[static_cast<size_t>(chosen)].need) {
+      chosen = static_cast<int32_t>(u);
+    }
+  }
+  return chosen;
+}
+
+std::vector<int32_t> DomainsToClear(const TopologyLevelIndex& level,
+                                    const std::vector<NodeState>& slots, const UnitDemand& demand,
+                                    const std::vector<uint8_t>& blocked) {
+  if (!demand.bound_slots.empty()) {
+    const int32_t majority = MajorityDomain(level, demand.bound_slots);
+    return majority < 0 ? std::vector<int32_t>{} : std::vector<int32_t>{majority};
+  }
+  struct Candidate {
+    int32_t domain = 0;
+    int64_t free = 0;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t d = 0; d < level.domains.size(); ++d) {
+    int64_t capacity = 0;
+    int64_t free = 0;
+    for (uint32_t slot : level.domains[d].slots) {
+      if (slot < blocked.size() && blocked[slot] != 0) {
+        continue;
+      }
+      capacity += demand.measure.Of(slots[slot].info.allocatable);
+      free += demand.measure.FreeOn(slots[slot]);
+    }
+    if (capacity >= demand.need) {
+      candidates.push_back(Candidate{static_cast<int32_t>(d), free});
+    }
+  }
+  // Domains are in label-value order, so a stable sort breaks ties by value.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.free > b.free; });
+  std::vector<int32_t> out;
+  out.reserve(candidates.size());
+  for (const Candidate& candidate : candidates) {
+    out.push_back(candidate.domain);
+  }
+  return out;
 }
 
 }  // namespace hybridjob::scheduler

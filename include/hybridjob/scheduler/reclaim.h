@@ -43,6 +43,7 @@
 
 #include <hybridjob/scheduler/fair_share.h>
 #include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/queues.h>
 #include <hybridjob/scheduler/snapshot.h>
 #include <hybridjob/scheduler/what_if.h>
@@ -136,6 +137,12 @@ struct EvictionRequest {
   // Nodes the group may not use (reserved for others): victims there free
   // nothing for it. Indexed by slot; may be shorter than the slot table.
   const std::vector<uint8_t>* blocked_slots = nullptr;
+  // Set for a group that must keep to one topology domain: the slots of that
+  // domain (indexed by slot; may be shorter than the slot table). Victims
+  // are taken only there: an elastic role gives back down to its first
+  // member outside the domain (so its survivors stay 0..k-1), a gang evicted
+  // whole needs a member inside; only capacity inside counts.
+  const std::vector<uint8_t>* domain_slots = nullptr;
   // The group is known not to fit before any victim is taken (the caller just
   // planned it in the same state): the search skips that first check.
   bool known_not_to_fit = false;
@@ -155,6 +162,8 @@ struct EvictionChoice {
   bool fits = false;
   std::vector<VictimUnit> victims;  // in the order chosen
   int32_t fit_checks = 0;
+  // "key=value" when the search kept to one topology domain.
+  std::string domain;
 };
 
 // Whether the waiting group reaches its minimum on the snapshot as it stands
@@ -171,5 +180,35 @@ using FitCheck = std::function<bool()>;
 EvictionChoice FindEvictions(Snapshot& snapshot, WhatIf& what_if, const RunningGroups& running,
                              const FairShare& share, const EvictionRequest& request,
                              const FitCheck& fits);
+
+// Where a waiting group's victims must lie when a Required topology unit
+// confines it (topology.h): inside one domain of the unit's level.
+struct EvictionScope {
+  const TopologyLevelIndex* level = nullptr;  // null: anywhere
+  std::vector<int32_t> domains;               // the domains to try, in order
+  // The unit holds every role of the group: victims outside one domain can
+  // never help it.
+  bool whole_group = false;
+};
+
+// The scope for `group` (planned with `planner`), the domains ordered by
+// DomainsToClear with `blocked` slots left out. Anywhere when the group has
+// no Required unit missing members, or its topology cannot be read (the
+// planner reports that).
+EvictionScope EvictionScopeOf(const PodGroup& group, Snapshot& snapshot,
+                              const PlannerConfig& planner, const std::vector<uint8_t>& blocked);
+
+// At most this many domains are searched for one group.
+inline constexpr size_t kMaxEvictionDomains = 4;
+
+// FindEvictions kept to one domain of `scope`: a search in each of the first
+// kMaxEvictionDomains domains, all sharing twice request.max_fit_checks; the
+// choice evicting the fewest pods wins, the earlier domain on a tie. When no
+// domain fits, an unrestricted search follows, unless the scope confines the
+// whole group and every domain was tried. Without a level: FindEvictions.
+EvictionChoice FindEvictionsInScope(Snapshot& snapshot, WhatIf& what_if,
+                                    const RunningGroups& running, const FairShare& share,
+                                    const EvictionRequest& request, const FitCheck& fits,
+                                    const EvictionScope& scope);
 
 }  // namespace hybridjob::scheduler

@@ -77,7 +77,9 @@ struct ReservationChoice {
 // pods are gone (allocatable less the requests of other schedulers' pods),
 // among the nodes that pass the static filters for the member and are not
 // `unavailable` (indexed by slot; may be shorter than the slot table), nodes
-// with the most free GPUs (then cpu) now first. Host ports and inter-pod
+// with the most free GPUs (then cpu) now first. A Required topology unit
+// (the largest, when several are) is held inside one domain of its level,
+// the domains tried in DomainsToClear order. Host ports and inter-pod
 // affinity are not considered: the planner checks those when the group is
 // placed.
 ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& group,

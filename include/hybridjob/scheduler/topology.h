@@ -57,6 +57,9 @@ struct TopologyUnit {
   bool gang = false;          // the roles without an override (spec.topology)
 };
 
+// Whether the spec asks for any topology, the job's or a role's.
+bool HasTopology(const GroupSpec& spec);
+
 // The units of a group spec. InvalidArgument when a level is not one of
 // `levels` (retrying will not help until the configuration changes).
 Result<std::vector<TopologyUnit>> TopologyUnitsOf(const GroupSpec& spec,
@@ -89,6 +92,39 @@ std::vector<int64_t> FreeByDomain(const TopologyLevelIndex& level,
 // over, then by label value.
 std::vector<DomainFit> RankDomainsByFit(const TopologyLevelIndex& level,
                                         const std::vector<int64_t>& free_by_domain, int64_t need);
+
+class Snapshot;
+struct PodGroup;
+
+// What one unit of a group asks of a domain: its minimum's capacity beyond
+// what is bound.
+struct UnitDemand {
+  CapacityMeasure measure;
+  int64_t need = 0;
+  std::vector<uint32_t> bound_slots;  // nodes of the unit's bound members
+};
+
+UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
+                    const std::vector<std::string>& gpu_resource_names);
+
+// The domain of `level` holding most of `bound_slots` (a running unit stays
+// there), the first on a tie; -1 when none of them is in a domain.
+int32_t MajorityDomain(const TopologyLevelIndex& level, const std::vector<uint32_t>& bound_slots);
+
+// The unit that reclaim, preemption and starvation reservations keep to one
+// domain: the Required unit with the largest missing minimum, the earliest
+// (the gang's own first) on a tie; -1 when no Required unit misses anything.
+int32_t ConfiningUnit(const std::vector<TopologyUnit>& units,
+                      const std::vector<UnitDemand>& demands);
+
+// The domains of `level` in which freeing capacity could make room for a
+// unit: the majority domain of its bound members when it has some;
+// otherwise every domain whose nodes (less the `blocked` ones, indexed by
+// slot) have the allocatable capacity for its need, the most free first (the
+// fewest victims), then by label value.
+std::vector<int32_t> DomainsToClear(const TopologyLevelIndex& level,
+                                    const std::vector<NodeState>& slots, const UnitDemand& demand,
+                                    const std::vector<uint8_t>& blocked);
 
 // How well a node continues a gang already placed elsewhere: for each level
 // (0 = outermost) whose domain on this node holds members of the gang, the

@@ -208,5 +208,28 @@ TEST_F(PreemptionTest, ReclaimIsTriedBeforePreemption) {
   EXPECT_EQ(result.evictions.front().cause, EvictionCause::kReclaim);
 }
 
+TEST_F(PreemptionTest, ARackBoundGangPreemptsOnlyInsideOneRack) {
+  const std::string rack = "example.com/rack";
+  planner_.topology_levels = {rack};
+  for (const char* name : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    ASSERT_TRUE(
+        snapshot_
+            .UpsertNode(
+                testing::NodeBuilder(name).Gpus(4).Label(rack, std::string(name, 2)).Build())
+            .ok());
+  }
+  // r1 is full with the newest low-priority gang, which preemption would
+  // take first; r0 has 6 GPUs free and an older 2-GPU gang.
+  AddRunning("older", Rigid(2), "worker", 0, 2, 1, "r0-n0", /*priority=*/1, /*created=*/100);
+  AddRunning("newer", Rigid(4), "worker", 0, 4, 1, "r1-n0", /*priority=*/1, /*created=*/200);
+  AddRunning("newer", Rigid(4), "worker", 4, 4, 1, "r1-n1", /*priority=*/1, /*created=*/200);
+  GroupSpec vip = Rigid(8);
+  vip.topology = api::TopologySpec{rack, api::TopologyMode::kRequired};
+  AddPending("vip", vip, "worker", 0, 8, 1, 300, /*priority=*/10);
+  PolicyCycleResult result = Run(testing::At(1000));
+  EXPECT_THAT(Evicted(result), UnorderedElementsAre("older-worker-0", "older-worker-1"));
+  EXPECT_THAT(Find(result, "vip")->plan.reason, ::testing::HasSubstr("in example.com/rack=r0"));
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

@@ -541,5 +541,90 @@ TEST_F(TreeReclaimTest, TheCousinGivesAfterTheSibling) {
   EXPECT_THAT(Evicted(result), ElementsAre("eb-worker-4", "el-worker-7", "el-worker-6"));
 }
 
+// Three racks of two 4-GPU nodes. Queue x, furthest over its share, runs
+// "wide" (min 2): its minimum in r2, elastic members 2..9 filling r1. Queue
+// y runs "narrow" (min 1): its minimum in r2, elastic members 1 and 2 in r0,
+// which has 6 GPUs free. "rackbound" (queue a, guaranteed 8 GPUs) waits for
+// 8 GPUs in one rack.
+class TopologyReclaimTest : public testing::PolicyTest {
+ protected:
+  static constexpr char kRack[] = "example.com/rack";
+
+  void SetUp() override {
+    planner_.topology_levels = {kRack};
+    for (const char* rack : {"r0", "r1", "r2"}) {
+      for (int node = 0; node < 2; ++node) {
+        ASSERT_TRUE(
+            snapshot_
+                .UpsertNode(testing::NodeBuilder(std::string(rack) + "-n" + std::to_string(node))
+                                .Gpus(4)
+                                .Label(kRack, rack)
+                                .Build())
+                .ok());
+      }
+    }
+    policy_.queues = {Queue("a", 1.0, 8), Queue("x"), Queue("y")};
+    GroupSpec wide = QueueSpecFor("x", {GroupRole{"worker", 2, 10, 0}});
+    AddRunning("wide", wide, "worker", 0, 2, 1, "r2-n0");
+    AddRunning("wide", wide, "worker", 2, 4, 1, "r1-n0");
+    AddRunning("wide", wide, "worker", 6, 4, 1, "r1-n1");
+    GroupSpec narrow = QueueSpecFor("y", {GroupRole{"worker", 1, 3, 0}});
+    AddRunning("narrow", narrow, "worker", 0, 1, 1, "r2-n1");
+    AddRunning("narrow", narrow, "worker", 1, 2, 1, "r0-n0");
+  }
+
+  GroupSpec RackBound(api::TopologyMode mode) {
+    GroupSpec spec = QueueSpecFor("a", {GroupRole{"worker", 8, 8, 0}});
+    spec.topology = api::TopologySpec{kRack, mode};
+    return spec;
+  }
+};
+
+TEST_F(TopologyReclaimTest, VictimsComeFromTheOneRackThatNeedsFewest) {
+  AddPending("rackbound", RackBound(api::TopologyMode::kRequired), "worker", 0, 8, 1);
+  PolicyCycleResult result = Run(At(1000));
+  // Freeing r1 would take all 8 of wide's elastic members; r0 needs two.
+  EXPECT_THAT(Evicted(result), UnorderedElementsAre("narrow-worker-2", "narrow-worker-1"));
+  const PolicyDecision* waiting = Find(result, "rackbound");
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->cause, WaitCause::kEvicting);
+  EXPECT_THAT(waiting->plan.reason,
+              HasSubstr("evicting 2 pods in example.com/rack=r0 to make room for it"));
+  ASSERT_EQ(result.reservations.size(), 1u);
+  EXPECT_THAT(result.reservations[0].nodes, ElementsAre("r0-n0"));
+
+  // Once they are gone the gang lands in r0, whole.
+  ApplyEvictions(result);
+  result = Run(At(1040));
+  const PolicyDecision* placed = Find(result, "rackbound");
+  ASSERT_NE(placed, nullptr);
+  ASSERT_TRUE(placed->plan.placed()) << placed->plan.reason;
+  EXPECT_EQ(placed->plan.placement, std::string(kRack) + "=r0");
+  EXPECT_THAT(result.evictions, IsEmpty());
+}
+
+TEST_F(TopologyReclaimTest, WithoutTopologyTheQueueFurthestOverItsShareGivesFirst) {
+  // The same cluster for a gang that may span racks: the policy order stands.
+  AddPending("anywhere", QueueSpecFor("a", {GroupRole{"worker", 8, 8, 0}}), "worker", 0, 8, 1);
+  PolicyCycleResult result = Run(At(1000));
+  EXPECT_THAT(Evicted(result), IsEmpty()) << "9 GPUs are free over the racks already";
+  const PolicyDecision* placed = Find(result, "anywhere");
+  ASSERT_NE(placed, nullptr);
+  EXPECT_TRUE(placed->plan.placed()) << placed->plan.reason;
+}
+
+TEST_F(TopologyReclaimTest, AnElasticRoleGivesBackOnlyDownToItsFirstMemberOutsideTheRack) {
+  // Only r1 can hold 8 once emptied of wide's members 2..9; narrow's members
+  // in r0 are no use, and wide keeps its minimum in r2.
+  ASSERT_TRUE(snapshot_.AddPod(testing::PodBuilder("other").Gpus(4).OnNode("r0-n1").Build()).ok());
+  AddPending("rackbound", RackBound(api::TopologyMode::kRequired), "worker", 0, 8, 1);
+  PolicyCycleResult result = Run(At(1000));
+  EXPECT_THAT(
+      Evicted(result),
+      UnorderedElementsAre("wide-worker-9", "wide-worker-8", "wide-worker-7", "wide-worker-6",
+                           "wide-worker-5", "wide-worker-4", "wide-worker-3", "wide-worker-2"));
+  EXPECT_THAT(Find(result, "rackbound")->plan.reason, HasSubstr("in example.com/rack=r1"));
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

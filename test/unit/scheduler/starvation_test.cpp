@@ -326,5 +326,58 @@ TEST(StarvationStreamTest, WithoutReservationsTheThirtyTwoByOneGangStarvesToo) {
   EXPECT_EQ(simulation.RunUntil(4000), std::nullopt);
 }
 
+TEST_F(StarvationTest, ARequiredRackGangIsReservedInsideOneRack) {
+  const std::string rack = "example.com/rack";
+  planner_.topology_levels = {rack};
+  // Free GPUs now: r0-n0 4, r0-n1 0; r1-n0 3, r1-n1 1.
+  for (const char* name : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    ASSERT_TRUE(
+        snapshot_.UpsertNode(NodeBuilder(name).Gpus(4).Label(rack, std::string(name, 2)).Build())
+            .ok());
+  }
+  for (int i = 0; i < 4; ++i) {
+    AddSmallRunning("b" + std::to_string(i), "r0-n1");
+  }
+  AddSmallRunning("c0", "r1-n0");
+  for (int i = 0; i < 3; ++i) {
+    AddSmallRunning("d" + std::to_string(i), "r1-n1");
+  }
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 2, 2, 0}});
+  spec.topology = api::TopologySpec{rack, api::TopologyMode::kRequired};
+  AddPending("gang", spec, "worker", 0, 2, 4);
+  PodGroup gang;
+  for (PodGroup& group : BuildGroups(Pending(), snapshot_)) {
+    gang = group;
+  }
+  // Without topology the two nodes with the most free GPUs now (r0-n0,
+  // r1-n0) would be held, over two racks; with it, both nodes of r0.
+  ReservationChoice choice = ChooseReservation(snapshot_, gang, policy_, planner_, {});
+  ASSERT_TRUE(choice.possible) << choice.reason;
+  std::vector<std::string> nodes;
+  for (uint32_t slot : choice.slots) {
+    nodes.push_back(snapshot_.slots()[slot].info.name);
+  }
+  EXPECT_THAT(nodes, ElementsAre("r0-n0", "r0-n1"));
+
+  // With r0-n1 held for another group, r0 cannot hold both members: r1.
+  std::vector<uint8_t> unavailable(snapshot_.slots().size(), 0);
+  unavailable[*snapshot_.FindNodeSlot("r0-n1")] = 1;
+  choice = ChooseReservation(snapshot_, gang, policy_, planner_, unavailable);
+  ASSERT_TRUE(choice.possible) << choice.reason;
+  nodes.clear();
+  for (uint32_t slot : choice.slots) {
+    nodes.push_back(snapshot_.slots()[slot].info.name);
+  }
+  EXPECT_THAT(nodes, ElementsAre("r1-n0", "r1-n1"));
+
+  // And with a node held in each rack, no rack can ever hold it.
+  unavailable[*snapshot_.FindNodeSlot("r1-n1")] = 1;
+  choice = ChooseReservation(snapshot_, gang, policy_, planner_, unavailable);
+  EXPECT_FALSE(choice.possible);
+  EXPECT_THAT(choice.reason,
+              HasSubstr("no single example.com/rack domain holds the gang's minimum even with "
+                        "every pod of this scheduler gone"));
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler
