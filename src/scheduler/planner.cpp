@@ -735,10 +735,6 @@ std::vector<NodeScope> CandidateScopes(const TopologyUnit& unit, const UnitDeman
   return scopes;
 }
 
-std::string UnitName(const TopologyUnit& unit, const GroupSpec& spec) {
-  return unit.gang ? std::string("the gang") : "role " + spec.roles[unit.roles.front()].name;
-}
-
 // Why a Required unit fits the cluster but no single domain.
 std::string NoDomainReason(const TopologyUnit& unit, const UnitDemand& demand,
                            const TopologyLevelIndex& level, const std::vector<NodeState>& slots,

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -725,26 +726,14 @@ EvictionChoice FindEvictions(Snapshot& snapshot, WhatIf& what_if, const RunningG
 EvictionScope EvictionScopeOf(const PodGroup& group, Snapshot& snapshot,
                               const PlannerConfig& planner, const std::vector<uint8_t>& blocked) {
   EvictionScope scope;
-  if (planner.topology_levels.empty() || !HasTopology(group.spec)) {
+  std::optional<ConfinedUnit> confined =
+      ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resource_names);
+  if (!confined.has_value()) {
     return scope;
   }
-  Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, planner.topology_levels);
-  if (!units.ok() || units->empty()) {
-    return scope;
-  }
-  std::vector<UnitDemand> demands;
-  for (const TopologyUnit& unit : *units) {
-    demands.push_back(DemandOf(unit, group, snapshot, planner.gpu_resource_names));
-  }
-  const int32_t confining = ConfiningUnit(*units, demands);
-  if (confining < 0) {
-    return scope;
-  }
-  const TopologyUnit& unit = (*units)[static_cast<size_t>(confining)];
-  scope.level = &snapshot.TopologyLevel(planner.topology_levels[unit.level]);
-  scope.domains = DomainsToClear(*scope.level, snapshot.slots(),
-                                 demands[static_cast<size_t>(confining)], blocked);
-  scope.whole_group = unit.roles.size() == group.spec.roles.size();
+  scope.level = &snapshot.TopologyLevel(confined->level_key);
+  scope.domains = DomainsToClear(*scope.level, snapshot.slots(), confined->demand, blocked);
+  scope.whole_group = confined->unit.roles.size() == group.spec.roles.size();
   return scope;
 }
 

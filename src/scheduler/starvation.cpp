@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -12,47 +13,6 @@ namespace {
 
 bool Unavailable(const std::vector<uint8_t>& unavailable, uint32_t slot) {
   return slot < unavailable.size() && unavailable[slot] != 0;
-}
-
-// The members a Required topology unit keeps to one domain, and the domains
-// to try for them.
-struct ConfinedMembers {
-  const TopologyLevelIndex* level = nullptr;  // null: none
-  std::set<std::string, std::less<>> roles;
-  std::vector<int32_t> domains;
-  std::string name;  // "the gang" or "role <name>"
-};
-
-ConfinedMembers ConfinedMembersOf(const Snapshot& snapshot, const PodGroup& group,
-                                  const PlannerConfig& planner,
-                                  const std::vector<uint8_t>& unavailable,
-                                  TopologyLevelIndex& storage) {
-  ConfinedMembers confined;
-  if (planner.topology_levels.empty() || !HasTopology(group.spec)) {
-    return confined;
-  }
-  Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, planner.topology_levels);
-  if (!units.ok() || units->empty()) {
-    return confined;
-  }
-  std::vector<UnitDemand> demands;
-  for (const TopologyUnit& unit : *units) {
-    demands.push_back(DemandOf(unit, group, snapshot, planner.gpu_resource_names));
-  }
-  const int32_t index = ConfiningUnit(*units, demands);
-  if (index < 0) {
-    return confined;
-  }
-  const TopologyUnit& unit = (*units)[static_cast<size_t>(index)];
-  storage = BuildTopologyLevel(snapshot.slots(), planner.topology_levels[unit.level]);
-  confined.level = &storage;
-  for (size_t role : unit.roles) {
-    confined.roles.insert(group.spec.roles[role].name);
-  }
-  confined.domains =
-      DomainsToClear(storage, snapshot.slots(), demands[static_cast<size_t>(index)], unavailable);
-  confined.name = unit.gang ? std::string("the gang") : "role " + *confined.roles.begin();
-  return confined;
 }
 
 }  // namespace
@@ -229,21 +189,24 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
   // A Required topology unit is reserved inside one domain, tried in the
   // order reclaim would clear them; the rest of the group anywhere.
   std::vector<const PodInfo*> rest = members;
-  TopologyLevelIndex level_storage;
-  if (ConfinedMembers confined =
-          ConfinedMembersOf(snapshot, group, planner, unavailable, level_storage);
-      confined.level != nullptr) {
-    std::erase_if(rest, [&](const PodInfo* pod) { return confined.roles.contains(pod->role); });
+  if (std::optional<ConfinedUnit> confined =
+          ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resource_names)) {
+    const TopologyLevelIndex level = BuildTopologyLevel(slots, confined->level_key);
+    std::set<std::string, std::less<>> roles;
+    for (size_t role : confined->unit.roles) {
+      roles.insert(group.spec.roles[role].name);
+    }
     std::vector<const PodInfo*> inside;
     for (const PodInfo* pod : members) {
-      if (confined.roles.contains(pod->role)) {
+      if (roles.contains(pod->role)) {
         inside.push_back(pod);
       }
     }
+    std::erase_if(rest, [&](const PodInfo* pod) { return roles.contains(pod->role); });
     bool held = false;
-    for (int32_t domain : confined.domains) {
+    for (int32_t domain : DomainsToClear(level, slots, confined->demand, unavailable)) {
       const std::vector<Candidate> before = candidates;
-      auto in_domain = [&](uint32_t slot) { return confined.level->DomainOf(slot) == domain; };
+      auto in_domain = [&](uint32_t slot) { return level.DomainOf(slot) == domain; };
       if (fit_members(inside, in_domain) == nullptr) {
         held = true;
         break;
@@ -252,7 +215,8 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
       chosen.clear();
     }
     if (!held) {
-      choice.reason = "no single " + confined.level->key + " domain holds " + confined.name +
+      choice.reason = "no single " + level.key + " domain holds " +
+                      UnitName(confined->unit, group.spec) +
                       "'s minimum even with every pod of this scheduler gone";
       return choice;
     }

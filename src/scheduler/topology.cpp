@@ -206,6 +206,34 @@ int32_t ConfiningUnit(const std::vector<TopologyUnit>& units,
   return chosen;
 }
 
+std::optional<ConfinedUnit> ConfinedUnitOf(const PodGroup& group, const Snapshot& snapshot,
+                                           const std::vector<std::string>& levels,
+                                           const std::vector<std::string>& gpu_resource_names) {
+  if (levels.empty() || !HasTopology(group.spec)) {
+    return std::nullopt;
+  }
+  Result<std::vector<TopologyUnit>> units = TopologyUnitsOf(group.spec, levels);
+  if (!units.ok() || units->empty()) {
+    return std::nullopt;
+  }
+  std::vector<UnitDemand> demands;
+  for (const TopologyUnit& unit : *units) {
+    demands.push_back(DemandOf(unit, group, snapshot, gpu_resource_names));
+  }
+  const int32_t index = ConfiningUnit(*units, demands);
+  if (index < 0) {
+    return std::nullopt;
+  }
+  ConfinedUnit confined{std::move((*units)[static_cast<size_t>(index)]),
+                        std::move(demands[static_cast<size_t>(index)]), ""};
+  confined.level_key = levels[confined.unit.level];
+  return confined;
+}
+
+std::string UnitName(const TopologyUnit& unit, const GroupSpec& spec) {
+  return unit.gang ? std::string("the gang") : "role " + spec.roles[unit.roles.front()].name;
+}
+
 std::vector<int32_t> DomainsToClear(const TopologyLevelIndex& level,
                                     const std::vector<NodeState>& slots, const UnitDemand& demand,
                                     const std::vector<uint8_t>& blocked) {

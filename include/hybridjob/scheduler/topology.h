@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,24 @@ int32_t MajorityDomain(const TopologyLevelIndex& level, const std::vector<uint32
 // (the gang's own first) on a tie; -1 when no Required unit misses anything.
 int32_t ConfiningUnit(const std::vector<TopologyUnit>& units,
                       const std::vector<UnitDemand>& demands);
+
+// A group's confining unit with what it misses.
+struct ConfinedUnit {
+  TopologyUnit unit;
+  UnitDemand demand;
+  std::string level_key;
+};
+
+// The confining unit of `group` under the configured `levels`; nullopt when
+// the group asks for no topology, its topology cannot be read (the planner
+// reports that), or no Required unit misses anything. `gpu_resource_names`
+// must outlive the result (its demand's measure points at it).
+std::optional<ConfinedUnit> ConfinedUnitOf(const PodGroup& group, const Snapshot& snapshot,
+                                           const std::vector<std::string>& levels,
+                                           const std::vector<std::string>& gpu_resource_names);
+
+// "the gang" or "role <name>": how messages name a unit.
+std::string UnitName(const TopologyUnit& unit, const GroupSpec& spec);
 
 // The domains of `level` in which freeing capacity could make room for a
 // unit: the majority domain of its bound members when it has some;

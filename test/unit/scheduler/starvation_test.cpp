@@ -28,6 +28,13 @@ class StarvationTest : public testing::PolicyTest {
   void AddSmallRunning(const std::string& name, const std::string& node) {
     ASSERT_TRUE(snapshot_.AddPod(PodBuilder(name).Gpus(1).OnNode(node).Build()).ok());
   }
+  std::vector<std::string> NodeNames(const ReservationChoice& choice) const {
+    std::vector<std::string> nodes;
+    for (uint32_t slot : choice.slots) {
+      nodes.push_back(snapshot_.slots()[slot].info.name);
+    }
+    return nodes;
+  }
   PodGroup GangGroup(const std::string& job, int32_t members, int64_t gpus) {
     GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", members, members, 0}});
     AddPending(job, spec, "worker", 0, members, gpus);
@@ -59,20 +66,12 @@ TEST_F(StarvationTest, ChoosesTheNodesWithTheMostFreeGpusFirst) {
   ReservationChoice choice = ChooseReservation(snapshot_, gang, policy_, planner_, {});
   ASSERT_TRUE(choice.possible);
   // n1 has 6 free, n3 4: they drain soonest.
-  std::vector<std::string> nodes;
-  for (uint32_t slot : choice.slots) {
-    nodes.push_back(snapshot_.slots()[slot].info.name);
-  }
-  EXPECT_THAT(nodes, ElementsAre("n1", "n3"));
+  EXPECT_THAT(NodeNames(choice), ElementsAre("n1", "n3"));
 
   std::vector<uint8_t> unavailable(snapshot_.slots().size(), 0);
   unavailable[*snapshot_.FindNodeSlot("n1")] = 1;
   choice = ChooseReservation(snapshot_, gang, policy_, planner_, unavailable);
-  nodes.clear();
-  for (uint32_t slot : choice.slots) {
-    nodes.push_back(snapshot_.slots()[slot].info.name);
-  }
-  EXPECT_THAT(nodes, ElementsAre("n0", "n3"));
+  EXPECT_THAT(NodeNames(choice), ElementsAre("n0", "n3"));
 }
 
 TEST_F(StarvationTest, SmallMembersShareReservedNodes) {
@@ -353,22 +352,14 @@ TEST_F(StarvationTest, ARequiredRackGangIsReservedInsideOneRack) {
   // r1-n0) would be held, over two racks; with it, both nodes of r0.
   ReservationChoice choice = ChooseReservation(snapshot_, gang, policy_, planner_, {});
   ASSERT_TRUE(choice.possible) << choice.reason;
-  std::vector<std::string> nodes;
-  for (uint32_t slot : choice.slots) {
-    nodes.push_back(snapshot_.slots()[slot].info.name);
-  }
-  EXPECT_THAT(nodes, ElementsAre("r0-n0", "r0-n1"));
+  EXPECT_THAT(NodeNames(choice), ElementsAre("r0-n0", "r0-n1"));
 
   // With r0-n1 held for another group, r0 cannot hold both members: r1.
   std::vector<uint8_t> unavailable(snapshot_.slots().size(), 0);
   unavailable[*snapshot_.FindNodeSlot("r0-n1")] = 1;
   choice = ChooseReservation(snapshot_, gang, policy_, planner_, unavailable);
   ASSERT_TRUE(choice.possible) << choice.reason;
-  nodes.clear();
-  for (uint32_t slot : choice.slots) {
-    nodes.push_back(snapshot_.slots()[slot].info.name);
-  }
-  EXPECT_THAT(nodes, ElementsAre("r1-n0", "r1-n1"));
+  EXPECT_THAT(NodeNames(choice), ElementsAre("r1-n0", "r1-n1"));
 
   // And with a node held in each rack, no rack can ever hold it.
   unavailable[*snapshot_.FindNodeSlot("r1-n1")] = 1;

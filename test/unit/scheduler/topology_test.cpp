@@ -176,6 +176,55 @@ TEST(TopologyFitTest, TheAffinityScoreWeighsInnerLevelsMore) {
   EXPECT_EQ(TopologyAffinityScore(levels, used, 2), 0);    // in no domain
 }
 
+TEST(TopologyConfinementTest, TheRequiredUnitMissingTheMostConfinesTheGroup) {
+  std::vector<TopologyUnit> units(3);
+  units[0].spec = TopologySpec{kRack, TopologyMode::kPreferred};
+  units[1].spec = TopologySpec{kRack, TopologyMode::kRequired};
+  units[2].spec = TopologySpec{kHost, TopologyMode::kRequired};
+  std::vector<UnitDemand> demands(3);
+  demands[0].need = 16;
+  demands[1].need = 4;
+  demands[2].need = 4;
+  EXPECT_EQ(ConfiningUnit(units, demands), 1) << "Preferred never confines; a tie: the earlier";
+  demands[2].need = 8;
+  EXPECT_EQ(ConfiningUnit(units, demands), 2);
+  demands[1].need = 0;
+  demands[2].need = 0;
+  EXPECT_EQ(ConfiningUnit(units, demands), -1) << "nothing missing";
+}
+
+TEST_F(TopologyPlannerTest, DomainsToClearAreThoseLargeEnoughMostFreeFirst) {
+  Occupy("z0-r0-n0", 4);  // z0-r0: 4 free
+  Occupy("z0-r1-n0", 1);  // z0-r1: 7 free
+  Occupy("z1-r0-n0", 1);  // z1-r0: 7 free; z1-r1: 8 free
+  const TopologyLevelIndex& racks = snapshot_.TopologyLevel(kRack);
+  std::vector<std::string> gpus = {"nvidia.com/gpu"};
+  UnitDemand demand;
+  demand.measure = CapacityMeasure{&gpus, true};
+  demand.need = 8;
+  auto values = [&](const std::vector<int32_t>& domains) {
+    std::vector<std::string> out;
+    for (int32_t domain : domains) {
+      out.push_back(racks.domains[static_cast<size_t>(domain)].value);
+    }
+    return out;
+  };
+  EXPECT_THAT(values(DomainsToClear(racks, snapshot_.slots(), demand, {})),
+              ElementsAre("z1-r1", "z0-r1", "z1-r0", "z0-r0"))
+      << "the most free first, ties by value";
+
+  // A node reserved for another group leaves its rack too small.
+  std::vector<uint8_t> blocked(snapshot_.slots().size(), 0);
+  blocked[*snapshot_.FindNodeSlot("z1-r1-n0")] = 1;
+  EXPECT_THAT(values(DomainsToClear(racks, snapshot_.slots(), demand, blocked)),
+              ElementsAre("z0-r1", "z1-r0", "z0-r0"));
+
+  // A unit with members running stays in the rack most of them are in.
+  demand.bound_slots = {*snapshot_.FindNodeSlot("z0-r0-n1"), *snapshot_.FindNodeSlot("z1-r0-n0"),
+                        *snapshot_.FindNodeSlot("z1-r0-n1")};
+  EXPECT_THAT(values(DomainsToClear(racks, snapshot_.slots(), demand, {})), ElementsAre("z1-r0"));
+}
+
 TEST_F(TopologyPlannerTest, TwoRequiredRackJobsLandInTwoRacksOneEach) {
   GroupSpec spec = TopologyBound({GroupRole{"worker", 8, 8, 0}}, TopologyMode::kRequired);
   GroupFixture first("first", spec);
