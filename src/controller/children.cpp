@@ -518,13 +518,14 @@ json BuildHeadlessService(const api::HybridJob& job) {
             {"ports", std::move(ports)}}}};
 }
 
-json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership) {
+json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership,
+                           const PlannerOptions& options) {
   json meta = ChildMeta(job, api::ClusterConfigMapName(job.metadata.name));
   meta["annotations"] = {{std::string(api::kMembersAnnotation), FormatMembership(membership)}};
   json data = json::object();
   data[std::string(kClusterJsonKey)] = ClusterJson(job, membership).dump();
   if (job.spec.framework == api::Framework::kMPI) {
-    data[std::string(kHostfileKey)] = MpiHostfile(job, membership);
+    data[std::string(kHostfileKey)] = MpiHostfile(job, membership, options.gpu_resources);
   }
   for (const api::ReplicaSpec& role : job.spec.replica_specs) {
     data[role.name + std::string(kEnvFileSuffix)] = RoleEnvFile(job, membership, role.name);

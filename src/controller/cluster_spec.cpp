@@ -287,13 +287,14 @@ std::map<std::string, std::string> MemberEnvironment(const api::HybridJob& job,
   return out;
 }
 
-std::string MpiHostfile(const api::HybridJob& job, const Membership& membership) {
+std::string MpiHostfile(const api::HybridJob& job, const Membership& membership,
+                        const std::vector<std::string>& gpu_resources) {
   std::string out;
   for (const api::ReplicaSpec& role : job.spec.replica_specs) {
     if (role.name == "launcher") {
       continue;
     }
-    int64_t slots = GpusPerMember(role);
+    int64_t slots = GpusPerMember(role, gpu_resources);
     const std::string slots_text = std::to_string(slots > 0 ? slots : 1);
     for (int32_t i = 0; i < membership.Count(role.name); ++i) {
       out += MemberAddress(job, role.name, i) + " slots=" + slots_text + "\n";
@@ -312,7 +313,7 @@ std::string RoleEnvFile(const api::HybridJob& job, const Membership& membership,
   return out;
 }
 
-int64_t GpusPerMember(const api::ReplicaSpec& role) {
+int64_t GpusPerMember(const api::ReplicaSpec& role, const std::vector<std::string>& gpu_resources) {
   try {
     const json& pod_template = role.pod_template;
     if (!pod_template.is_object() || !pod_template.contains("spec")) {
@@ -322,12 +323,12 @@ int64_t GpusPerMember(const api::ReplicaSpec& role) {
     if (!spec.is_object() || !spec.contains("containers") || !spec["containers"].is_array()) {
       return 0;
     }
-    auto amount = [](const json& resources, const char* kind) -> int64_t {
+    auto amount = [](const json& resources, const char* kind, const std::string& name) -> int64_t {
       if (!resources.contains(kind) || !resources[kind].is_object() ||
-          !resources[kind].contains("nvidia.com/gpu")) {
+          !resources[kind].contains(name)) {
         return 0;
       }
-      const json& value = resources[kind]["nvidia.com/gpu"];
+      const json& value = resources[kind][name];
       if (value.is_number_integer()) {
         return value.get<int64_t>();
       }
@@ -344,8 +345,10 @@ int64_t GpusPerMember(const api::ReplicaSpec& role) {
         continue;
       }
       const json& resources = container["resources"];
-      int64_t limits = amount(resources, "limits");
-      total += limits > 0 ? limits : amount(resources, "requests");
+      for (const std::string& name : gpu_resources) {
+        int64_t limits = amount(resources, "limits", name);
+        total += limits > 0 ? limits : amount(resources, "requests", name);
+      }
     }
     return total;
   } catch (const std::exception&) {

@@ -3,7 +3,6 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/json_fields.h>
-#include <hybridjob/common/quantity.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/k8s/object_meta.h>
 
@@ -48,22 +47,6 @@ int32_t ParseIndex(std::string_view text) {
   return value;
 }
 
-int64_t GpuAmount(const json& resources, std::string_view kind) {
-  const json* list = Child(resources, kind);
-  const json* amount = list != nullptr ? Child(*list, "nvidia.com/gpu") : nullptr;
-  if (amount == nullptr) {
-    return 0;
-  }
-  if (amount->is_number_integer()) {
-    return amount->get<int64_t>();
-  }
-  if (amount->is_string()) {
-    Result<int64_t> parsed = ParseQuantity(amount->get<std::string>());
-    return parsed.ok() ? *parsed : 0;
-  }
-  return 0;
-}
-
 ObservedPod ObserveOrThrow(const json& pod) {
   ObservedPod out;
   out.name = k8s::NameOf(pod);
@@ -77,15 +60,6 @@ ObservedPod ObserveOrThrow(const json& pod) {
   out.controller_uid = k8s::ControllerUidOf(pod);
   if (const json* spec = Child(pod, "spec")) {
     out.node_name = StringAt(*spec, "nodeName");
-    if (const json* containers = Child(*spec, "containers");
-        containers != nullptr && containers->is_array()) {
-      for (const json& container : *containers) {
-        if (const json* resources = Child(container, "resources")) {
-          int64_t limits = GpuAmount(*resources, "limits");
-          out.gpus += limits > 0 ? limits : GpuAmount(*resources, "requests");
-        }
-      }
-    }
   }
   if (const json* status = Child(pod, "status")) {
     out.phase = ParsePhase(StringAt(*status, "phase"));

@@ -307,7 +307,7 @@ void DeleteSurplus(const PlanView& view, const Membership& membership, PlanBuild
 }
 
 void EnsureConfigMap(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
-  json desired = BuildClusterConfigMap(view.job, membership);
+  json desired = BuildClusterConfigMap(view.job, membership, view.options);
   const json* current = FindByName(view.observed.config_maps, k8s::NameOf(desired));
   if (current == nullptr) {
     plan.config_map_action = CreateConfigMap{std::move(desired)};

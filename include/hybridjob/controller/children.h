@@ -56,7 +56,8 @@ nlohmann::json BuildArtifactsPod(const api::HybridJob& job, const std::string& n
 nlohmann::json BuildHeadlessService(const api::HybridJob& job);
 
 // ConfigMap <job>-cluster for a committed membership.
-nlohmann::json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership);
+nlohmann::json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership,
+                                     const PlannerOptions& options);
 
 // PVC <job>-<volume>; retained claims carry no ownerReference.
 nlohmann::json BuildVolumeClaim(const api::HybridJob& job, const api::VolumeSpec& volume);

@@ -107,15 +107,17 @@ std::map<std::string, std::string> MemberEnvironment(const api::HybridJob& job,
                                                      const Membership& membership,
                                                      std::string_view role, int64_t index);
 
-// "<host> slots=<n>" per member of every role but the launcher.
-std::string MpiHostfile(const api::HybridJob& job, const Membership& membership);
+// "<host> slots=<n>" per member of every role but the launcher: n is the
+// member's GPUs of any of `gpu_resources`, at least 1.
+std::string MpiHostfile(const api::HybridJob& job, const Membership& membership,
+                        const std::vector<std::string>& gpu_resources);
 
 // The shell file members of `role` source: one `export NAME=value` per line.
 std::string RoleEnvFile(const api::HybridJob& job, const Membership& membership,
                         std::string_view role);
 
-// GPUs a member of `role` asks for: nvidia.com/gpu limits (else requests)
-// summed over its containers.
-int64_t GpusPerMember(const api::ReplicaSpec& role);
+// GPUs a member of `role` asks for: per resource of `gpu_resources`, its
+// limits (else requests), summed over resources and containers.
+int64_t GpusPerMember(const api::ReplicaSpec& role, const std::vector<std::string>& gpu_resources);
 
 }  // namespace hybridjob::controller

@@ -46,8 +46,6 @@ struct ObservedPod {
   int32_t restarts = 0;
   std::optional<int32_t> last_exit_code;
   std::string reason;  // status.reason, e.g. Evicted
-  // Sum of nvidia.com/gpu limits (or requests) over app containers.
-  int64_t gpus = 0;
   // The batch.hybridjob.io/group-spec annotation, as written.
   std::string group_spec;
   // The batch.hybridjob.io/placement annotation the gang-scheduler's binding set.

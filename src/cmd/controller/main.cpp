@@ -65,12 +65,20 @@ int main(int argc, char** argv) {
   flags.Int("burst", &burst, "API request burst");
   flags.String("code-fetcher-image", &options.planner.code_fetcher_image,
                "image of the init container that fetches spec.code.source");
+  std::string gpu_resources = "nvidia.com/gpu";
+  flags.String("gpu-resources", &gpu_resources,
+               "comma-separated extended resources that count as GPUs (MPI hostfile slots)");
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
   }
   if (workers < 1 || workers > 256) {
     return Fail("--workers must be between 1 and 256");
   }
+  auto gpu_resource_names = hybridjob::controller::ParseGpuResources(gpu_resources);
+  if (!gpu_resource_names) {
+    return Fail(gpu_resource_names.status().message());
+  }
+  options.planner.gpu_resources = std::move(*gpu_resource_names);
   // Checked before connecting, so a bad combination fails at once.
   if (!(election.lease_duration > election.renew_deadline &&
         election.renew_deadline > election.retry_period && election.retry_period.count() > 0)) {

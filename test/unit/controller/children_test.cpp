@@ -591,7 +591,7 @@ TEST_F(ControllerChildrenTest, Tensorboard) {
 TEST_F(ControllerChildrenTest, ClusterConfigMap) {
   api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   Membership membership{{{"ps", 1}, {"worker", 3}}};
-  json config_map = BuildClusterConfigMap(job, membership);
+  json config_map = BuildClusterConfigMap(job, membership, PlannerOptions{});
   EXPECT_EQ(config_map["metadata"]["name"], "mnist-cluster");
   EXPECT_EQ(config_map["metadata"]["annotations"]["batch.hybridjob.io/members"],
             R"({"ps":1,"worker":3})");

@@ -166,7 +166,7 @@ TEST(ControllerClusterSpecTest, MpiHostfileCountsGpuSlots) {
   api::HybridJob job =
       MakeJob("mpi", {Role("launcher", 1, 1), Role("worker", 2, 4, 2), Role("helper", 1, 1)});
   Membership membership = Members({{"launcher", 1}, {"worker", 3}, {"helper", 1}});
-  EXPECT_EQ(MpiHostfile(job, membership),
+  EXPECT_EQ(MpiHostfile(job, membership, {"nvidia.com/gpu"}),
             "mnist-worker-0.mnist.team-a.svc slots=2\n"
             "mnist-worker-1.mnist.team-a.svc slots=2\n"
             "mnist-worker-2.mnist.team-a.svc slots=2\n"
@@ -174,8 +174,44 @@ TEST(ControllerClusterSpecTest, MpiHostfileCountsGpuSlots) {
   std::map<std::string, std::string> env = MemberEnvironment(job, membership, "launcher", 0);
   EXPECT_EQ(env.at("OMPI_MCA_orte_default_hostfile"), "/etc/hybridjob/hostfile");
   EXPECT_EQ(env.at("HYBRIDJOB_HOSTFILE"), "/etc/hybridjob/hostfile");
-  EXPECT_EQ(GpusPerMember(job.spec.replica_specs[1]), 2);
-  EXPECT_EQ(GpusPerMember(job.spec.replica_specs[0]), 0);
+  EXPECT_EQ(GpusPerMember(job.spec.replica_specs[1], {"nvidia.com/gpu"}), 2);
+  EXPECT_EQ(GpusPerMember(job.spec.replica_specs[0], {"nvidia.com/gpu"}), 0);
+}
+
+TEST(ControllerClusterSpecTest, GpuSlotsCountEveryConfiguredGpuResource) {
+  json worker = Role("worker", 2, 2);
+  json& containers = worker["template"]["spec"]["containers"];
+  containers[0]["resources"] = {{"limits", {{"amd.com/gpu", 2}}}};
+  json sidecar = {
+      {"name", "sidecar"},
+      {"image", "busybox"},
+      {"resources",
+       {{"requests", {{"nvidia.com/mig-1g.10gb", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}};
+  containers.push_back(sidecar);
+  api::HybridJob job = MakeJob("mpi", {Role("launcher", 1, 1), worker});
+  const api::ReplicaSpec& role = job.spec.replica_specs[1];
+  EXPECT_EQ(GpusPerMember(role, {"nvidia.com/gpu"}), 1);
+  EXPECT_EQ(GpusPerMember(role, {"nvidia.com/gpu", "amd.com/gpu"}), 3);
+  EXPECT_EQ(GpusPerMember(role, {"nvidia.com/gpu", "amd.com/gpu", "nvidia.com/mig-1g.10gb"}), 4)
+      << "requests count where a resource has no limit";
+  EXPECT_EQ(MpiHostfile(job, Members({{"launcher", 1}, {"worker", 1}}),
+                        {"amd.com/gpu", "nvidia.com/gpu"}),
+            "mnist-worker-0.mnist.team-a.svc slots=3\n");
+}
+
+TEST(ControllerOptionsTest, GpuResourcesAreExtendedResourceNamesListedOnce) {
+  Result<std::vector<std::string>> names =
+      ParseGpuResources("nvidia.com/gpu, amd.com/gpu,nvidia.com/mig-1g.10gb");
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_THAT(*names, ElementsAre("nvidia.com/gpu", "amd.com/gpu", "nvidia.com/mig-1g.10gb"));
+  EXPECT_THAT(ParseGpuResources("gpu").status().message(),
+              HasSubstr("\"gpu\" is not an extended resource name"));
+  EXPECT_THAT(ParseGpuResources("nvidia.com/gpu,").status().message(),
+              HasSubstr("\"\" is not an extended resource name"));
+  EXPECT_THAT(ParseGpuResources("a.io/x;rm -rf").status().message(),
+              HasSubstr("is not an extended resource name"));
+  EXPECT_THAT(ParseGpuResources("amd.com/gpu,amd.com/gpu").status().message(),
+              HasSubstr("\"amd.com/gpu\" is listed twice"));
 }
 
 TEST(ControllerClusterSpecTest, GenericClusterJson) {

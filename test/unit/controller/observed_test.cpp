@@ -51,7 +51,6 @@ TEST(ControllerObservedTest, ReadsWhatThePlannerNeeds) {
   EXPECT_TRUE(pod.terminating);
   EXPECT_EQ(pod.exit_code, 137);
   EXPECT_EQ(pod.reason, "Evicted");
-  EXPECT_EQ(pod.gpus, 3);
   EXPECT_FALSE(pod.active());
 }
 

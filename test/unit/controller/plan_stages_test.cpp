@@ -74,7 +74,7 @@ TEST(PlanMembershipTest, ReadsTheCommittedMembershipFromTheConfigMapAnnotation) 
   const api::HybridJob job = TfJob();
   const Membership committed{{{"ps", 1}, {"worker", 3}}};
   Observed observed;
-  observed.config_maps.push_back(BuildClusterConfigMap(job, committed));
+  observed.config_maps.push_back(BuildClusterConfigMap(job, committed, PlannerOptions{}));
   const PlanView view = MakePlanView(job, observed, testing::T0(), kOptions);
 
   EXPECT_EQ(CommittedMembership(view), committed);
@@ -83,7 +83,7 @@ TEST(PlanMembershipTest, ReadsTheCommittedMembershipFromTheConfigMapAnnotation) 
 TEST(PlanMembershipTest, IgnoresTheConfigMapOfAnotherJob) {
   const api::HybridJob job = TfJob();
   Observed observed;
-  json config_map = BuildClusterConfigMap(job, kPlaced);
+  json config_map = BuildClusterConfigMap(job, kPlaced, PlannerOptions{});
   config_map["metadata"]["ownerReferences"][0]["uid"] = "uid-of-a-previous-job";
   observed.config_maps.push_back(config_map);
   const PlanView view = MakePlanView(job, observed, testing::T0(), kOptions);
