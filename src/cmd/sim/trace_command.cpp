@@ -24,8 +24,9 @@ constexpr const char* kSummary =
     "compares policies on it. Writes DIR/summary.csv, DIR/jobs.csv, DIR/queues.csv,\n"
     "DIR/timeline.svg (and DIR/trace.csv, the trace replayed) and prints a table. See\n"
     "docs/trace-format.md.\n"
-    "usage: hybridjob-sim trace (--trace FILE | --synthetic --jobs N --seed S) --gpus G\n"
-    "       [--gpus-per-node K] [--scheduler-config FILE] --policy P|all --out DIR";
+    "usage: hybridjob-sim trace (--trace FILE | --synthetic --jobs N --seed S)\n"
+    "       (--gpus G [--gpus-per-node K] | --inventory FILE) [--scheduler-config FILE]\n"
+    "       --policy P|all --out DIR";
 
 int UsageError(const std::string& message) {
   bool points_to_help = message.find("--help") != std::string::npos;
@@ -36,6 +37,16 @@ int UsageError(const std::string& message) {
 int Failure(const std::string& message) {
   std::cerr << kProgram << ": " << message << "\n";
   return 1;
+}
+
+Result<std::string> ReadFileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFound("cannot read " + path);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 Status WriteFile(const std::filesystem::path& path, const std::string& text) {
@@ -60,6 +71,7 @@ int RunTraceCommand(int argc, char** argv) {
   std::string policy_name;
   std::string out_dir;
   std::string scheduler_config_path;
+  std::string inventory_path;
   trace::ReplayOptions replay;
   trace::GeneratorOptions generator;
   int64_t queues = generator.queues;
@@ -70,6 +82,8 @@ int RunTraceCommand(int argc, char** argv) {
   flags.Int("seed", &seed, "synthetic: random seed");
   flags.Int("gpus", &gpus, "GPUs in the simulated cluster (required)");
   flags.Int("gpus-per-node", &gpus_per_node, "GPUs per simulated node");
+  flags.String("inventory", &inventory_path,
+               "node inventory CSV (name,gpus,cpu,memory,labels) instead of --gpus");
   flags.String("policy", &policy_name,
                "pod-greedy, static-gang, elastic-gang, elastic-reclaim or all (required)");
   flags.String("out", &out_dir, "directory for the reports (required; created if missing)");
@@ -108,8 +122,11 @@ int RunTraceCommand(int argc, char** argv) {
   if (!synthetic && (flags.WasSet("jobs") || flags.WasSet("seed"))) {
     return UsageError("--jobs and --seed go with --synthetic");
   }
-  if (!flags.WasSet("gpus")) {
-    return UsageError("--gpus is required");
+  if (flags.WasSet("inventory") == flags.WasSet("gpus")) {
+    return UsageError("give exactly one of --gpus G and --inventory FILE");
+  }
+  if (flags.WasSet("inventory") && flags.WasSet("gpus-per-node")) {
+    return UsageError("--gpus-per-node goes with --gpus; an inventory lists each node's GPUs");
   }
   if (policy_name.empty()) {
     return UsageError("--policy is required (a policy name or all)");
@@ -117,10 +134,21 @@ int RunTraceCommand(int argc, char** argv) {
   if (out_dir.empty()) {
     return UsageError("--out is required");
   }
-  if (gpus_per_node <= 0 || gpus_per_node > 1024) {
+  if (flags.WasSet("inventory")) {
+    auto text = ReadFileText(inventory_path);
+    if (!text.ok()) {
+      return Failure(text.status().message());
+    }
+    auto inventory = trace::ParseInventoryCsv(*text);
+    if (!inventory.ok()) {
+      return Failure(inventory_path + ": " + inventory.status().message());
+    }
+    replay.inventory = std::move(*inventory);
+    gpus = trace::TotalGpus(replay.inventory);
+    gpus_per_node = trace::LargestNodeGpus(replay.inventory);
+  } else if (gpus_per_node <= 0 || gpus_per_node > 1024) {
     return UsageError("--gpus-per-node: must be in 1..1024");
-  }
-  if (gpus < gpus_per_node || gpus % gpus_per_node != 0) {
+  } else if (gpus < gpus_per_node || gpus % gpus_per_node != 0) {
     return UsageError("--gpus: must be a positive multiple of --gpus-per-node (" +
                       std::to_string(gpus_per_node) + ")");
   }
@@ -163,13 +191,11 @@ int RunTraceCommand(int argc, char** argv) {
     }
     trace_jobs = trace::GenerateSyntheticTrace(generator);
   } else {
-    std::ifstream in(trace_path, std::ios::binary);
-    if (!in) {
-      return Failure("cannot read " + trace_path);
+    auto text = ReadFileText(trace_path);
+    if (!text.ok()) {
+      return Failure(text.status().message());
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto parsed = trace::ParseTrace(text.str());
+    auto parsed = trace::ParseTrace(*text);
     if (!parsed.ok()) {
       return Failure(trace_path + ": " + parsed.status().message());
     }
@@ -213,8 +239,12 @@ int RunTraceCommand(int argc, char** argv) {
       return Failure(status.message());
     }
   }
-  std::cout << trace_jobs.size() << " jobs on " << gpus << " GPUs (" << gpus / gpus_per_node
-            << " nodes of " << gpus_per_node << ")\n"
+  std::cout << trace_jobs.size() << " jobs on " << gpus << " GPUs ("
+            << (replay.inventory.empty()
+                    ? std::to_string(gpus / gpus_per_node) + " nodes of " +
+                          std::to_string(gpus_per_node)
+                    : std::to_string(replay.inventory.size()) + " nodes from " + inventory_path)
+            << ")\n"
             << trace::SummaryTable(summaries) << "wrote " << (dir / "summary.csv").string() << ", "
             << (dir / "jobs.csv").string() << ", " << (dir / "queues.csv").string() << ", "
             << (dir / "timeline.svg").string() << "\n";

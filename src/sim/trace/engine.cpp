@@ -199,6 +199,25 @@ class Replayer {
 };
 
 Status Replayer::BuildCluster() {
+  for (const InventoryNode& listed : options_.inventory) {
+    sched::NodeInfo node;
+    node.name = listed.name;
+    node.allocatable.milli_cpu = listed.milli_cpu;
+    node.allocatable.memory = listed.memory_bytes;
+    node.allocatable.pods = 110;
+    if (listed.gpus > 0) {
+      node.allocatable.SetScalar(sched::kResourceNvidiaGpu, listed.gpus);
+    }
+    for (const auto& [key, value] : listed.labels) {
+      node.labels.Set(key, value);
+    }
+    if (Status status = snapshot_.UpsertNode(std::move(node)); !status.ok()) {
+      return status;
+    }
+  }
+  if (!options_.inventory.empty()) {
+    return Status::Ok();
+  }
   int64_t nodes = options_.gpus / options_.gpus_per_node;
   for (int64_t i = 0; i < nodes; ++i) {
     sched::NodeInfo node;
@@ -564,7 +583,7 @@ Result<ReplayResult> Replayer::Run() {
     return status;
   }
   result_.policy = options_.policy;
-  result_.cluster_gpus = options_.gpus / options_.gpus_per_node * options_.gpus_per_node;
+  result_.cluster_gpus = ClusterGpus(options_);
   result_.jobs.resize(trace_.size());
   for (size_t j = 0; j < trace_.size(); ++j) {
     JobRecord& record = result_.jobs[j];
@@ -678,11 +697,26 @@ double JobWork::FinishTime() const {
   return std::max(last_update_, pause_until_) + remaining_ / current;
 }
 
-Status ValidateReplayOptions(const ReplayOptions& options) {
-  if (options.gpus_per_node <= 0) {
-    return InvalidArgument("gpus per node: must be positive");
+int64_t ClusterGpus(const ReplayOptions& options) {
+  if (!options.inventory.empty()) {
+    return TotalGpus(options.inventory);
   }
-  if (options.gpus < options.gpus_per_node) {
+  return options.gpus_per_node <= 0 ? 0
+                                    : options.gpus / options.gpus_per_node * options.gpus_per_node;
+}
+
+static int32_t LargestNodeGpus(const ReplayOptions& options) {
+  return options.inventory.empty() ? options.gpus_per_node : LargestNodeGpus(options.inventory);
+}
+
+Status ValidateReplayOptions(const ReplayOptions& options) {
+  if (!options.inventory.empty()) {
+    if (TotalGpus(options.inventory) <= 0) {
+      return InvalidArgument("inventory: no node has a GPU");
+    }
+  } else if (options.gpus_per_node <= 0) {
+    return InvalidArgument("gpus per node: must be positive");
+  } else if (options.gpus < options.gpus_per_node) {
     return InvalidArgument("gpus: must be at least the GPUs of one node (" +
                            std::to_string(options.gpus_per_node) + ")");
   }
@@ -723,19 +757,19 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
       }
     }
     // A job that can never start would stall strict FIFO for good: refuse it.
+    const int32_t largest = LargestNodeGpus(options);
     for (const TraceRole& role : jobs[i].roles) {
-      if (role.gpus_per_member > options.gpus_per_node) {
+      if (role.gpus_per_member > largest) {
         return InvalidArgument("job " + jobs[i].id + ": role " + role.name + " wants " +
                                std::to_string(role.gpus_per_member) +
-                               " GPUs per member, a node has " +
-                               std::to_string(options.gpus_per_node));
+                               " GPUs per member, the largest node has " + std::to_string(largest));
       }
     }
     int64_t needed = options.policy == Policy::kStaticGang ? jobs[i].MaxGpus() : jobs[i].MinGpus();
-    if (needed > options.gpus) {
+    if (needed > ClusterGpus(options)) {
       return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
                              " GPUs to start under " + std::string(PolicyName(options.policy)) +
-                             ", the cluster has " + std::to_string(options.gpus));
+                             ", the cluster has " + std::to_string(ClusterGpus(options)));
     }
   }
   Replayer replayer(jobs, options);

@@ -9,54 +9,12 @@
 #include <hybridjob/common/strings.h>
 #include <hybridjob/sim/trace/trace.h>
 
+#include "csv_fields.h"
+
 namespace hybridjob::sim::trace {
 namespace {
 
 constexpr std::string_view kCsvHeader = "id,submit_s,queue,roles,work_gpu_s,duration_s";
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-// The parts of `text` between separators, each trimmed.
-std::vector<std::string_view> SplitTrimmed(std::string_view text, char separator) {
-  std::vector<std::string_view> parts = Split(text, separator);
-  for (std::string_view& part : parts) {
-    part = Trim(part);
-  }
-  return parts;
-}
-
-bool SkippedLine(std::string_view line) {
-  line = Trim(line);
-  return line.empty() || line.front() == '#';
-}
-
-Result<double> ParseNumber(std::string_view field, std::string_view text) {
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(value)) {
-    return InvalidArgument(std::string(field) + ": \"" + std::string(text) + "\" is not a number");
-  }
-  return value;
-}
-
-Result<int32_t> ParseCount(std::string_view field, std::string_view text) {
-  int32_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument(std::string(field) + ": \"" + std::string(text) +
-                           "\" is not an integer");
-  }
-  return value;
-}
 
 // "worker:2:8:1;ps:1:1:0"
 Result<std::vector<TraceRole>> ParseRoles(std::string_view text) {
@@ -85,10 +43,6 @@ Result<std::vector<TraceRole>> ParseRoles(std::string_view text) {
     roles.push_back(std::move(role));
   }
   return roles;
-}
-
-Status AtLine(size_t line, const Status& status) {
-  return InvalidArgument("line " + std::to_string(line) + ": " + status.message());
 }
 
 // Work from exactly one of work (GPU-seconds) and duration (seconds at max).
@@ -172,73 +126,48 @@ Status ValidateJob(const TraceJob& job) {
 
 Result<std::vector<TraceJob>> ParseTraceCsv(std::string_view text) {
   std::vector<TraceJob> jobs;
-  bool header_seen = false;
-  size_t line_number = 0;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) {
-      end = text.size();
-    }
-    std::string_view line = text.substr(begin, end - begin);
-    begin = end + 1;
-    ++line_number;
-    if (SkippedLine(line)) {
-      continue;
-    }
-    line = Trim(line);
-    if (!header_seen) {
-      if (line != kCsvHeader) {
-        return AtLine(line_number,
-                      InvalidArgument("expected the header \"" + std::string(kCsvHeader) + "\""));
-      }
-      header_seen = true;
-      continue;
-    }
-    std::vector<std::string_view> fields = SplitTrimmed(line, ',');
-    if (fields.size() != 6) {
-      return AtLine(line_number,
-                    InvalidArgument("expected 6 fields, found " + std::to_string(fields.size())));
-    }
-    TraceJob job;
-    job.id = std::string(fields[0]);
-    auto submit = ParseNumber("submit_s", fields[1]);
-    if (!submit.ok()) {
-      return AtLine(line_number, submit.status());
-    }
-    job.submit_seconds = *submit;
-    job.queue = fields[2].empty() ? "default" : std::string(fields[2]);
-    auto roles = ParseRoles(fields[3]);
-    if (!roles.ok()) {
-      return AtLine(line_number, roles.status());
-    }
-    job.roles = std::move(*roles);
-    std::optional<double> work;
-    std::optional<double> duration;
-    if (!fields[4].empty()) {
-      auto value = ParseNumber("work_gpu_s", fields[4]);
-      if (!value.ok()) {
-        return AtLine(line_number, value.status());
-      }
-      work = *value;
-    }
-    if (!fields[5].empty()) {
-      auto value = ParseNumber("duration_s", fields[5]);
-      if (!value.ok()) {
-        return AtLine(line_number, value.status());
-      }
-      duration = *value;
-    }
-    if (Status status = SetWork(job, work, duration); !status.ok()) {
-      return AtLine(line_number, status);
-    }
-    if (Status status = ValidateJob(job); !status.ok()) {
-      return AtLine(line_number, status);
-    }
-    jobs.push_back(std::move(job));
-  }
-  if (!header_seen) {
-    return InvalidArgument("empty trace: expected the header \"" + std::string(kCsvHeader) + "\"");
+  Status read = ForEachCsvRecord(
+      text, kCsvHeader, 6, "trace", [&](const std::vector<std::string_view>& fields) -> Status {
+        TraceJob job;
+        job.id = std::string(fields[0]);
+        auto submit = ParseNumber("submit_s", fields[1]);
+        if (!submit.ok()) {
+          return submit.status();
+        }
+        job.submit_seconds = *submit;
+        job.queue = fields[2].empty() ? "default" : std::string(fields[2]);
+        auto roles = ParseRoles(fields[3]);
+        if (!roles.ok()) {
+          return roles.status();
+        }
+        job.roles = std::move(*roles);
+        std::optional<double> work;
+        std::optional<double> duration;
+        if (!fields[4].empty()) {
+          auto value = ParseNumber("work_gpu_s", fields[4]);
+          if (!value.ok()) {
+            return value.status();
+          }
+          work = *value;
+        }
+        if (!fields[5].empty()) {
+          auto value = ParseNumber("duration_s", fields[5]);
+          if (!value.ok()) {
+            return value.status();
+          }
+          duration = *value;
+        }
+        if (Status status = SetWork(job, work, duration); !status.ok()) {
+          return status;
+        }
+        if (Status status = ValidateJob(job); !status.ok()) {
+          return status;
+        }
+        jobs.push_back(std::move(job));
+        return Status::Ok();
+      });
+  if (!read.ok()) {
+    return read;
   }
   return jobs;
 }

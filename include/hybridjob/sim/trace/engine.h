@@ -16,6 +16,7 @@
 
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/queues.h>
+#include <hybridjob/sim/trace/inventory.h>
 #include <hybridjob/sim/trace/trace.h>
 
 namespace hybridjob::sim::trace {
@@ -70,6 +71,9 @@ struct ReplayOptions {
   Policy policy = Policy::kElasticReclaim;
   int64_t gpus = 64;  // cluster size: gpus / gpus_per_node nodes
   int32_t gpus_per_node = 8;
+  // When set, the cluster is these nodes (with their CPU, memory and
+  // labels) and gpus/gpus_per_node are not used.
+  std::vector<InventoryNode> inventory;
   double speedup_exponent = 1.0;  // see DrainRate
   // Virtual seconds between an eviction and the member's leaving (its pod's
   // termination grace period); it keeps working meanwhile.
@@ -88,6 +92,8 @@ struct ReplayOptions {
 };
 
 Status ValidateReplayOptions(const ReplayOptions& options);
+// GPUs of the replayed cluster: the inventory's, else whole nodes of gpus.
+int64_t ClusterGpus(const ReplayOptions& options);
 
 struct JobRecord {
   std::string id;

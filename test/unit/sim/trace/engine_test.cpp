@@ -194,7 +194,34 @@ TEST(ReplayTest, RefusesJobsThatCanNeverStart) {
   EXPECT_FALSE(Replay(elastic, Options(Policy::kStaticGang, 16)).ok());
   auto wide = Replay({Job("w", 0, "default", 1, 1, 16, 100)}, Options(Policy::kElasticGang, 32));
   ASSERT_FALSE(wide.ok());
-  EXPECT_EQ(wide.status().message(), "job w: role worker wants 16 GPUs per member, a node has 8");
+  EXPECT_EQ(wide.status().message(),
+            "job w: role worker wants 16 GPUs per member, the largest node has 8");
+}
+
+TEST(ReplayTest, AnInventoryMakesAHeterogeneousCluster) {
+  // One 8-GPU node and two 2-GPU nodes: 12 GPUs, but only one node takes a
+  // 4-GPU member.
+  ReplayOptions options = Options(Policy::kElasticGang, 0);
+  options.inventory = {{"big", 8, 64000, int64_t{1} << 40, {{"example.com/rack", "r0"}}},
+                       {"small-0", 2, 16000, int64_t{1} << 38, {}},
+                       {"small-1", 2, 16000, int64_t{1} << 38, {}}};
+  EXPECT_EQ(ClusterGpus(options), 12);
+  std::vector<TraceJob> jobs = {Job("wide", 0, "default", 2, 2, 4, 800),
+                                Job("narrow", 0, "default", 2, 2, 2, 400),
+                                Job("late", 0, "default", 1, 1, 4, 400)};
+  ReplayResult result = MustReplay(jobs, options);
+  EXPECT_EQ(result.cluster_gpus, 12);
+  // wide takes the 8-GPU node whole; narrow the two small ones; late waits
+  // for the big node although 0 GPUs are free anyway, then runs there.
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 100}, {0, 100}, {100, 200}}));
+
+  // A member larger than every node is refused, naming the largest node.
+  auto huge = Replay({Job("huge", 0, "default", 1, 1, 16, 100)}, options);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(),
+            "job huge: role worker wants 16 GPUs per member, the largest node has 8");
+  options.inventory = {{"cpu-only", 0, 16000, int64_t{1} << 36, {}}};
+  EXPECT_EQ(ValidateReplayOptions(options).message(), "inventory: no node has a GPU");
 }
 
 TEST(ReplayTest, RefusesBadOptionsAndUnsortedJobs) {

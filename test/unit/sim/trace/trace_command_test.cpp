@@ -156,5 +156,33 @@ TEST_F(TraceCommandTest, JobInAParentQueueIsRefused) {
             "run in a leaf queue\n");
 }
 
+TEST_F(TraceCommandTest, AnInventoryFileIsTheClusterInsteadOfGpus) {
+  std::string trace = Write("trace.csv", kTreeTrace);
+  std::string inventory = Write("nodes.csv",
+                                "name,gpus,cpu,memory,labels\n"
+                                "a0,8,64,512Gi,example.com/rack=r0\n"
+                                "b0,4,32,256Gi,example.com/rack=r1\n"
+                                "b1,4,32,256Gi,example.com/rack=r1\n");
+  fs::path out = dir_ / "out";
+  ASSERT_EQ(Run({"--trace", trace, "--inventory", inventory, "--policy", "elastic-gang", "--out",
+                 out.string()}),
+            0)
+      << stderr_;
+  EXPECT_THAT(stdout_, HasSubstr("4 jobs on 16 GPUs (3 nodes from " + inventory + ")"));
+  EXPECT_THAT(Read(out / "summary.csv"), HasSubstr("elastic-gang,4,4,"));
+
+  EXPECT_EQ(Run({"--trace", trace, "--inventory", inventory, "--gpus", "16", "--policy", "all",
+                 "--out", out.string()}),
+            2);
+  EXPECT_THAT(stderr_, HasSubstr("give exactly one of --gpus G and --inventory FILE"));
+  EXPECT_EQ(Run({"--trace", trace, "--inventory", inventory, "--gpus-per-node", "4", "--policy",
+                 "all", "--out", out.string()}),
+            2);
+  std::string broken = Write("broken.csv", "name,gpus,cpu,memory,labels\nx,8,64,1Gi,rack\n");
+  EXPECT_EQ(
+      Run({"--trace", trace, "--inventory", broken, "--policy", "all", "--out", out.string()}), 1);
+  EXPECT_THAT(stderr_, HasSubstr(broken + ": line 2: labels: \"rack\" is not key=value"));
+}
+
 }  // namespace
 }  // namespace hybridjob::sim
