@@ -82,6 +82,11 @@ int RunTraceCommand(int argc, char** argv) {
   flags.Int("seed", &seed, "synthetic: random seed");
   flags.Int("gpus", &gpus, "GPUs in the simulated cluster (required)");
   flags.Int("gpus-per-node", &gpus_per_node, "GPUs per simulated node");
+  flags.Double("cross-domain-slowdown", &replay.cross_domain_slowdown,
+               "a gang spread over domains of the domain level drains this many times slower");
+  flags.String("domain-level", &replay.domain_level,
+               "node label whose domains gangs' spread is measured in (default: the innermost "
+               "topology level of --scheduler-config but kubernetes.io/hostname)");
   flags.String("inventory", &inventory_path,
                "node inventory CSV (name,gpus,cpu,memory,labels) instead of --gpus");
   flags.String("policy", &policy_name,
@@ -169,6 +174,7 @@ int RunTraceCommand(int argc, char** argv) {
     }
     scheduler::PolicyConfig policy_config = scheduler::PolicyConfigFrom(*config);
     replay.queues = std::move(policy_config.queues);
+    replay.topology_levels = config->topology.levels;
     if (!flags.WasSet("starvation-seconds")) {
       replay.starvation_seconds = policy_config.starvation.max_wait_seconds;
     }

@@ -2,6 +2,7 @@
 // Private to the trace library.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -63,14 +64,19 @@ inline Status AtLine(size_t line, const Status& status) {
   return InvalidArgument("line " + std::to_string(line) + ": " + status.message());
 }
 
-// Reads a CSV with `header` (blank lines and `#` comments skipped) and hands
-// each data line's trimmed fields, exactly `field_count` of them, to
-// `record`; the first error, with its line number. `what` names the file in
-// the error for a text without the header ("empty trace: ...").
+// Reads a CSV whose first line is one of `headers` (blank lines and `#`
+// comments skipped) and hands each data line's trimmed fields, as many as
+// that header has, to `record`; the first error, with its line number.
+// `what` names the file in the error for a text without a header
+// ("empty trace: ...").
 inline Status ForEachCsvRecord(
-    std::string_view text, std::string_view header, size_t field_count, std::string_view what,
+    std::string_view text, const std::vector<std::string_view>& headers, std::string_view what,
     const std::function<Status(const std::vector<std::string_view>& fields)>& record) {
-  bool header_seen = false;
+  std::string expected;
+  for (std::string_view header : headers) {
+    expected += (expected.empty() ? "\"" : " or \"") + std::string(header) + "\"";
+  }
+  size_t field_count = 0;
   size_t line_number = 0;
   for (std::string_view line : Split(text, '\n')) {
     ++line_number;
@@ -78,12 +84,12 @@ inline Status ForEachCsvRecord(
       continue;
     }
     line = Trim(line);
-    if (!header_seen) {
-      if (line != header) {
-        return AtLine(line_number,
-                      InvalidArgument("expected the header \"" + std::string(header) + "\""));
+    if (field_count == 0) {
+      auto header = std::find(headers.begin(), headers.end(), line);
+      if (header == headers.end()) {
+        return AtLine(line_number, InvalidArgument("expected the header " + expected));
       }
-      header_seen = true;
+      field_count = Split(*header, ',').size();
       continue;
     }
     std::vector<std::string_view> fields = SplitTrimmed(line, ',');
@@ -96,9 +102,8 @@ inline Status ForEachCsvRecord(
       return AtLine(line_number, status);
     }
   }
-  if (!header_seen) {
-    return InvalidArgument("empty " + std::string(what) + ": expected the header \"" +
-                           std::string(header) + "\"");
+  if (field_count == 0) {
+    return InvalidArgument("empty " + std::string(what) + ": expected the header " + expected);
   }
   return Status::Ok();
 }

@@ -7,11 +7,13 @@
 #include <unordered_map>
 #include <utility>
 
+#include <hybridjob/api/names.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/queues.h>
 #include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/topology.h>
 #include <hybridjob/sim/trace/engine.h>
 
 namespace hybridjob::sim::trace {
@@ -123,6 +125,7 @@ struct Member {
   std::unique_ptr<sched::PodInfo> pod;  // the pending form; the snapshot holds the bound copy
   size_t role = 0;
   int32_t gpus = 0;
+  uint32_t slot = 0;  // its node, while bound
   bool bound = false;
   bool leaving = false;  // evicted, still in its grace period
 };
@@ -141,6 +144,8 @@ struct Job {
   double finish = -1;
   int64_t resizes = 0;
   int64_t evicted_members = 0;
+  int32_t start_members = 0;
+  int32_t start_domains = 0;
 };
 
 struct Removal {
@@ -168,8 +173,10 @@ class Replayer {
   void RemoveMember(size_t job_index, size_t member_index);
   void RunCycles(double now);
   void RunPolicyCycle(double now, const std::vector<size_t>& job_indices);
-  void ApplyPlacement(const sched::PodInfo* pod);
+  void ApplyPlacement(const sched::PodInfo* pod, const std::string& node);
   void UpdateRunning(size_t job_index, double now);
+  // Domains of the domain level the job's bound members span.
+  int32_t DomainsSpanned(const Job& job) const;
   void Record(double now);
 
   const std::vector<TraceJob>& trace_;
@@ -179,6 +186,7 @@ class Replayer {
   sched::PlannerConfig planner_;
   sched::PolicyState state_;
   uint32_t start_slot_ = 0;
+  std::vector<int32_t> domain_of_slot_;  // empty without a domain level
 
   std::vector<Job> jobs_;
   std::unordered_map<const sched::PodInfo*, std::pair<size_t, size_t>> member_by_pod_;
@@ -215,10 +223,7 @@ Status Replayer::BuildCluster() {
       return status;
     }
   }
-  if (!options_.inventory.empty()) {
-    return Status::Ok();
-  }
-  int64_t nodes = options_.gpus / options_.gpus_per_node;
+  const int64_t nodes = options_.inventory.empty() ? options_.gpus / options_.gpus_per_node : 0;
   for (int64_t i = 0; i < nodes; ++i) {
     sched::NodeInfo node;
     char name[32];
@@ -231,6 +236,9 @@ Status Replayer::BuildCluster() {
     if (Status status = snapshot_.UpsertNode(std::move(node)); !status.ok()) {
       return status;
     }
+  }
+  if (const std::string level = DomainLevel(options_); !level.empty()) {
+    domain_of_slot_ = sched::BuildTopologyLevel(snapshot_.slots(), level).domain_of_slot;
   }
   return Status::Ok();
 }
@@ -253,6 +261,7 @@ void Replayer::BuildJobs() {
     sched::GroupSpec spec;
     spec.queue = own_queues ? source.queue : std::string(api::kDefaultQueue);
     spec.schedule_timeout_seconds = 0;  // every member pod exists from the start
+    spec.topology = source.topology;
     for (const TraceRole& role : source.roles) {
       sched::GroupRole role_spec;
       role_spec.name = role.name;
@@ -276,6 +285,9 @@ void Replayer::BuildJobs() {
         pod->requests.milli_cpu = 1000LL * std::max(1, role.gpus_per_member);
         if (role.gpus_per_member > 0) {
           pod->requests.SetScalar(sched::kResourceNvidiaGpu, role.gpus_per_member);
+        }
+        if (!source.gpu_model.empty()) {
+          pod->node_selector.Set(options_.gpu_model_label, source.gpu_model);
         }
         if (!lone_pods) {
           // Gang policies see a group; pod-greedy sees lone pods, as kube-scheduler does.
@@ -448,9 +460,13 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
       running = false;
     }
   }
+  const int32_t domains = running ? DomainsSpanned(job) : 0;
   if (running && !job.running) {
     if (job.start < 0) {
       job.start = now;
+      job.start_domains = domains;
+      job.start_members = static_cast<int32_t>(std::count_if(
+          job.members.begin(), job.members.end(), [](const Member& m) { return m.bound; }));
     }
     job.work.Resize(now, job.held_gpus, now);
   } else if (running && job.work.gpus() != job.held_gpus) {
@@ -459,10 +475,29 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
   } else if (!running && job.running) {
     job.work.Resize(now, 0, now);
   }
+  if (running) {
+    job.work.SetSlowdown(now, domains > 1 ? options_.cross_domain_slowdown : 1.0);
+  }
   job.running = running;
 }
 
-void Replayer::ApplyPlacement(const sched::PodInfo* pod) {
+int32_t Replayer::DomainsSpanned(const Job& job) const {
+  if (domain_of_slot_.empty()) {
+    return 0;
+  }
+  std::set<int64_t> domains;
+  for (const Member& member : job.members) {
+    if (!member.bound) {
+      continue;
+    }
+    const int32_t domain = member.slot < domain_of_slot_.size() ? domain_of_slot_[member.slot] : -1;
+    // A node without the label is a domain of its own.
+    domains.insert(domain >= 0 ? domain : -1 - static_cast<int64_t>(member.slot));
+  }
+  return static_cast<int32_t>(domains.size());
+}
+
+void Replayer::ApplyPlacement(const sched::PodInfo* pod, const std::string& node) {
   auto it = member_by_pod_.find(pod);
   if (it == member_by_pod_.end()) {
     return;
@@ -473,6 +508,7 @@ void Replayer::ApplyPlacement(const sched::PodInfo* pod) {
     return;
   }
   member.bound = true;
+  member.slot = snapshot_.FindNodeSlot(node).value_or(0);
   ++job.bound_in_role[member.role];
   job.held_gpus += member.gpus;
 }
@@ -509,7 +545,7 @@ void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices
       auto it = member_by_pod_.find(assignment.pod);
       if (it != member_by_pod_.end()) {
         placed_jobs.insert(it->second.first);
-        ApplyPlacement(assignment.pod);
+        ApplyPlacement(assignment.pod, assignment.node_name);
       }
     }
   }
@@ -579,6 +615,7 @@ Result<ReplayResult> Replayer::Run() {
   }
   BuildJobs();
   policy_ = MakePolicyConfig();
+  planner_.topology_levels = options_.topology_levels;
   if (Status status = sched::ValidatePolicyConfig(policy_); !status.ok()) {
     return status;
   }
@@ -614,6 +651,8 @@ Result<ReplayResult> Replayer::Run() {
     JobRecord& record = result_.jobs[j];
     record.start = job.start;
     record.finish = job.finish;
+    record.start_members = job.start_members;
+    record.start_domains = job.start_domains;
     record.resizes = job.resizes;
     record.evicted_members = job.evicted_members;
     if (job.start >= 0) {
@@ -672,7 +711,7 @@ JobWork::JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent)
     : remaining_(work_gpu_seconds), max_gpus_(max_gpus), exponent_(exponent) {}
 
 double JobWork::rate() const {
-  return DrainRate(gpus_, max_gpus_, exponent_);
+  return DrainRate(gpus_, max_gpus_, exponent_) / slowdown_;
 }
 
 void JobWork::AdvanceTo(double now) {
@@ -687,6 +726,14 @@ void JobWork::Resize(double now, int64_t gpus, double pause_until) {
   AdvanceTo(now);
   gpus_ = gpus;
   pause_until_ = std::max(pause_until, now);
+}
+
+void JobWork::SetSlowdown(double now, double factor) {
+  if (factor == slowdown_) {
+    return;
+  }
+  AdvanceTo(now);
+  slowdown_ = factor;
 }
 
 double JobWork::FinishTime() const {
@@ -709,6 +756,19 @@ static int32_t LargestNodeGpus(const ReplayOptions& options) {
   return options.inventory.empty() ? options.gpus_per_node : LargestNodeGpus(options.inventory);
 }
 
+std::string DomainLevel(const ReplayOptions& options) {
+  if (!options.domain_level.empty()) {
+    return options.domain_level;
+  }
+  for (auto level = options.topology_levels.rbegin(); level != options.topology_levels.rend();
+       ++level) {
+    if (*level != "kubernetes.io/hostname") {
+      return *level;
+    }
+  }
+  return "";
+}
+
 Status ValidateReplayOptions(const ReplayOptions& options) {
   if (!options.inventory.empty()) {
     if (TotalGpus(options.inventory) <= 0) {
@@ -728,6 +788,12 @@ Status ValidateReplayOptions(const ReplayOptions& options) {
   }
   if (options.starvation_seconds < 0) {
     return InvalidArgument("starvation seconds: must not be negative");
+  }
+  if (!(options.cross_domain_slowdown >= 1) || !std::isfinite(options.cross_domain_slowdown)) {
+    return InvalidArgument("cross-domain slowdown: must be a finite number >= 1");
+  }
+  if (!options.domain_level.empty() && !api::IsQualifiedName(options.domain_level)) {
+    return InvalidArgument("domain level: \"" + options.domain_level + "\" is not a label key");
   }
   return sched::ValidateQueues(options.queues);
 }
@@ -757,6 +823,25 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
       }
     }
     // A job that can never start would stall strict FIFO for good: refuse it.
+    // A topology the scheduler does not have, or a GPU model no node has,
+    // would leave the job waiting for good: refuse it.
+    if (const auto& topology = jobs[i].topology; topology.has_value()) {
+      if (std::find(options.topology_levels.begin(), options.topology_levels.end(),
+                    topology->level) == options.topology_levels.end()) {
+        return InvalidArgument("job " + jobs[i].id + ": topology level " + topology->level +
+                               " is not one of the scheduler configuration's topology.levels");
+      }
+    }
+    if (!jobs[i].gpu_model.empty() &&
+        std::none_of(options.inventory.begin(), options.inventory.end(),
+                     [&](const InventoryNode& node) {
+                       auto label = node.labels.find(options.gpu_model_label);
+                       return node.gpus > 0 && label != node.labels.end() &&
+                              label->second == jobs[i].gpu_model;
+                     })) {
+      return InvalidArgument("job " + jobs[i].id + ": no node has GPU model " + jobs[i].gpu_model +
+                             " (label " + options.gpu_model_label + ")");
+    }
     const int32_t largest = LargestNodeGpus(options);
     for (const TraceRole& role : jobs[i].roles) {
       if (role.gpus_per_member > largest) {

@@ -86,7 +86,7 @@ Result<std::vector<InventoryNode>> ParseInventoryCsv(std::string_view text) {
   std::vector<InventoryNode> nodes;
   std::set<std::string, std::less<>> names;
   Status read =
-      ForEachCsvRecord(text, kInventoryHeader, 5, "inventory",
+      ForEachCsvRecord(text, {kInventoryHeader}, "inventory",
                        [&](const std::vector<std::string_view>& fields) -> Status {
                          Result<InventoryNode> node = ParseNode(fields);
                          if (!node.ok()) {

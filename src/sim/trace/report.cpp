@@ -114,11 +114,17 @@ PolicySummary Summarize(const ReplayResult& result) {
   int64_t started = 0;
   double first_submit = result.jobs.empty() ? 0 : result.jobs.front().submit;
   double last_finish = first_submit;
+  int64_t gangs = 0;
+  int64_t gangs_in_one_domain = 0;
   for (const JobRecord& job : result.jobs) {
     first_submit = std::min(first_submit, job.submit);
     if (job.start >= 0) {
       wait_total += job.start - job.submit;
       ++started;
+    }
+    if (job.start >= 0 && job.start_members >= 2 && job.start_domains > 0) {
+      ++gangs;
+      gangs_in_one_domain += job.start_domains == 1 ? 1 : 0;
     }
     if (job.finished()) {
       jcts.push_back(job.finish - job.submit);
@@ -126,6 +132,10 @@ PolicySummary Summarize(const ReplayResult& result) {
     }
   }
   summary.finished = static_cast<int64_t>(jcts.size());
+  if (gangs > 0) {
+    summary.one_domain_share =
+        static_cast<double>(gangs_in_one_domain) / static_cast<double>(gangs);
+  }
   if (!jcts.empty()) {
     double total = 0;
     for (double jct : jcts) {
@@ -169,13 +179,14 @@ PolicySummary Summarize(const ReplayResult& result) {
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
   std::string out =
       "policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,"
-      "partial_gang_gpu_hours,decisions_per_s\n";
+      "partial_gang_gpu_hours,decisions_per_s,one_domain_share\n";
   for (const PolicySummary& s : summaries) {
     out += s.policy + "," + std::to_string(s.jobs) + "," + std::to_string(s.finished) + "," +
            Format("%.1f", s.avg_jct_seconds) + "," + Format("%.1f", s.p95_jct_seconds) + "," +
            Format("%.1f", s.avg_wait_seconds) + "," + Format("%.1f", s.makespan_seconds) + "," +
            Format("%.4f", s.gpu_util) + "," + Format("%.2f", s.partial_gang_gpu_hours) + "," +
-           Format("%.0f", s.decisions_per_second) + "\n";
+           Format("%.0f", s.decisions_per_second) + "," +
+           (s.one_domain_share < 0 ? "" : Format("%.4f", s.one_domain_share)) + "\n";
   }
   return out;
 }
@@ -183,21 +194,23 @@ std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
 std::string SummaryTable(const std::vector<PolicySummary>& summaries) {
   char line[512];
   std::string out;
-  std::snprintf(
-      line, sizeof(line), "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s\n",
-      "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h", "makespan_h", "util",
-      "util_wait", "idle_wait_gh", "partial_gh", "dec/s", "evictions", "plan_s", "replay_s");
+  std::snprintf(line, sizeof(line),
+                "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s %8s\n",
+                "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h", "makespan_h",
+                "util", "util_wait", "idle_wait_gh", "partial_gh", "dec/s", "evictions", "plan_s",
+                "replay_s", "one_dom");
   out += line;
   for (const PolicySummary& s : summaries) {
     std::snprintf(
         line, sizeof(line),
         "%-16s %6lld %8lld %10.2f %10.2f %10.2f %11.2f %6.3f %10.3f %12.1f %10.1f %10.0f %9lld "
-        "%8.2f %8.2f\n",
+        "%8.2f %8.2f %8s\n",
         s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
         s.avg_jct_seconds / 3600, s.p95_jct_seconds / 3600, s.avg_wait_seconds / 3600,
         s.makespan_seconds / 3600, s.gpu_util, s.gpu_util_while_waiting,
         s.idle_gpu_hours_while_waiting, s.partial_gang_gpu_hours, s.decisions_per_second,
-        static_cast<long long>(s.evictions), s.planning_wall_seconds, s.replay_wall_seconds);
+        static_cast<long long>(s.evictions), s.planning_wall_seconds, s.replay_wall_seconds,
+        s.one_domain_share < 0 ? "-" : Format("%.3f", s.one_domain_share).c_str());
     out += line;
   }
   return out;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/names.h>
 #include <hybridjob/common/strings.h>
 #include <hybridjob/sim/trace/trace.h>
 
@@ -15,6 +16,29 @@ namespace hybridjob::sim::trace {
 namespace {
 
 constexpr std::string_view kCsvHeader = "id,submit_s,queue,roles,work_gpu_s,duration_s";
+constexpr std::string_view kCsvHeaderWithPlacement =
+    "id,submit_s,queue,roles,work_gpu_s,duration_s,topology,gpu_model";
+
+// "example.com/rack" (Required) or "example.com/rack:Preferred".
+Result<std::optional<api::TopologySpec>> ParseTopologyField(std::string_view text) {
+  if (text.empty()) {
+    return std::optional<api::TopologySpec>{};
+  }
+  api::TopologySpec topology;
+  topology.mode = api::TopologyMode::kRequired;
+  const size_t colon = text.rfind(':');
+  topology.level = std::string(text.substr(0, colon));
+  if (colon != std::string_view::npos) {
+    const std::string_view mode = text.substr(colon + 1);
+    if (mode == "Preferred") {
+      topology.mode = api::TopologyMode::kPreferred;
+    } else if (mode != "Required") {
+      return InvalidArgument("topology: mode \"" + std::string(mode) +
+                             "\" is not Required or Preferred");
+    }
+  }
+  return std::optional<api::TopologySpec>(std::move(topology));
+}
 
 // "worker:2:8:1;ps:1:1:0"
 Result<std::vector<TraceRole>> ParseRoles(std::string_view text) {
@@ -121,51 +145,71 @@ Status ValidateJob(const TraceJob& job) {
   if (!(job.work_gpu_seconds > 0) || !std::isfinite(job.work_gpu_seconds)) {
     return InvalidArgument("work: must be positive");
   }
+  if (job.topology.has_value()) {
+    if (!api::IsQualifiedName(job.topology->level)) {
+      return InvalidArgument("topology: level \"" + job.topology->level + "\" is not a label key");
+    }
+    if (job.topology->mode == api::TopologyMode::kNone) {
+      return InvalidArgument("topology: mode must be Required or Preferred");
+    }
+  }
+  if (!job.gpu_model.empty() && !api::IsQualifiedNamePart(job.gpu_model)) {
+    return InvalidArgument("gpu_model: \"" + job.gpu_model + "\" is not a label value");
+  }
   return Status::Ok();
 }
 
 Result<std::vector<TraceJob>> ParseTraceCsv(std::string_view text) {
   std::vector<TraceJob> jobs;
-  Status read = ForEachCsvRecord(
-      text, kCsvHeader, 6, "trace", [&](const std::vector<std::string_view>& fields) -> Status {
-        TraceJob job;
-        job.id = std::string(fields[0]);
-        auto submit = ParseNumber("submit_s", fields[1]);
-        if (!submit.ok()) {
-          return submit.status();
-        }
-        job.submit_seconds = *submit;
-        job.queue = fields[2].empty() ? "default" : std::string(fields[2]);
-        auto roles = ParseRoles(fields[3]);
-        if (!roles.ok()) {
-          return roles.status();
-        }
-        job.roles = std::move(*roles);
-        std::optional<double> work;
-        std::optional<double> duration;
-        if (!fields[4].empty()) {
-          auto value = ParseNumber("work_gpu_s", fields[4]);
-          if (!value.ok()) {
-            return value.status();
-          }
-          work = *value;
-        }
-        if (!fields[5].empty()) {
-          auto value = ParseNumber("duration_s", fields[5]);
-          if (!value.ok()) {
-            return value.status();
-          }
-          duration = *value;
-        }
-        if (Status status = SetWork(job, work, duration); !status.ok()) {
-          return status;
-        }
-        if (Status status = ValidateJob(job); !status.ok()) {
-          return status;
-        }
-        jobs.push_back(std::move(job));
-        return Status::Ok();
-      });
+  Status read = ForEachCsvRecord(text, {kCsvHeader, kCsvHeaderWithPlacement}, "trace",
+                                 [&](const std::vector<std::string_view>& fields) -> Status {
+                                   TraceJob job;
+                                   job.id = std::string(fields[0]);
+                                   auto submit = ParseNumber("submit_s", fields[1]);
+                                   if (!submit.ok()) {
+                                     return submit.status();
+                                   }
+                                   job.submit_seconds = *submit;
+                                   job.queue =
+                                       fields[2].empty() ? "default" : std::string(fields[2]);
+                                   auto roles = ParseRoles(fields[3]);
+                                   if (!roles.ok()) {
+                                     return roles.status();
+                                   }
+                                   job.roles = std::move(*roles);
+                                   std::optional<double> work;
+                                   std::optional<double> duration;
+                                   if (!fields[4].empty()) {
+                                     auto value = ParseNumber("work_gpu_s", fields[4]);
+                                     if (!value.ok()) {
+                                       return value.status();
+                                     }
+                                     work = *value;
+                                   }
+                                   if (!fields[5].empty()) {
+                                     auto value = ParseNumber("duration_s", fields[5]);
+                                     if (!value.ok()) {
+                                       return value.status();
+                                     }
+                                     duration = *value;
+                                   }
+                                   if (Status status = SetWork(job, work, duration); !status.ok()) {
+                                     return status;
+                                   }
+                                   if (fields.size() > 6) {
+                                     auto topology = ParseTopologyField(fields[6]);
+                                     if (!topology.ok()) {
+                                       return topology.status();
+                                     }
+                                     job.topology = std::move(*topology);
+                                     job.gpu_model = std::string(fields[7]);
+                                   }
+                                   if (Status status = ValidateJob(job); !status.ok()) {
+                                     return status;
+                                   }
+                                   jobs.push_back(std::move(job));
+                                   return Status::Ok();
+                                 });
   if (!read.ok()) {
     return read;
   }
@@ -212,11 +256,24 @@ Result<std::vector<TraceJob>> ParseTraceJsonLines(std::string_view text) {
         } else {
           duration = number;
         }
-      } else if (key == "queue") {
+      } else if (key == "queue" || key == "gpuModel") {
         if (!value.is_string()) {
-          return AtLine(line_number, InvalidArgument("queue: must be a string"));
+          return AtLine(line_number, InvalidArgument(key + ": must be a string"));
         }
-        job.queue = value.get<std::string>();
+        (key == "queue" ? job.queue : job.gpu_model) = value.get<std::string>();
+      } else if (key == "topology") {
+        if (!value.is_object() || !value.contains("level") || !value["level"].is_string() ||
+            (value.contains("mode") && !value["mode"].is_string()) ||
+            value.size() != (value.contains("mode") ? 2u : 1u)) {
+          return AtLine(line_number, InvalidArgument("topology: must be {\"level\": <label key>, "
+                                                     "\"mode\": Required|Preferred}"));
+        }
+        auto topology = ParseTopologyField(value["level"].get<std::string>() + ":" +
+                                           value.value("mode", std::string("Required")));
+        if (!topology.ok()) {
+          return AtLine(line_number, topology.status());
+        }
+        job.topology = std::move(*topology);
       } else if (key == "roles") {
         if (!value.is_array()) {
           return AtLine(line_number, InvalidArgument("roles: must be an array"));
@@ -290,7 +347,10 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text) {
 }
 
 std::string FormatTraceCsv(const std::vector<TraceJob>& jobs) {
-  std::string out = std::string(kCsvHeader) + "\n";
+  const bool placement = std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& job) {
+    return job.topology.has_value() || !job.gpu_model.empty();
+  });
+  std::string out = std::string(placement ? kCsvHeaderWithPlacement : kCsvHeader) + "\n";
   char number[64];
   for (const TraceJob& job : jobs) {
     out += job.id + ",";
@@ -305,7 +365,16 @@ std::string FormatTraceCsv(const std::vector<TraceJob>& jobs) {
     std::snprintf(number, sizeof(number), "%.3f", job.work_gpu_seconds);
     out += ",";
     out += number;
-    out += ",\n";
+    out += ",";
+    if (placement) {
+      out += ",";
+      if (job.topology.has_value()) {
+        out += job.topology->level + ":" +
+               (job.topology->mode == api::TopologyMode::kPreferred ? "Preferred" : "Required");
+      }
+      out += "," + job.gpu_model;
+    }
+    out += "\n";
   }
   return out;
 }

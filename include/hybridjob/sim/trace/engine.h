@@ -51,6 +51,9 @@ class JobWork {
   // Drains up to `now`, then works with `gpus` from `pause_until` on (a
   // resized job restarts its workers; 0 GPUs stops it).
   void Resize(double now, int64_t gpus, double pause_until);
+  // Drains up to `now`, then at the rate divided by `factor` (>= 1): a gang
+  // spread over domains all-reduces slower.
+  void SetSlowdown(double now, double factor);
 
   double remaining() const { return remaining_; }
   int64_t gpus() const { return gpus_; }
@@ -63,6 +66,7 @@ class JobWork {
   int64_t max_gpus_ = 1;
   double exponent_ = 1.0;
   int64_t gpus_ = 0;
+  double slowdown_ = 1.0;
   double last_update_ = 0;
   double pause_until_ = 0;
 };
@@ -89,9 +93,24 @@ struct ReplayOptions {
   // it, and every policy reports per queue along its tree. Namespace
   // restrictions are left out: a trace has no namespaces.
   std::vector<scheduler::QueueSpec> queues;
+  // The scheduler configuration's topology.levels: jobs' topology is
+  // planned against them (a job naming another level is refused).
+  std::vector<std::string> topology_levels;
+  // The level whose domains a gang's spread is measured in: the innermost
+  // of topology_levels other than kubernetes.io/hostname when empty; no
+  // level at all turns the measure and the slowdown off.
+  std::string domain_level;
+  // A running job whose members span more than one domain of the domain
+  // level drains this many times slower (1: no cost).
+  double cross_domain_slowdown = 1.0;
+  // The node label naming a node's GPU model, matched by a job's gpu_model.
+  std::string gpu_model_label = "nvidia.com/gpu.product";
 };
 
 Status ValidateReplayOptions(const ReplayOptions& options);
+// The level gangs' spread is measured in (see ReplayOptions::domain_level);
+// empty when none.
+std::string DomainLevel(const ReplayOptions& options);
 // GPUs of the replayed cluster: the inventory's, else whole nodes of gpus.
 int64_t ClusterGpus(const ReplayOptions& options);
 
@@ -108,6 +127,11 @@ struct JobRecord {
   double gpu_seconds_held = 0;     // while running
   double partial_gpu_seconds = 0;  // held while below a role's minimum
   double mean_gpus_running = 0;    // time-weighted while running
+  // When it started: its members, and the domains of the domain level they
+  // spanned (0 without a domain level; a node without the label is a domain
+  // of its own).
+  int32_t start_members = 0;
+  int32_t start_domains = 0;
 
   bool finished() const { return finish >= 0; }
 };

@@ -24,6 +24,10 @@ struct PolicySummary {
   // GPU-hours idle (not held by a running job) while some job waits.
   double idle_gpu_hours_while_waiting = 0;
   double partial_gang_gpu_hours = 0;
+  // Of the gangs that started with two members or more, the share whose
+  // members were in one domain of the domain level; -1 without a level or
+  // such a gang.
+  double one_domain_share = -1;
   double decisions_per_second = 0;  // group decisions / planning wall-clock seconds
   int64_t cycles = 0;
   int64_t evictions = 0;
@@ -36,7 +40,8 @@ struct PolicySummary {
 PolicySummary Summarize(const ReplayResult& result);
 
 // Header `policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,
-// partial_gang_gpu_hours,decisions_per_s`, one row per summary.
+// partial_gang_gpu_hours,decisions_per_s,one_domain_share` (the last empty
+// when not measured), one row per summary.
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries);
 // Aligned columns for a terminal, with the extra numbers the CSV leaves out.
 std::string SummaryTable(const std::vector<PolicySummary>& summaries);

@@ -1,6 +1,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <hybridjob/sim/trace/engine.h>
@@ -222,6 +223,71 @@ TEST(ReplayTest, AnInventoryMakesAHeterogeneousCluster) {
             "job huge: role worker wants 16 GPUs per member, the largest node has 8");
   options.inventory = {{"cpu-only", 0, 16000, int64_t{1} << 36, {}}};
   EXPECT_EQ(ValidateReplayOptions(options).message(), "inventory: no node has a GPU");
+}
+
+// Two racks of two 4-GPU nodes; rack r1's are H100s.
+ReplayOptions TwoRacks(Policy policy) {
+  ReplayOptions options = Options(policy, 0);
+  const std::string rack = "example.com/rack";
+  const std::string model = "nvidia.com/gpu.product";
+  options.inventory = {{"a0", 4, 32000, int64_t{1} << 38, {{rack, "r0"}, {model, "A100"}}},
+                       {"a1", 4, 32000, int64_t{1} << 38, {{rack, "r0"}, {model, "A100"}}},
+                       {"h0", 4, 32000, int64_t{1} << 38, {{rack, "r1"}, {model, "H100"}}},
+                       {"h1", 4, 32000, int64_t{1} << 38, {{rack, "r1"}, {model, "H100"}}}};
+  options.topology_levels = {rack, "kubernetes.io/hostname"};
+  return options;
+}
+
+TEST(ReplayTest, ARequiredRackGangWaitsForOneRackAndASpreadGangIsSlowedDown) {
+  // A 4-GPU blocker on one node of each rack for 1000 s leaves 4 GPUs free
+  // in each rack; then an 8-GPU gang arrives.
+  TraceJob in_r0 = Job("in-r0", 0, "default", 1, 1, 4, 4000);
+  in_r0.gpu_model = "A100";
+  TraceJob in_r1 = Job("in-r1", 0, "default", 1, 1, 4, 4000);
+  in_r1.gpu_model = "H100";
+  TraceJob gang = Job("gang", 1, "default", 8, 8, 1, 800);  // 100 s on 8 GPUs
+
+  ReplayOptions options = TwoRacks(Policy::kElasticGang);
+  options.cross_domain_slowdown = 2;
+  // Anywhere: it starts at once over both racks, and runs half as fast.
+  ReplayResult result = MustReplay({in_r0, in_r1, gang}, options);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1000}, {0, 1000}, {1, 201}}));
+  EXPECT_EQ(result.jobs[2].start_members, 8);
+  EXPECT_EQ(result.jobs[2].start_domains, 2);
+  EXPECT_EQ(result.jobs[0].start_domains, 1);
+
+  // Required in one rack: it waits for a rack to empty, then runs at full speed.
+  gang.topology = api::TopologySpec{"example.com/rack", api::TopologyMode::kRequired};
+  result = MustReplay({in_r0, in_r1, gang}, options);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1000}, {0, 1000}, {1000, 1100}}));
+  EXPECT_EQ(result.jobs[2].start_domains, 1);
+
+  // Without a slowdown the spread gang runs at full speed.
+  gang.topology.reset();
+  options.cross_domain_slowdown = 1;
+  result = MustReplay({in_r0, in_r1, gang}, options);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1000}, {0, 1000}, {1, 101}}));
+}
+
+TEST(ReplayTest, AGpuModelKeepsAJobOnItsNodesAndAnUnknownOneIsRefused) {
+  TraceJob h100 = Job("h100", 0, "default", 2, 2, 4, 800);
+  h100.gpu_model = "H100";
+  TraceJob other = Job("other", 0, "default", 2, 2, 4, 800);
+  other.gpu_model = "H100";
+  ReplayResult result = MustReplay({h100, other}, TwoRacks(Policy::kElasticGang));
+  // Both want the two H100 nodes: one after the other, though the A100s idle.
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 100}, {100, 200}}));
+
+  TraceJob unknown = Job("b200", 0, "default", 1, 1, 1, 100);
+  unknown.gpu_model = "B200";
+  auto refused = Replay({unknown}, TwoRacks(Policy::kElasticGang));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "job b200: no node has GPU model B200 (label nvidia.com/gpu.product)");
+  TraceJob zone = Job("zone", 0, "default", 1, 1, 1, 100);
+  zone.topology = api::TopologySpec{"topology.kubernetes.io/zone", api::TopologyMode::kRequired};
+  EXPECT_THAT(Replay({zone}, TwoRacks(Policy::kElasticGang)).status().message(),
+              ::testing::HasSubstr("topology level topology.kubernetes.io/zone is not one of"));
 }
 
 TEST(ReplayTest, RefusesBadOptionsAndUnsortedJobs) {

@@ -62,8 +62,27 @@ TEST(ReportTest, SummarizesAReplay) {
 TEST(ReportTest, SummaryCsvHasTheContractHeader) {
   std::string csv = SummaryCsv({Summarize(Result())});
   EXPECT_THAT(csv, StartsWith("policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,"
-                              "gpu_util,partial_gang_gpu_hours,decisions_per_s\n"
-                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000\n"));
+                              "gpu_util,partial_gang_gpu_hours,decisions_per_s,one_domain_share\n"
+                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000,\n"));
+}
+
+TEST(ReportTest, OneDomainShareCountsStartedGangsOfTwoOrMore) {
+  ReplayResult result = Result();
+  for (JobRecord& job : result.jobs) {
+    job.start_members = 0;
+  }
+  result.jobs[0].start_members = 4;  // a gang in one domain
+  result.jobs[0].start_domains = 1;
+  result.jobs[1].start_members = 8;  // a gang over two
+  result.jobs[1].start_domains = 2;
+  result.jobs[2].start_members = 1;  // one member: not a gang
+  result.jobs[2].start_domains = 1;
+  ASSERT_GE(result.jobs[0].start, 0);
+  ASSERT_GE(result.jobs[1].start, 0);
+  PolicySummary summary = Summarize(result);
+  EXPECT_DOUBLE_EQ(summary.one_domain_share, 0.5);
+  EXPECT_THAT(SummaryCsv({summary}), ::testing::HasSubstr(",2000,0.5000\n"));
+  EXPECT_DOUBLE_EQ(Summarize(Result()).one_domain_share, -1) << "not measured";
 }
 
 TEST(ReportTest, JobsCsvLeavesWhatNeverHappenedEmpty) {

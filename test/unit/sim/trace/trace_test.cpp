@@ -61,6 +61,53 @@ TEST(TraceCsvTest, ErrorsNameTheLine) {
   }
 }
 
+TEST(TraceCsvTest, ReadsTopologyAndGpuModelColumns) {
+  const std::string header = "id,submit_s,queue,roles,work_gpu_s,duration_s,topology,gpu_model\n";
+  auto jobs = ParseTraceCsv(header +
+                            "a,0,q,worker:8:8:1,800,,example.com/rack,A100\n"
+                            "b,0,q,worker:2:4:1,800,,example.com/rack:Preferred,\n"
+                            "c,0,q,worker:1:1:1,800,,,\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_TRUE((*jobs)[0].topology.has_value());
+  EXPECT_EQ((*jobs)[0].topology->level, "example.com/rack");
+  EXPECT_EQ((*jobs)[0].topology->mode, api::TopologyMode::kRequired);
+  EXPECT_EQ((*jobs)[0].gpu_model, "A100");
+  EXPECT_EQ((*jobs)[1].topology->mode, api::TopologyMode::kPreferred);
+  EXPECT_TRUE((*jobs)[1].gpu_model.empty());
+  EXPECT_FALSE((*jobs)[2].topology.has_value());
+  // The round trip keeps them.
+  auto again = ParseTraceCsv(FormatTraceCsv(*jobs));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *jobs);
+
+  auto error = [&](const std::string& line) {
+    auto parsed = ParseTraceCsv(header + line);
+    return parsed.ok() ? std::string("accepted") : parsed.status().message();
+  };
+  EXPECT_EQ(error("a,0,q,worker:1:1:1,10,,example.com/rack:Always,\n"),
+            "line 2: topology: mode \"Always\" is not Required or Preferred");
+  EXPECT_EQ(error("a,0,q,worker:1:1:1,10,,bad level,\n"),
+            "line 2: topology: level \"bad level\" is not a label key");
+  EXPECT_EQ(error("a,0,q,worker:1:1:1,10,,,A 100\n"),
+            "line 2: gpu_model: \"A 100\" is not a label value");
+  EXPECT_EQ(error("a,0,q,worker:1:1:1,10,\n"), "line 2: expected 8 fields, found 6");
+}
+
+TEST(TraceJsonLinesTest, ReadsTopologyAndGpuModel) {
+  auto jobs = ParseTraceJsonLines(
+      R"({"id":"a","submit":0,"roles":[{"name":"w","min":1,"max":1,"gpus":1}],"work":10,)"
+      R"("topology":{"level":"example.com/rack","mode":"Preferred"},"gpuModel":"H100"})"
+      "\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_EQ((*jobs)[0].topology->mode, api::TopologyMode::kPreferred);
+  EXPECT_EQ((*jobs)[0].gpu_model, "H100");
+  auto bad = ParseTraceJsonLines(
+      R"({"id":"a","submit":0,"roles":[{"name":"w","min":1,"max":1,"gpus":1}],"work":10,)"
+      R"("topology":{"level":"example.com/rack","modes":"x"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("line 1: topology: must be {"));
+}
+
 TEST(TraceJsonLinesTest, ReadsJobs) {
   auto jobs = ParseTraceJsonLines(
       "{\"id\":\"a\",\"submit\":5,\"queue\":\"q\",\"roles\":[{\"name\":\"worker\",\"min\":1,"
