@@ -90,7 +90,8 @@ int RunTraceCommand(int argc, char** argv) {
   flags.String("inventory", &inventory_path,
                "node inventory CSV (name,gpus,cpu,memory,labels) instead of --gpus");
   flags.String("policy", &policy_name,
-               "pod-greedy, static-gang, elastic-gang, elastic-reclaim or all (required)");
+               "pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim or all "
+               "(required)");
   flags.String("out", &out_dir, "directory for the reports (required; created if missing)");
   flags.Double("speedup-exponent", &replay.speedup_exponent,
                "work drains at max_gpus*(gpus/max_gpus)^e GPU-seconds per second; 1 is linear");

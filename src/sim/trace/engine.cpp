@@ -28,6 +28,11 @@ constexpr double kTimeEpsilon = 1e-6;
 constexpr int64_t kEpochSeconds = 1'700'000'000;
 constexpr std::string_view kNamespace = "trace";
 
+// Gangs that start only with every role at its maximum.
+bool StartsAtMax(Policy policy) {
+  return policy == Policy::kStaticGang || policy == Policy::kGangBackfill;
+}
+
 sched::Timestamp ToTimestamp(double seconds) {
   return sched::Timestamp{std::chrono::seconds{kEpochSeconds + static_cast<int64_t>(seconds)}};
 }
@@ -245,7 +250,7 @@ Status Replayer::BuildCluster() {
 
 void Replayer::BuildJobs() {
   bool lone_pods = options_.policy == Policy::kPodGreedy;
-  bool at_max = options_.policy == Policy::kStaticGang;
+  bool at_max = StartsAtMax(options_.policy);
   bool own_queues = options_.policy == Policy::kElasticReclaim;
   jobs_.resize(trace_.size());
   for (size_t j = 0; j < trace_.size(); ++j) {
@@ -324,6 +329,8 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
       config.queues.push_back(std::move(line));
       break;
     }
+    case Policy::kGangBackfill:
+      break;  // the default queue: a job that does not fit lets later ones by
     case Policy::kElasticGang:
       config.reclaim.growth = true;
       break;
@@ -454,8 +461,7 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
   const std::vector<TraceRole>& roles = job.trace->roles;
   bool running = true;
   for (size_t r = 0; r < roles.size(); ++r) {
-    int32_t minimum =
-        options_.policy == Policy::kStaticGang ? roles[r].max_replicas : roles[r].min_replicas;
+    int32_t minimum = StartsAtMax(options_.policy) ? roles[r].max_replicas : roles[r].min_replicas;
     if (job.bound_in_role[r] < minimum) {
       running = false;
     }
@@ -626,8 +632,7 @@ Result<ReplayResult> Replayer::Run() {
     JobRecord& record = result_.jobs[j];
     record.id = trace_[j].id;
     record.queue = trace_[j].queue;
-    record.min_gpus =
-        options_.policy == Policy::kStaticGang ? trace_[j].MaxGpus() : trace_[j].MinGpus();
+    record.min_gpus = StartsAtMax(options_.policy) ? trace_[j].MaxGpus() : trace_[j].MinGpus();
     record.max_gpus = trace_[j].MaxGpus();
     record.submit = trace_[j].submit_seconds;
   }
@@ -678,13 +683,16 @@ std::string_view PolicyName(Policy policy) {
       return "elastic-gang";
     case Policy::kElasticReclaim:
       return "elastic-reclaim";
+    case Policy::kGangBackfill:
+      return "gang-backfill";
   }
   return "unknown";
 }
 
 const std::vector<Policy>& AllPolicies() {
   static const std::vector<Policy> kAll = {Policy::kPodGreedy, Policy::kStaticGang,
-                                           Policy::kElasticGang, Policy::kElasticReclaim};
+                                           Policy::kGangBackfill, Policy::kElasticGang,
+                                           Policy::kElasticReclaim};
   return kAll;
 }
 
@@ -695,7 +703,8 @@ Result<Policy> ParsePolicy(std::string_view name) {
     }
   }
   return InvalidArgument("unknown policy \"" + std::string(name) +
-                         "\"; expected pod-greedy, static-gang, elastic-gang, elastic-reclaim "
+                         "\"; expected pod-greedy, static-gang, gang-backfill, elastic-gang, "
+                         "elastic-reclaim "
                          "or all");
 }
 
@@ -850,7 +859,7 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
                                " GPUs per member, the largest node has " + std::to_string(largest));
       }
     }
-    int64_t needed = options.policy == Policy::kStaticGang ? jobs[i].MaxGpus() : jobs[i].MinGpus();
+    int64_t needed = StartsAtMax(options.policy) ? jobs[i].MaxGpus() : jobs[i].MinGpus();
     if (needed > ClusterGpus(options)) {
       return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
                              " GPUs to start under " + std::string(PolicyName(options.policy)) +

@@ -13,8 +13,8 @@ std::string Format(const char* format, double value) {
   return text;
 }
 
-// Colours of the policies in the plot, in AllPolicies order.
-constexpr const char* kColours[] = {"#d62728", "#7f7f7f", "#1f77b4", "#2ca02c"};
+// Colours of the policies in the plot, by Policy value.
+constexpr const char* kColours[] = {"#d62728", "#7f7f7f", "#1f77b4", "#2ca02c", "#9467bd"};
 
 const char* ColourOf(Policy policy) {
   return kColours[static_cast<size_t>(policy) % std::size(kColours)];

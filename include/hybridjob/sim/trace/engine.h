@@ -27,11 +27,15 @@ enum class Policy : uint8_t {
   kStaticGang,      // all-or-nothing at every role's maximum, one StrictFIFO queue
   kElasticGang,     // gang at the minimum, growth to the maximum when idle
   kElasticReclaim,  // plus queues with fair share, reclaim and starvation control
+  // All-or-nothing at every role's maximum, later jobs backfilling past a
+  // waiting one (what Volcano and kube-batch do by default). Listed after
+  // static-gang.
+  kGangBackfill,
 };
 
 std::string_view PolicyName(Policy policy);
 Result<Policy> ParsePolicy(std::string_view name);
-// In the order above.
+// pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim.
 const std::vector<Policy>& AllPolicies();
 
 // How fast a job drains its work with `gpus` of its `max_gpus`: in GPU-seconds

@@ -97,6 +97,21 @@ TEST(ReplayTest, FifoGangsCompleteInOrderWithExactTimes) {
   EXPECT_GT(result.decisions, 0);
 }
 
+TEST(ReplayTest, GangBackfillStartsAtMaxButLetsASmallerJobPass) {
+  // One node: a holds half of it; b (8 GPUs at its maximum) waits for all of
+  // it; c (1 GPU, later) fits now. Static gangs keep c behind b; gang-backfill
+  // lets it by, and starts b at its maximum only.
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 4, 400),
+                                Job("b", 10, "default", 1, 2, 4, 800),
+                                Job("c", 20, "default", 1, 1, 1, 10)};
+  ReplayResult fifo = MustReplay(jobs, Options(Policy::kStaticGang, 8));
+  EXPECT_EQ(StartsAndFinishes(fifo), (Times{{0, 100}, {100, 200}, {200, 210}}));
+  ReplayResult backfill = MustReplay(jobs, Options(Policy::kGangBackfill, 8));
+  EXPECT_EQ(StartsAndFinishes(backfill), (Times{{0, 100}, {100, 200}, {20, 30}}));
+  EXPECT_EQ(backfill.jobs[1].min_gpus, 8) << "a gang at its maximum";
+  EXPECT_EQ(ParsePolicy("gang-backfill").value(), Policy::kGangBackfill);
+}
+
 TEST(ReplayTest, BackfillingPoliciesLetASmallJobOvertake) {
   std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 4, 400),
                                 Job("b", 10, "default", 1, 1, 8, 800),
