@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -778,6 +779,21 @@ std::string DomainLevel(const ReplayOptions& options) {
   return "";
 }
 
+// GPUs of the largest domain of `level` (nodes sharing the label's value).
+static int64_t LargestDomainGpus(const ReplayOptions& options, const std::string& level) {
+  std::map<std::string, int64_t> by_domain;
+  for (const InventoryNode& node : options.inventory) {
+    if (auto label = node.labels.find(level); label != node.labels.end()) {
+      by_domain[label->second] += node.gpus;
+    }
+  }
+  int64_t largest = 0;
+  for (const auto& [domain, gpus] : by_domain) {
+    largest = std::max(largest, gpus);
+  }
+  return largest;
+}
+
 Status ValidateReplayOptions(const ReplayOptions& options) {
   if (!options.inventory.empty()) {
     if (TotalGpus(options.inventory) <= 0) {
@@ -839,6 +855,15 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
                     topology->level) == options.topology_levels.end()) {
         return InvalidArgument("job " + jobs[i].id + ": topology level " + topology->level +
                                " is not one of the scheduler configuration's topology.levels");
+      }
+      const int64_t needed = StartsAtMax(options.policy) ? jobs[i].MaxGpus() : jobs[i].MinGpus();
+      if (const int64_t largest = LargestDomainGpus(options, topology->level);
+          topology->mode == api::TopologyMode::kRequired && options.policy != Policy::kPodGreedy &&
+          needed > largest) {
+        return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
+                               " GPUs in one " + topology->level + " domain to start under " +
+                               std::string(PolicyName(options.policy)) + ", the largest has " +
+                               std::to_string(largest));
       }
     }
     if (!jobs[i].gpu_model.empty() &&

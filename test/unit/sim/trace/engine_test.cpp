@@ -299,6 +299,13 @@ TEST(ReplayTest, AGpuModelKeepsAJobOnItsNodesAndAnUnknownOneIsRefused) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message(),
             "job b200: no node has GPU model B200 (label nvidia.com/gpu.product)");
+  TraceJob wide = Job("wide", 0, "default", 10, 10, 1, 100);
+  wide.topology = api::TopologySpec{"example.com/rack", api::TopologyMode::kRequired};
+  EXPECT_EQ(Replay({wide}, TwoRacks(Policy::kElasticGang)).status().message(),
+            "job wide: needs 10 GPUs in one example.com/rack domain to start under elastic-gang, "
+            "the largest has 8");
+  wide.topology->mode = api::TopologyMode::kPreferred;
+  EXPECT_TRUE(Replay({wide}, TwoRacks(Policy::kElasticGang)).ok());
   TraceJob zone = Job("zone", 0, "default", 1, 1, 1, 100);
   zone.topology = api::TopologySpec{"topology.kubernetes.io/zone", api::TopologyMode::kRequired};
   EXPECT_THAT(Replay({zone}, TwoRacks(Policy::kElasticGang)).status().message(),
