@@ -166,6 +166,7 @@ TEST_F(ControllerChildrenTest, WrapperSourcesTheEnvFileThenExecsTheCommand) {
       "'printf %s \"$RANK\"'\n",
       {script});
   EXPECT_EQ(result.output, "3");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ControllerChildrenTest, ContainersWithoutCommandAreLeftAlone) {
@@ -497,6 +498,7 @@ TEST_F(ControllerChildrenTest, CodeFetchScriptNeverEvaluatesTheUrl) {
     EXPECT_NE(result.exit_status, 0) << result.output;
     EXPECT_FALSE(std::filesystem::exists(marker)) << url;
   }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ControllerChildrenTest, JobVolumesMountIntoTheirRoles) {

@@ -404,6 +404,8 @@ TEST(SchedulerConfigFileTest, ReadsAFileAndPrefixesErrorsWithItsPath) {
   config = LoadSchedulerConfigFile(dir + "/does-not-exist.yaml");
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("cannot read"));
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
