@@ -39,14 +39,20 @@ int Failure(const std::string& message) {
   return 1;
 }
 
-Result<std::string> ReadFileText(const std::string& path) {
+// The file at `path` parsed by `parse`; errors name the file.
+template <typename Parse>
+auto ReadAndParse(const std::string& path, Parse parse) -> decltype(parse(std::string_view{})) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFound("cannot read " + path);
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  auto parsed = parse(text.str());
+  if (!parsed.ok()) {
+    return InvalidArgument(path + ": " + parsed.status().message());
+  }
+  return parsed;
 }
 
 Status WriteFile(const std::filesystem::path& path, const std::string& text) {
@@ -141,13 +147,9 @@ int RunTraceCommand(int argc, char** argv) {
     return UsageError("--out is required");
   }
   if (flags.WasSet("inventory")) {
-    auto text = ReadFileText(inventory_path);
-    if (!text.ok()) {
-      return Failure(text.status().message());
-    }
-    auto inventory = trace::ParseInventoryCsv(*text);
+    auto inventory = ReadAndParse(inventory_path, trace::ParseInventoryCsv);
     if (!inventory.ok()) {
-      return Failure(inventory_path + ": " + inventory.status().message());
+      return Failure(inventory.status().message());
     }
     replay.inventory = std::move(*inventory);
     gpus = trace::TotalGpus(replay.inventory);
@@ -198,13 +200,9 @@ int RunTraceCommand(int argc, char** argv) {
     }
     trace_jobs = trace::GenerateSyntheticTrace(generator);
   } else {
-    auto text = ReadFileText(trace_path);
-    if (!text.ok()) {
-      return Failure(text.status().message());
-    }
-    auto parsed = trace::ParseTrace(*text);
+    auto parsed = ReadAndParse(trace_path, trace::ParseTrace);
     if (!parsed.ok()) {
-      return Failure(trace_path + ": " + parsed.status().message());
+      return Failure(parsed.status().message());
     }
     trace_jobs = std::move(*parsed);
   }

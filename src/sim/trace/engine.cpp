@@ -34,6 +34,42 @@ bool StartsAtMax(Policy policy) {
   return policy == Policy::kStaticGang || policy == Policy::kGangBackfill;
 }
 
+// What the replayed cluster can ever hold, to refuse jobs that could never
+// start: worked out once, not per job.
+struct ClusterShape {
+  int64_t gpus = 0;
+  int32_t largest_node_gpus = 0;
+  std::set<std::string, std::less<>> gpu_models;  // of nodes with GPUs
+  // Per configured topology level, the GPUs of its largest domain.
+  std::map<std::string, int64_t, std::less<>> largest_domain_gpus;
+};
+
+ClusterShape ShapeOf(const ReplayOptions& options) {
+  ClusterShape shape;
+  shape.gpus = ClusterGpus(options);
+  shape.largest_node_gpus =
+      options.inventory.empty() ? options.gpus_per_node : LargestNodeGpus(options.inventory);
+  for (const std::string& level : options.topology_levels) {
+    std::map<std::string_view, int64_t> by_domain;
+    for (const InventoryNode& node : options.inventory) {
+      if (auto label = node.labels.find(level); label != node.labels.end()) {
+        by_domain[label->second] += node.gpus;
+      }
+    }
+    int64_t& largest = shape.largest_domain_gpus[level];
+    for (const auto& [domain, gpus] : by_domain) {
+      largest = std::max(largest, gpus);
+    }
+  }
+  for (const InventoryNode& node : options.inventory) {
+    if (auto model = node.labels.find(options.gpu_model_label);
+        node.gpus > 0 && model != node.labels.end()) {
+      shape.gpu_models.insert(model->second);
+    }
+  }
+  return shape;
+}
+
 sched::Timestamp ToTimestamp(double seconds) {
   return sched::Timestamp{std::chrono::seconds{kEpochSeconds + static_cast<int64_t>(seconds)}};
 }
@@ -762,10 +798,6 @@ int64_t ClusterGpus(const ReplayOptions& options) {
                                     : options.gpus / options.gpus_per_node * options.gpus_per_node;
 }
 
-static int32_t LargestNodeGpus(const ReplayOptions& options) {
-  return options.inventory.empty() ? options.gpus_per_node : LargestNodeGpus(options.inventory);
-}
-
 std::string DomainLevel(const ReplayOptions& options) {
   if (!options.domain_level.empty()) {
     return options.domain_level;
@@ -777,21 +809,6 @@ std::string DomainLevel(const ReplayOptions& options) {
     }
   }
   return "";
-}
-
-// GPUs of the largest domain of `level` (nodes sharing the label's value).
-static int64_t LargestDomainGpus(const ReplayOptions& options, const std::string& level) {
-  std::map<std::string, int64_t> by_domain;
-  for (const InventoryNode& node : options.inventory) {
-    if (auto label = node.labels.find(level); label != node.labels.end()) {
-      by_domain[label->second] += node.gpus;
-    }
-  }
-  int64_t largest = 0;
-  for (const auto& [domain, gpus] : by_domain) {
-    largest = std::max(largest, gpus);
-  }
-  return largest;
 }
 
 Status ValidateReplayOptions(const ReplayOptions& options) {
@@ -828,6 +845,7 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
     return status;
   }
   const sched::QueueTable table(options.queues);
+  const ClusterShape shape = ShapeOf(options);
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (Status status = ValidateJob(jobs[i]); !status.ok()) {
       return InvalidArgument("job " + jobs[i].id + ": " + status.message());
@@ -847,48 +865,39 @@ Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, const ReplayOptio
                                "\" has child queues; jobs run in a leaf queue");
       }
     }
-    // A job that can never start would stall strict FIFO for good: refuse it.
-    // A topology the scheduler does not have, or a GPU model no node has,
-    // would leave the job waiting for good: refuse it.
+    // A job that can never start would wait for good (and stall strict
+    // FIFO): refuse it.
+    const int64_t needed = StartsAtMax(options.policy) ? jobs[i].MaxGpus() : jobs[i].MinGpus();
     if (const auto& topology = jobs[i].topology; topology.has_value()) {
-      if (std::find(options.topology_levels.begin(), options.topology_levels.end(),
-                    topology->level) == options.topology_levels.end()) {
+      auto domain = shape.largest_domain_gpus.find(topology->level);
+      if (domain == shape.largest_domain_gpus.end()) {
         return InvalidArgument("job " + jobs[i].id + ": topology level " + topology->level +
                                " is not one of the scheduler configuration's topology.levels");
       }
-      const int64_t needed = StartsAtMax(options.policy) ? jobs[i].MaxGpus() : jobs[i].MinGpus();
-      if (const int64_t largest = LargestDomainGpus(options, topology->level);
-          topology->mode == api::TopologyMode::kRequired && options.policy != Policy::kPodGreedy &&
-          needed > largest) {
+      if (topology->mode == api::TopologyMode::kRequired && options.policy != Policy::kPodGreedy &&
+          needed > domain->second) {
         return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
                                " GPUs in one " + topology->level + " domain to start under " +
                                std::string(PolicyName(options.policy)) + ", the largest has " +
-                               std::to_string(largest));
+                               std::to_string(domain->second));
       }
     }
-    if (!jobs[i].gpu_model.empty() &&
-        std::none_of(options.inventory.begin(), options.inventory.end(),
-                     [&](const InventoryNode& node) {
-                       auto label = node.labels.find(options.gpu_model_label);
-                       return node.gpus > 0 && label != node.labels.end() &&
-                              label->second == jobs[i].gpu_model;
-                     })) {
+    if (!jobs[i].gpu_model.empty() && !shape.gpu_models.contains(jobs[i].gpu_model)) {
       return InvalidArgument("job " + jobs[i].id + ": no node has GPU model " + jobs[i].gpu_model +
                              " (label " + options.gpu_model_label + ")");
     }
-    const int32_t largest = LargestNodeGpus(options);
     for (const TraceRole& role : jobs[i].roles) {
-      if (role.gpus_per_member > largest) {
+      if (role.gpus_per_member > shape.largest_node_gpus) {
         return InvalidArgument("job " + jobs[i].id + ": role " + role.name + " wants " +
                                std::to_string(role.gpus_per_member) +
-                               " GPUs per member, the largest node has " + std::to_string(largest));
+                               " GPUs per member, the largest node has " +
+                               std::to_string(shape.largest_node_gpus));
       }
     }
-    int64_t needed = StartsAtMax(options.policy) ? jobs[i].MaxGpus() : jobs[i].MinGpus();
-    if (needed > ClusterGpus(options)) {
+    if (needed > shape.gpus) {
       return InvalidArgument("job " + jobs[i].id + ": needs " + std::to_string(needed) +
                              " GPUs to start under " + std::string(PolicyName(options.policy)) +
-                             ", the cluster has " + std::to_string(ClusterGpus(options)));
+                             ", the cluster has " + std::to_string(shape.gpus));
     }
   }
   Replayer replayer(jobs, options);

@@ -19,25 +19,27 @@ constexpr std::string_view kCsvHeader = "id,submit_s,queue,roles,work_gpu_s,dura
 constexpr std::string_view kCsvHeaderWithPlacement =
     "id,submit_s,queue,roles,work_gpu_s,duration_s,topology,gpu_model";
 
+Result<api::TopologySpec> MakeTopology(std::string_view level, std::string_view mode) {
+  if (mode != "Required" && mode != "Preferred") {
+    return InvalidArgument("topology: mode \"" + std::string(mode) +
+                           "\" is not Required or Preferred");
+  }
+  return api::TopologySpec{std::string(level), mode == "Required" ? api::TopologyMode::kRequired
+                                                                  : api::TopologyMode::kPreferred};
+}
+
 // "example.com/rack" (Required) or "example.com/rack:Preferred".
 Result<std::optional<api::TopologySpec>> ParseTopologyField(std::string_view text) {
   if (text.empty()) {
     return std::optional<api::TopologySpec>{};
   }
-  api::TopologySpec topology;
-  topology.mode = api::TopologyMode::kRequired;
   const size_t colon = text.rfind(':');
-  topology.level = std::string(text.substr(0, colon));
-  if (colon != std::string_view::npos) {
-    const std::string_view mode = text.substr(colon + 1);
-    if (mode == "Preferred") {
-      topology.mode = api::TopologyMode::kPreferred;
-    } else if (mode != "Required") {
-      return InvalidArgument("topology: mode \"" + std::string(mode) +
-                             "\" is not Required or Preferred");
-    }
+  Result<api::TopologySpec> topology = MakeTopology(
+      text.substr(0, colon), colon == std::string_view::npos ? "Required" : text.substr(colon + 1));
+  if (!topology.ok()) {
+    return topology.status();
   }
-  return std::optional<api::TopologySpec>(std::move(topology));
+  return std::optional<api::TopologySpec>(std::move(*topology));
 }
 
 // "worker:2:8:1;ps:1:1:0"
@@ -268,8 +270,8 @@ Result<std::vector<TraceJob>> ParseTraceJsonLines(std::string_view text) {
           return AtLine(line_number, InvalidArgument("topology: must be {\"level\": <label key>, "
                                                      "\"mode\": Required|Preferred}"));
         }
-        auto topology = ParseTopologyField(value["level"].get<std::string>() + ":" +
-                                           value.value("mode", std::string("Required")));
+        auto topology = MakeTopology(value["level"].get<std::string>(),
+                                     value.value("mode", std::string("Required")));
         if (!topology.ok()) {
           return AtLine(line_number, topology.status());
         }
