@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -146,6 +147,43 @@ Status ParseLeaderElection(const YAML::Node& node, LeaderElectionSettings* out) 
 
 // A map of resource name to quantity ("nvidia.com/gpu: 16", "cpu: 500m",
 // "memory: 64Gi"); cpu is kept in millicores as everywhere else.
+// `gpuResources`: a list of names, each weighing one GPU, or a map of name to
+// weight (GPUs per unit), for MIG slices and other fractions of a GPU.
+Status ParseGpuResources(const YAML::Node& node, GpuResources* out) {
+  const std::string path = "gpuResources";
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  std::vector<std::pair<std::string, double>> weights;
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        return InvalidArgument(path + ": every entry must be a non-empty string");
+      }
+      weights.emplace_back(item.Scalar(), 1.0);
+    }
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string name = entry.first.Scalar();
+      const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
+      char* end = nullptr;
+      const double weight = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size()) {
+        return InvalidArgument(path + "." + name + ": expected a number of GPUs per unit");
+      }
+      weights.emplace_back(name, weight);
+    }
+  } else {
+    return InvalidArgument(path + ": expected a list of resource names or a map of name to weight");
+  }
+  Result<GpuResources> parsed = GpuResources::Make(weights, path);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
+  *out = std::move(parsed).value();
+  return Status::Ok();
+}
+
 Status ParseResourceMap(const YAML::Node& node, const std::string& path,
                         std::vector<ScalarResource>* out) {
   out->clear();
@@ -365,7 +403,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   FieldReader reader(root, "");
   std::string scoring = "binpack";
   HJ_RETURN_IF_ERROR(reader.Read("schedulerName", &config.scheduler_name));
-  HJ_RETURN_IF_ERROR(reader.ReadStringList("gpuResources", &config.gpu_resources));
+  HJ_RETURN_IF_ERROR(ParseGpuResources(reader.Child("gpuResources"), &config.gpu_resources));
   HJ_RETURN_IF_ERROR(reader.Read("scoring", &scoring));
   HJ_RETURN_IF_ERROR(reader.Read("percentageOfNodesToScore", &config.percentage_of_nodes_to_score));
   HJ_RETURN_IF_ERROR(reader.Read("gangBackoffSeconds", &config.gang_backoff_seconds));
@@ -417,9 +455,6 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   }
   if (config.volume_bind_timeout_seconds < 1 || config.volume_bind_timeout_seconds > 86400) {
     return InvalidArgument("volumeBindTimeoutSeconds: must be between 1 and 86400");
-  }
-  if (config.gpu_resources.empty()) {
-    return InvalidArgument("gpuResources: name at least one resource");
   }
   HJ_RETURN_IF_ERROR(ValidateAddress("metricsAddr", config.metrics_addr));
   HJ_RETURN_IF_ERROR(ValidateAddress("healthAddr", config.health_addr));

@@ -4,33 +4,22 @@
 
 namespace hybridjob::scheduler {
 
-std::vector<std::string> DrfResources(const std::vector<std::string>& gpu_resource_names) {
-  std::vector<std::string> resources = {std::string(kResourceCpu), std::string(kResourceMemory)};
-  for (const std::string& name : gpu_resource_names) {
-    if (std::find(resources.begin(), resources.end(), name) == resources.end()) {
-      resources.push_back(name);
-    }
-  }
-  return resources;
-}
-
 double DominantShare(const ResourceList& usage, const ResourceList& capacity,
-                     const std::vector<std::string>& resources) {
+                     const GpuResources& gpus) {
   double dominant = 0;
-  for (const std::string& name : resources) {
-    int64_t total = capacity.Get(name);
-    if (total <= 0) {
-      continue;
+  auto consider = [&](int64_t used, int64_t total) {
+    if (total > 0) {
+      dominant = std::max(dominant, static_cast<double>(used) / static_cast<double>(total));
     }
-    dominant =
-        std::max(dominant, static_cast<double>(usage.Get(name)) / static_cast<double>(total));
-  }
+  };
+  consider(usage.milli_cpu, capacity.milli_cpu);
+  consider(usage.memory, capacity.memory);
+  consider(gpus.MilliGpus(usage), gpus.MilliGpus(capacity));
   return dominant;
 }
 
-FairShare::FairShare(const QueueTable& table, ResourceList capacity,
-                     std::vector<std::string> resources)
-    : capacity_(std::move(capacity)), resources_(std::move(resources)) {
+FairShare::FairShare(const QueueTable& table, ResourceList capacity, GpuResources gpus)
+    : capacity_(std::move(capacity)), gpus_(std::move(gpus)) {
   for (const QueueSpec& spec : table.queues()) {
     if (index_.contains(spec.name)) {
       continue;
@@ -50,7 +39,7 @@ FairShare::FairShare(const QueueTable& table, ResourceList capacity,
 }
 
 FairShare FairShare::FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
-                                  const PolicyConfig& policy, std::vector<std::string> resources) {
+                                  const PolicyConfig& policy, GpuResources gpus) {
   ResourceList capacity;
   // Usage is summed per queue first, in the order queues are first seen, and
   // added once per queue: every cycle reads every pod, so no per-pod lookup
@@ -94,7 +83,7 @@ FairShare FairShare::FromSnapshot(const Snapshot& snapshot, const QueueTable& ta
       ++usage[last].pods;
     }
   }
-  FairShare share(table, std::move(capacity), std::move(resources));
+  FairShare share(table, std::move(capacity), std::move(gpus));
   for (const QueueUsage& queue : usage) {
     share.Add(queue.queue, queue.requests, queue.pods);
   }
@@ -234,7 +223,7 @@ std::string_view FairShare::NextQueue(const std::vector<std::string_view>& queue
 
 double FairShare::WeightedShareOf(const QueueAccount& account, const ResourceList& used) const {
   double weight = account.spec.weight > 0 ? account.spec.weight : 1.0;
-  return DominantShare(used, capacity_, resources_) / weight;
+  return DominantShare(used, capacity_, gpus_) / weight;
 }
 
 double FairShare::WeightedShare(const QueueAccount& account) const {

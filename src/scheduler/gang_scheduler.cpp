@@ -86,7 +86,7 @@ bool RollbackDone(const RollbackHold& hold, const SchedulerCache& cache) {
 GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind)
     : client_(client),
       config_(std::move(config)),
-      gpu_resources_(config_.gpu_resources),
+      gpu_resources_(config_.gpu_resources.Names()),
       bind_(bind ? std::move(bind)
                  : BindFunction([](k8s::ApiClient& c, const std::string& ns, const std::string& pod,
                                    const std::string& uid, const std::string& node,
@@ -119,7 +119,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   needs_restart("leaderElection", &SchedulerConfig::leader_election);
   PlannerConfig planner;
   planner.packing = config.scoring;
-  planner.gpu_resource_names = config_.gpu_resources;
+  planner.gpu_resources = config_.gpu_resources;
   planner.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
   planner.topology_levels = config.topology.levels;
   PolicyConfig policy = PolicyConfigFrom(config);

@@ -395,7 +395,7 @@ std::optional<uint32_t> GroupPlanner::ChooseNode(const PodInfo& pod, PodClass& p
   packing_scores_.resize(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) {
     packing_scores_[i] =
-        PackingScore(config_.packing, pod, slots[candidates_[i]], config_.gpu_resource_names);
+        PackingScore(config_.packing, pod, slots[candidates_[i]], config_.gpu_resources);
   }
   NormalizeScores(packing_scores_);
   bool use_affinity = !pod.preferred_node_affinity.empty() && config_.node_affinity_weight != 0;
@@ -606,14 +606,13 @@ std::string GroupPlanner::DescribeFreeGpus(PodClass& pod_class) {
       continue;
     }
     const NodeState& node = slots[slot];
-    int64_t free = SumScalars(node.info.allocatable, config_.gpu_resource_names) -
-                   SumScalars(node.requested, config_.gpu_resource_names);
+    int64_t free = config_.gpu_resources.MilliGpus(node.info.allocatable) -
+                   config_.gpu_resources.MilliGpus(node.requested);
     free = std::max<int64_t>(free, 0);
     free_total += free;
     largest = std::max(largest, free);
   }
-  return std::to_string(free_total) + (free_total == 1 ? " GPU" : " GPUs") +
-         " free, largest node has " + std::to_string(largest);
+  return FormatGpuCount(free_total) + " free, largest node has " + FormatMilliGpus(largest);
 }
 
 void GroupPlanner::FillSummaries(GroupPlan& plan) const {
@@ -674,7 +673,7 @@ GroupPlan GroupPlanner::Run() {
     plan.outcome = PlanOutcome::kWait;
     plan.reason = role.spec->name + ": " + std::to_string(role.total()) + " of min " +
                   std::to_string(role.spec->min_replicas) + " placeable; ";
-    if (SumScalars(pod.requests, config_.gpu_resource_names) > 0) {
+    if (config_.gpu_resources.AnyIn(pod.requests)) {
       plan.reason += DescribeFreeGpus(pod_class) + "; ";
     }
     plan.reason += rejections;
@@ -813,7 +812,7 @@ GroupPlan PlanWithTopology(Snapshot& snapshot, const PodGroup& group, const Plan
   std::vector<UnitDemand> demands;
   std::vector<std::vector<NodeScope>> candidates;
   for (const TopologyUnit& unit : choice.units) {
-    demands.push_back(DemandOf(unit, group, snapshot, config.gpu_resource_names));
+    demands.push_back(DemandOf(unit, group, snapshot, config.gpu_resources));
     candidates.push_back(CandidateScopes(unit, demands.back(), choice.levels, snapshot.slots()));
   }
 

@@ -93,8 +93,7 @@ class PolicyCycle {
         now_(now),
         previous_(previous),
         table_(policy.queues),
-        share_(FairShare::FromSnapshot(snapshot, table_, policy,
-                                       DrfResources(planner.gpu_resource_names))),
+        share_(FairShare::FromSnapshot(snapshot, table_, policy, planner.gpu_resources)),
         start_slot_(start_slot) {}
 
   PolicyCycleResult Run(std::vector<PodGroup> groups);

@@ -105,7 +105,7 @@ void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
     status.used = account.used;
     status.guaranteed = account.spec.guaranteed;
     status.max = account.spec.max;
-    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.resources());
+    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.gpus());
     status.weighted_share = share_.WeightedShare(account);
     row_of.emplace(account.spec.name, result.queues.size());
     result.queues.push_back(std::move(status));

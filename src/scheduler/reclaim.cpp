@@ -727,7 +727,7 @@ EvictionScope EvictionScopeOf(const PodGroup& group, Snapshot& snapshot,
                               const PlannerConfig& planner, const std::vector<uint8_t>& blocked) {
   EvictionScope scope;
   std::optional<ConfinedUnit> confined =
-      ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resource_names);
+      ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resources);
   if (!confined.has_value()) {
     return scope;
   }

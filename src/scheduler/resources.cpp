@@ -206,14 +206,6 @@ std::string_view FirstInsufficientResource(const ResourceList& request, const Re
   return {};
 }
 
-int64_t SumScalars(const ResourceList& resources, const std::vector<std::string>& names) {
-  int64_t total = 0;
-  for (const std::string& name : names) {
-    total += resources.Scalar(name);
-  }
-  return total;
-}
-
 Result<ResourceList> ParseResourceList(const nlohmann::json& resources) {
   ResourceList list;
   if (resources.is_null()) {

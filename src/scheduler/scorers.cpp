@@ -25,10 +25,10 @@ int64_t CpuMemoryUsedPercent(const PodInfo& pod, const NodeState& node) {
 }  // namespace
 
 int64_t GpuBinPackingScore(const PodInfo& pod, const NodeState& node,
-                           const std::vector<std::string>& gpu_resources) {
-  int64_t pod_gpus = SumScalars(pod.requests, gpu_resources);
-  int64_t node_gpus = SumScalars(node.info.allocatable, gpu_resources);
-  int64_t used_gpus = SumScalars(node.requested, gpu_resources);
+                           const GpuResources& gpu_resources) {
+  int64_t pod_gpus = gpu_resources.MilliGpus(pod.requests);
+  int64_t node_gpus = gpu_resources.MilliGpus(node.info.allocatable);
+  int64_t used_gpus = gpu_resources.MilliGpus(node.requested);
   if (pod_gpus > 0) {
     return -std::max<int64_t>(0, node_gpus - used_gpus - pod_gpus);
   }
@@ -38,25 +38,24 @@ int64_t GpuBinPackingScore(const PodInfo& pod, const NodeState& node,
   return UsedPercent(used_gpus, 0, node_gpus);
 }
 
-int64_t SpreadScore(const PodInfo& pod, const NodeState& node,
-                    const std::vector<std::string>& gpu_resources) {
+int64_t SpreadScore(const PodInfo& pod, const NodeState& node, const GpuResources& gpu_resources) {
   const ResourceList& allocatable = node.info.allocatable;
   int64_t free_sum =
       (kMaxNodeScore -
        UsedPercent(node.requested.milli_cpu, pod.requests.milli_cpu, allocatable.milli_cpu)) +
       (kMaxNodeScore - UsedPercent(node.requested.memory, pod.requests.memory, allocatable.memory));
   int64_t parts = 2;
-  int64_t pod_gpus = SumScalars(pod.requests, gpu_resources);
+  int64_t pod_gpus = gpu_resources.MilliGpus(pod.requests);
   if (pod_gpus > 0) {
-    free_sum += kMaxNodeScore - UsedPercent(SumScalars(node.requested, gpu_resources), pod_gpus,
-                                            SumScalars(allocatable, gpu_resources));
+    free_sum += kMaxNodeScore - UsedPercent(gpu_resources.MilliGpus(node.requested), pod_gpus,
+                                            gpu_resources.MilliGpus(allocatable));
     ++parts;
   }
   return free_sum / parts;
 }
 
 int64_t PackingScore(PackingPolicy policy, const PodInfo& pod, const NodeState& node,
-                     const std::vector<std::string>& gpu_resources) {
+                     const GpuResources& gpu_resources) {
   switch (policy) {
     case PackingPolicy::kGpuBinPacking:
       return GpuBinPackingScore(pod, node, gpu_resources);

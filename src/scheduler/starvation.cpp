@@ -87,10 +87,10 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
     choice.possible = true;
     return choice;
   }
-  const std::vector<std::string>& gpus = planner.gpu_resource_names;
+  const GpuResources& gpus = planner.gpu_resources;
   std::stable_sort(members.begin(), members.end(), [&](const PodInfo* a, const PodInfo* b) {
-    int64_t gpu_a = SumScalars(a->requests, gpus);
-    int64_t gpu_b = SumScalars(b->requests, gpus);
+    int64_t gpu_a = gpus.MilliGpus(a->requests);
+    int64_t gpu_b = gpus.MilliGpus(b->requests);
     if (gpu_a != gpu_b) {
       return gpu_a > gpu_b;
     }
@@ -114,8 +114,7 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
     }
     Candidate candidate;
     candidate.slot = slot;
-    candidate.free_gpus =
-        SumScalars(node.info.allocatable, gpus) - SumScalars(node.requested, gpus);
+    candidate.free_gpus = gpus.MilliGpus(node.info.allocatable) - gpus.MilliGpus(node.requested);
     candidate.free_cpu = node.info.allocatable.milli_cpu - node.requested.milli_cpu;
     for (const PodInfo* pod : node.pods) {
       if (!IsManagedPod(*pod, policy)) {
@@ -190,7 +189,7 @@ ReservationChoice ChooseReservation(const Snapshot& snapshot, const PodGroup& gr
   // order reclaim would clear them; the rest of the group anywhere.
   std::vector<const PodInfo*> rest = members;
   if (std::optional<ConfinedUnit> confined =
-          ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resource_names)) {
+          ConfinedUnitOf(group, snapshot, planner.topology_levels, planner.gpu_resources)) {
     const TopologyLevelIndex level = BuildTopologyLevel(slots, confined->level_key);
     std::set<std::string, std::less<>> roles;
     for (size_t role : confined->unit.roles) {

@@ -85,7 +85,7 @@ Result<std::vector<TopologyUnit>> TopologyUnitsOf(const GroupSpec& spec,
 }
 
 int64_t CapacityMeasure::Of(const ResourceList& resources) const {
-  return gpus ? SumScalars(resources, *gpu_resource_names) : resources.milli_cpu;
+  return gpus ? gpu_resources->MilliGpus(resources) : resources.milli_cpu;
 }
 
 int64_t CapacityMeasure::FreeOn(const NodeState& node) const {
@@ -94,7 +94,7 @@ int64_t CapacityMeasure::FreeOn(const NodeState& node) const {
 
 std::string CapacityMeasure::Format(int64_t amount) const {
   if (gpus) {
-    return std::to_string(amount) + (amount == 1 ? " GPU" : " GPUs");
+    return FormatGpuCount(amount);
   }
   return std::to_string(amount) + "m CPU";
 }
@@ -142,9 +142,9 @@ int64_t TopologyAffinityScore(const std::vector<const TopologyLevelIndex*>& leve
 }
 
 UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
-                    const std::vector<std::string>& gpu_resource_names) {
+                    const GpuResources& gpu_resources) {
   UnitDemand demand;
-  demand.measure.gpu_resource_names = &gpu_resource_names;
+  demand.measure.gpu_resources = &gpu_resources;
   struct RoleDemand {
     int32_t bound = 0;
     const PodInfo* pending = nullptr;
@@ -169,7 +169,7 @@ UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snaps
   for (const PodInfo* pod : group.pending) {
     if (RoleDemand* role = role_of(*pod); role != nullptr && role->pending == nullptr) {
       role->pending = pod;
-      demand.measure.gpus |= SumScalars(pod->requests, gpu_resource_names) > 0;
+      demand.measure.gpus |= gpu_resources.AnyIn(pod->requests);
     }
   }
   for (size_t i = 0; i < unit.roles.size(); ++i) {
@@ -208,7 +208,7 @@ int32_t ConfiningUnit(const std::vector<TopologyUnit>& units,
 
 std::optional<ConfinedUnit> ConfinedUnitOf(const PodGroup& group, const Snapshot& snapshot,
                                            const std::vector<std::string>& levels,
-                                           const std::vector<std::string>& gpu_resource_names) {
+                                           const GpuResources& gpu_resources) {
   if (levels.empty() || !HasTopology(group.spec)) {
     return std::nullopt;
   }
@@ -218,7 +218,7 @@ std::optional<ConfinedUnit> ConfinedUnitOf(const PodGroup& group, const Snapshot
   }
   std::vector<UnitDemand> demands;
   for (const TopologyUnit& unit : *units) {
-    demands.push_back(DemandOf(unit, group, snapshot, gpu_resource_names));
+    demands.push_back(DemandOf(unit, group, snapshot, gpu_resources));
   }
   const int32_t index = ConfiningUnit(*units, demands);
   if (index < 0) {

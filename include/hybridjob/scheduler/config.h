@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/queues.h>
 #include <hybridjob/scheduler/scorers.h>
 
@@ -37,7 +38,9 @@ struct TopologySettings {
 
 struct SchedulerConfig {
   std::string scheduler_name = "gang-scheduler";
-  std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};
+  // The resources counted as GPUs and their weights: `gpuResources` as a list
+  // of names (each weighs 1) or a map of name to GPUs per unit.
+  GpuResources gpu_resources;
   PackingPolicy scoring = PackingPolicy::kGpuBinPacking;
   int32_t percentage_of_nodes_to_score = 0;  // 0 = adaptive, as kube-scheduler
   int64_t gang_backoff_seconds = 5;

@@ -1,11 +1,11 @@
 // Weighted dominant-resource fairness across queues, as Mesos's DRF sorter:
 // a queue's dominant share is the largest fraction of the cluster's cpu,
-// memory or GPUs it uses; divided by its weight, it orders the queues (lowest
-// first). Usage is computed from the snapshot: every bound or assumed pod this
-// scheduler owns counts toward its group's queue, and toward every ancestor of
-// that queue, so a parent's usage is its subtree's. Queue trees are ordered
-// top-down, as Mesos's hierarchical sorter: siblings compare their subtrees'
-// shares, each with its own weight.
+// memory or GPUs it uses (GPUs weighted: every configured GPU resource counts
+// together, a MIG slice as its fraction of a GPU); divided by its weight, it orders the queues
+// (lowest first). Usage is computed from the snapshot: every bound or assumed pod this scheduler
+// owns counts toward its group's queue, and toward every ancestor of that queue, so a parent's
+// usage is its subtree's. Queue trees are ordered top-down, as Mesos's hierarchical sorter:
+// siblings compare their subtrees' shares, each with its own weight.
 #pragma once
 
 #include <deque>
@@ -15,19 +15,17 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/queues.h>
 #include <hybridjob/scheduler/resources.h>
 #include <hybridjob/scheduler/snapshot.h>
 
 namespace hybridjob::scheduler {
 
-// The resources DRF compares: cpu, memory and each GPU resource name.
-std::vector<std::string> DrfResources(const std::vector<std::string>& gpu_resource_names);
-
-// The largest usage / capacity over `resources`; resources the cluster has
-// none of are left out.
+// The largest usage / capacity over cpu, memory and the weighted GPUs of
+// `gpus`; what the cluster has none of is left out.
 double DominantShare(const ResourceList& usage, const ResourceList& capacity,
-                     const std::vector<std::string>& resources);
+                     const GpuResources& gpus);
 
 struct QueueAccount {
   QueueSpec spec;  // spec.parent as the QueueTable has it
@@ -42,16 +40,16 @@ struct QueueAccount {
 
 class FairShare {
  public:
-  FairShare(const QueueTable& table, ResourceList capacity, std::vector<std::string> resources);
+  FairShare(const QueueTable& table, ResourceList capacity, GpuResources gpus);
 
   // Capacity: the allocatable of every node with an object, less what pods of
   // other schedulers request there. Usage: requests of every managed pod in the
   // snapshot (tentative placements included), by queue.
   static FairShare FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
-                                const PolicyConfig& policy, std::vector<std::string> resources);
+                                const PolicyConfig& policy, GpuResources gpus);
 
   const ResourceList& capacity() const { return capacity_; }
-  const std::vector<std::string>& resources() const { return resources_; }
+  const GpuResources& gpus() const { return gpus_; }
   // Stable addresses: accounts are only ever appended.
   const std::deque<QueueAccount>& accounts() const { return accounts_; }
 
@@ -100,7 +98,7 @@ class FairShare {
 
  private:
   ResourceList capacity_;
-  std::vector<std::string> resources_;
+  GpuResources gpus_;
   std::deque<QueueAccount> accounts_;
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
   // By account index: the parent's index (kTop for none), the children's.

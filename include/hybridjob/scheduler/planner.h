@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/scorers.h>
 #include <hybridjob/scheduler/snapshot.h>
@@ -36,8 +37,9 @@ namespace hybridjob::scheduler {
 
 struct PlannerConfig {
   PackingPolicy packing = PackingPolicy::kGpuBinPacking;
-  // Scalar resources counted as GPUs by the bin-packing scorer and the reasons.
-  std::vector<std::string> gpu_resource_names = {std::string(kResourceNvidiaGpu)};
+  // Scalar resources counted as GPUs, with their weights: packing, domain
+  // capacity, fair share and the reasons count weighted GPUs.
+  GpuResources gpu_resources;
   // Share of nodes to find feasible per pod before choosing among them; 0 adapts
   // to the cluster size like kube-scheduler, 100 examines every node.
   int32_t percentage_of_nodes_to_score = 0;

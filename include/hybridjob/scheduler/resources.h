@@ -74,9 +74,6 @@ ResourceList operator-(ResourceList lhs, const ResourceList& rhs);
 std::string_view FirstInsufficientResource(const ResourceList& request, const ResourceList& used,
                                            const ResourceList& allocatable);
 
-// Sum of the named scalar resources (e.g. every configured GPU resource name).
-int64_t SumScalars(const ResourceList& resources, const std::vector<std::string>& names);
-
 // Reads a core/v1 ResourceList object ({"cpu":"500m","memory":"1Gi",...}).
 // Values may be strings or JSON numbers; negative amounts are refused.
 Result<ResourceList> ParseResourceList(const nlohmann::json& resources);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/snapshot.h>
 
@@ -22,20 +23,19 @@ enum class PackingPolicy : uint8_t {
   kSpread,
 };
 
-// GPU bin-packing. A GPU pod scores higher the fewer GPUs it leaves free on the
-// node (the negated count). A pod without GPUs scores 200..300 on a node without
-// GPUs (packing cpu and memory) and 0..100 on a GPU node, higher the more of
-// its GPUs are already taken, since that node's cpu is least needed by GPU pods.
+// GPU bin-packing. A GPU pod scores higher the fewer weighted GPUs it leaves
+// free on the node (the negated count, in thousandths of a GPU). A pod without GPUs scores 200..300
+// on a node without GPUs (packing cpu and memory) and 0..100 on a GPU node, higher the more of its
+// GPUs are already taken, since that node's cpu is least needed by GPU pods.
 int64_t GpuBinPackingScore(const PodInfo& pod, const NodeState& node,
-                           const std::vector<std::string>& gpu_resources);
+                           const GpuResources& gpu_resources);
 
 // Least allocated: the mean share of cpu, memory (and GPUs, for a GPU pod) left
 // free after placing the pod, 0..100.
-int64_t SpreadScore(const PodInfo& pod, const NodeState& node,
-                    const std::vector<std::string>& gpu_resources);
+int64_t SpreadScore(const PodInfo& pod, const NodeState& node, const GpuResources& gpu_resources);
 
 int64_t PackingScore(PackingPolicy policy, const PodInfo& pod, const NodeState& node,
-                     const std::vector<std::string>& gpu_resources);
+                     const GpuResources& gpu_resources);
 
 // Sum of the weights of the pod's preferred node affinity terms the node matches.
 int64_t PreferredNodeAffinityScore(const PodInfo& pod, const NodeInfo& node);

@@ -23,6 +23,7 @@
 
 #include <hybridjob/api/types.h>
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/objects.h>
 #include <hybridjob/scheduler/resources.h>
 
@@ -66,10 +67,11 @@ bool HasTopology(const GroupSpec& spec);
 Result<std::vector<TopologyUnit>> TopologyUnitsOf(const GroupSpec& spec,
                                                   const std::vector<std::string>& levels);
 
-// What domain capacity is measured in: the configured GPU resources when the
-// unit asks for any, otherwise CPU (millicores).
+// What domain capacity is measured in: weighted GPUs (thousandths of a GPU)
+// when the unit asks for any configured GPU resource, otherwise CPU
+// (millicores).
 struct CapacityMeasure {
-  const std::vector<std::string>* gpu_resource_names = nullptr;
+  const GpuResources* gpu_resources = nullptr;
   bool gpus = false;
 
   int64_t Of(const ResourceList& resources) const;
@@ -106,7 +108,7 @@ struct UnitDemand {
 };
 
 UnitDemand DemandOf(const TopologyUnit& unit, const PodGroup& group, const Snapshot& snapshot,
-                    const std::vector<std::string>& gpu_resource_names);
+                    const GpuResources& gpu_resources);
 
 // The domain of `level` holding most of `bound_slots` (a running unit stays
 // there), the first on a tie; -1 when none of them is in a domain.
@@ -127,11 +129,11 @@ struct ConfinedUnit {
 
 // The confining unit of `group` under the configured `levels`; nullopt when
 // the group asks for no topology, its topology cannot be read (the planner
-// reports that), or no Required unit misses anything. `gpu_resource_names`
+// reports that), or no Required unit misses anything. `gpu_resources`
 // must outlive the result (its demand's measure points at it).
 std::optional<ConfinedUnit> ConfinedUnitOf(const PodGroup& group, const Snapshot& snapshot,
                                            const std::vector<std::string>& levels,
-                                           const std::vector<std::string>& gpu_resource_names);
+                                           const GpuResources& gpu_resources);
 
 // "the gang" or "role <name>": how messages name a unit.
 std::string UnitName(const TopologyUnit& unit, const GroupSpec& spec);

@@ -29,7 +29,7 @@ void CheckAccepted(const scheduler::SchedulerConfig& config, std::string_view in
   if (config.scheduler_name.empty()) {
     Fail("empty schedulerName accepted", input);
   }
-  if (config.gpu_resources.empty()) {
+  if (config.gpu_resources.entries().empty()) {
     Fail("no gpuResources accepted", input);
   }
   if (config.percentage_of_nodes_to_score < 0 || config.percentage_of_nodes_to_score > 100) {

@@ -548,7 +548,20 @@ TEST(DeployChartTest, ValuesOverrideWhatTheyName) {
           .get<std::string>());
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->scoring, scheduler::PackingPolicy::kSpread);
-  EXPECT_EQ(config->gpu_resources, (std::vector<std::string>{"nvidia.com/gpu", "amd.com/gpu"}));
+  EXPECT_EQ(config->gpu_resources.Names(),
+            (std::vector<std::string>{"nvidia.com/gpu", "amd.com/gpu"}));
+
+  // The map form weighs each resource.
+  release.set["scheduler.config.gpuResources"] =
+      "'{nvidia.com/gpu: 1, nvidia.com/mig-1g.10gb: 0.125}'";
+  const Objects weighted = RenderChart(release);
+  ASSERT_THAT(weighted.errors, IsEmpty());
+  config = scheduler::ParseSchedulerConfig(
+      Get(weighted, "ConfigMap/" + ns + "/gang-scheduler-config")["data"]["config.yaml"]
+          .get<std::string>());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->gpu_resources.entries().back(),
+            (scheduler::GpuResource{"nvidia.com/mig-1g.10gb", 125}));
 
   release.set["scheduler.config.gpuResources"] = "[nvidia.com/gpu, amd.com/gpu]";
   EXPECT_THAT(RenderChart(release).errors,

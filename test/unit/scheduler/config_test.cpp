@@ -31,7 +31,7 @@ TEST(SchedulerConfigTest, EmptyFileMeansEveryDefault) {
     Result<SchedulerConfig> config = ParseSchedulerConfig(text);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     EXPECT_EQ(config->scheduler_name, "gang-scheduler");
-    EXPECT_THAT(config->gpu_resources, ElementsAre("nvidia.com/gpu"));
+    EXPECT_THAT(config->gpu_resources.Names(), ElementsAre("nvidia.com/gpu"));
     EXPECT_EQ(config->scoring, PackingPolicy::kGpuBinPacking);
     EXPECT_EQ(config->percentage_of_nodes_to_score, 0);
     EXPECT_EQ(config->gang_backoff_seconds, 5);
@@ -98,7 +98,7 @@ topology:
 )");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->scheduler_name, "batch-scheduler");
-  EXPECT_THAT(config->gpu_resources, ElementsAre("nvidia.com/gpu", "amd.com/gpu"));
+  EXPECT_THAT(config->gpu_resources.Names(), ElementsAre("nvidia.com/gpu", "amd.com/gpu"));
   EXPECT_EQ(config->scoring, PackingPolicy::kSpread);
   EXPECT_EQ(config->percentage_of_nodes_to_score, 30);
   EXPECT_EQ(config->volume_bind_timeout_seconds, 120);
@@ -147,6 +147,25 @@ topology:
   EXPECT_TRUE(ValidatePolicyConfig(policy).ok());
 }
 
+TEST(SchedulerConfigTest, GpuResourcesMayWeighEachResource) {
+  Result<SchedulerConfig> config = ParseSchedulerConfig(R"(
+gpuResources:
+  nvidia.com/gpu: 1
+  nvidia.com/mig-1g.10gb: 0.125
+  nvidia.com/mig-3g.40gb: "0.5"
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_THAT(
+      config->gpu_resources.entries(),
+      ElementsAre(GpuResource{"nvidia.com/gpu", 1000}, GpuResource{"nvidia.com/mig-1g.10gb", 125},
+                  GpuResource{"nvidia.com/mig-3g.40gb", 500}));
+  // The list form weighs every resource 1.
+  Result<SchedulerConfig> listed = ParseSchedulerConfig("gpuResources: [nvidia.com/gpu]\n");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->gpu_resources, GpuResources());
+  EXPECT_NE(listed->gpu_resources, config->gpu_resources);
+}
+
 TEST(SchedulerConfigTest, GuaranteeAboveMaxInTheSameUnitIsRefused) {
   // 64 cpus guaranteed, 1.5 cpus max: compared in millicores.
   EXPECT_EQ(Refusal(R"(
@@ -189,7 +208,21 @@ TEST(SchedulerConfigTest, BadValuesNameTheField) {
   EXPECT_EQ(Refusal("volumeBindTimeoutSeconds: 0\n"),
             "volumeBindTimeoutSeconds: must be between 1 and 86400");
   EXPECT_EQ(Refusal("gpuResources: []\n"), "gpuResources: name at least one resource");
-  EXPECT_EQ(Refusal("gpuResources: nvidia.com/gpu\n"), "gpuResources: expected a list");
+  EXPECT_EQ(Refusal("gpuResources: nvidia.com/gpu\n"),
+            "gpuResources: expected a list of resource names or a map of name to weight");
+  EXPECT_EQ(Refusal("gpuResources: {}\n"), "gpuResources: name at least one resource");
+  EXPECT_EQ(Refusal("gpuResources: {nvidia.com/mig-1g.10gb: an-eighth}\n"),
+            "gpuResources.nvidia.com/mig-1g.10gb: expected a number of GPUs per unit");
+  EXPECT_EQ(Refusal("gpuResources: {nvidia.com/mig-1g.10gb: [1]}\n"),
+            "gpuResources.nvidia.com/mig-1g.10gb: expected a number of GPUs per unit");
+  EXPECT_EQ(Refusal("gpuResources: {nvidia.com/gpu: 0}\n"),
+            "gpuResources.nvidia.com/gpu: the weight (GPUs per unit) must be between 0.001 and "
+            "1000");
+  EXPECT_EQ(Refusal("gpuResources: [gpu]\n"),
+            "gpuResources: \"gpu\" is not an extended resource name (a domain prefix and a "
+            "name, e.g. nvidia.com/gpu)");
+  EXPECT_EQ(Refusal("gpuResources: [amd.com/gpu, amd.com/gpu]\n"),
+            "gpuResources: \"amd.com/gpu\" is listed twice");
   EXPECT_EQ(Refusal("gpuResources: [{a: b}]\n"),
             "gpuResources: every entry must be a non-empty string");
   EXPECT_EQ(Refusal("metricsAddr: nowhere\n"), "metricsAddr: \"nowhere\" must be host:port");

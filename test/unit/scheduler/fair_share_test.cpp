@@ -30,28 +30,40 @@ ResourceList Resources(int64_t milli_cpu, int64_t memory, int64_t gpus) {
 }
 
 TEST(DominantShareTest, IsTheLargestShareOverTheComparedResources) {
-  std::vector<std::string> resources = DrfResources({"nvidia.com/gpu", "amd.com/gpu"});
-  EXPECT_THAT(resources, ElementsAre("cpu", "memory", "nvidia.com/gpu", "amd.com/gpu"));
+  GpuResources gpus;  // nvidia.com/gpu, weight 1
   ResourceList capacity = Resources(100000, 1000 * kGi, 40);
-  EXPECT_DOUBLE_EQ(DominantShare(Resources(10000, 50 * kGi, 2), capacity, resources), 0.1);
-  EXPECT_DOUBLE_EQ(DominantShare(Resources(1000, 10 * kGi, 10), capacity, resources), 0.25);
+  EXPECT_DOUBLE_EQ(DominantShare(Resources(10000, 50 * kGi, 2), capacity, gpus), 0.1);
+  EXPECT_DOUBLE_EQ(DominantShare(Resources(1000, 10 * kGi, 10), capacity, gpus), 0.25);
   // A resource the cluster has none of is left out.
-  EXPECT_DOUBLE_EQ(DominantShare(Resources(0, 0, 4), Resources(1000, kGi, 0), resources), 0.0);
-  EXPECT_DOUBLE_EQ(DominantShare({}, capacity, resources), 0.0);
+  EXPECT_DOUBLE_EQ(DominantShare(Resources(0, 0, 4), Resources(1000, kGi, 0), gpus), 0.0);
+  EXPECT_DOUBLE_EQ(DominantShare({}, capacity, gpus), 0.0);
 }
 
-TEST(DrfResourcesTest, DoesNotRepeatNames) {
-  EXPECT_THAT(DrfResources({"cpu", "nvidia.com/gpu", "nvidia.com/gpu"}),
-              ElementsAre("cpu", "memory", "nvidia.com/gpu"));
+TEST(DominantShareTest, CountsEveryGpuResourceTogetherByItsWeight) {
+  Result<GpuResources> gpus = GpuResources::Make(
+      {{"nvidia.com/gpu", 1}, {"nvidia.com/mig-1g.10gb", 0.125}}, "gpuResources");
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  // 8 whole GPUs and 7 GPUs cut into 56 slices: 15 GPUs.
+  ResourceList capacity = Resources(1000000, 10000 * kGi, 8);
+  capacity.SetScalar("nvidia.com/mig-1g.10gb", 56);
+  ResourceList slices;
+  slices.SetScalar("nvidia.com/mig-1g.10gb", 24);  // 3 GPUs
+  EXPECT_DOUBLE_EQ(DominantShare(slices, capacity, *gpus), 0.2);
+  ResourceList mixed = Resources(0, 0, 3);
+  mixed.SetScalar("nvidia.com/mig-1g.10gb", 24);  // 6 GPUs
+  EXPECT_DOUBLE_EQ(DominantShare(mixed, capacity, *gpus), 0.4);
+  // Unweighted, the slices would be 24 of 56: a larger share than the 3
+  // GPUs they are worth.
+  EXPECT_GT(DominantShare(slices, capacity,
+                          GpuResources::Uniform({"nvidia.com/gpu", "nvidia.com/mig-1g.10gb"})),
+            0.2);
 }
 
 class FairShareTest : public ::testing::Test {
  protected:
   FairShareTest() : table_({Queue("a", 2.0), Queue("b", 1.0, /*guaranteed=*/4)}) {}
 
-  FairShare Share() {
-    return FairShare(table_, Resources(100000, 1000 * kGi, 20), DrfResources({"nvidia.com/gpu"}));
-  }
+  FairShare Share() { return FairShare(table_, Resources(100000, 1000 * kGi, 20), GpuResources()); }
 
   QueueTable table_;
 };
@@ -110,9 +122,7 @@ class FairShareTreeTest : public ::testing::Test {
       : table_({Queue("org", 2.0, 0, /*max=*/8), Under(Queue("team-a", 2.0, 0, 6), "org"),
                 Under(Queue("team-b"), "org"), Queue("other")}) {}
 
-  FairShare Share() {
-    return FairShare(table_, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
-  }
+  FairShare Share() { return FairShare(table_, Resources(100000, 1000 * kGi, 24), GpuResources()); }
 
   QueueTable table_;
 };
@@ -186,7 +196,7 @@ TEST_F(FairShareTreeTest, TurnsGoTopDownBySubtreeShares) {
   EXPECT_EQ(share.NextQueue({}), "");
   // Without a tree it is the queue that GoesFirst.
   QueueTable flat({Queue("a", 2.0), Queue("b")});
-  FairShare flat_share(flat, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
+  FairShare flat_share(flat, Resources(100000, 1000 * kGi, 24), GpuResources());
   flat_share.Add("a", Resources(0, 0, 4));
   flat_share.Add("b", Resources(0, 0, 3));
   EXPECT_EQ(flat_share.NextQueue({"a", "b"}), "a");
@@ -198,7 +208,7 @@ TEST_F(FairShareTreeTest, ASubtreeBelowItsGuaranteeGoesFirst) {
   // uses less, however high its share.
   QueueTable table({Queue("org"), Under(Queue("team-a"), "org"),
                     Under(Queue("team-b", 1.0, 4), "org"), Queue("other")});
-  FairShare share(table, Resources(100000, 1000 * kGi, 24), DrfResources({"nvidia.com/gpu"}));
+  FairShare share(table, Resources(100000, 1000 * kGi, 24), GpuResources());
   share.Add("team-a", Resources(0, 0, 3));
   EXPECT_TRUE(FairShare::BelowGuarantee(*share.Find("org")));
   EXPECT_EQ(share.NextQueue({"team-a", "other"}), "team-a");
@@ -231,8 +241,7 @@ TEST(FairShareFromSnapshotTest, CountsManagedPodsByQueueAndOthersAsLostCapacity)
   PolicyConfig policy;
   policy.scheduler_name = std::string(api::kDefaultSchedulerName);
   QueueTable table({Queue("a")});
-  FairShare share =
-      FairShare::FromSnapshot(snapshot, table, policy, DrfResources({"nvidia.com/gpu"}));
+  FairShare share = FairShare::FromSnapshot(snapshot, table, policy, GpuResources());
   EXPECT_EQ(share.capacity().Scalar("nvidia.com/gpu"), 24 - 4);
   EXPECT_EQ(share.Find("a")->used.Scalar("nvidia.com/gpu"), 2);
   EXPECT_EQ(share.Find("a")->pods, 1);
@@ -241,7 +250,7 @@ TEST(FairShareFromSnapshotTest, CountsManagedPodsByQueueAndOthersAsLostCapacity)
 
   // Without a scheduler name every pod is ours.
   policy.scheduler_name.clear();
-  share = FairShare::FromSnapshot(snapshot, table, policy, DrfResources({"nvidia.com/gpu"}));
+  share = FairShare::FromSnapshot(snapshot, table, policy, GpuResources());
   EXPECT_EQ(share.capacity().Scalar("nvidia.com/gpu"), 24);
   EXPECT_EQ(share.Find("default")->used.Scalar("nvidia.com/gpu"), 6);
 }

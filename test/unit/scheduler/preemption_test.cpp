@@ -150,7 +150,7 @@ TEST_F(PreemptionTest, LowestPriorityThenYoungestGangGoesFirst) {
   std::vector<VictimUnit> candidates;
   RunningGroups running = RunningGroups::FromSnapshot(snapshot_, policy_, {});
   FairShare share = FairShare::FromSnapshot(snapshot_, QueueTable(std::vector<QueueSpec>{}),
-                                            policy_, DrfResources({"nvidia.com/gpu"}));
+                                            policy_, GpuResources());
   candidates = PreemptionCandidates(running, share, "team/vip", 10);
   std::vector<std::string> order;
   for (const VictimUnit& unit : candidates) {

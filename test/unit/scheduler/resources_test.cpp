@@ -113,15 +113,6 @@ TEST(FirstInsufficientResourceTest, MissingScalarOnNodeCountsAsZero) {
   EXPECT_EQ(FirstInsufficientResource(request, {}, {}), "");
 }
 
-TEST(SumScalarsTest, AddsConfiguredNames) {
-  ResourceList list;
-  list.SetScalar("nvidia.com/gpu", 2);
-  list.SetScalar("amd.com/gpu", 3);
-  list.SetScalar("example.com/fpga", 7);
-  EXPECT_EQ(SumScalars(list, {"nvidia.com/gpu", "amd.com/gpu"}), 5);
-  EXPECT_EQ(SumScalars(list, {}), 0);
-}
-
 TEST(ParseResourceListTest, ReadsStringsAndNumbers) {
   Result<ResourceList> parsed = ParseResourceList(json::parse(
       R"({"cpu":"1500m","memory":"16Gi","ephemeral-storage":"1G","pods":110,

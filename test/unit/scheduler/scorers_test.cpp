@@ -13,7 +13,7 @@ using testing::NodeBuilder;
 using testing::PodBuilder;
 using testing::TermRequiring;
 
-const std::vector<std::string> kGpuNames = {"nvidia.com/gpu"};
+const GpuResources kGpuNames;  // nvidia.com/gpu, weight 1
 
 class ScorersTest : public ::testing::Test {
  protected:
@@ -29,10 +29,31 @@ class ScorersTest : public ::testing::Test {
   Snapshot snapshot_;
 };
 
+TEST(GpuWeightScorerTest, SlicesPackOntoTheNodeLeftWithFewestWeightedGpus) {
+  constexpr char kSlice[] = "nvidia.com/mig-1g.10gb";
+  Snapshot snapshot;
+  // whole: 4 free GPUs and 2 free slices; sliced: 7 free slices (0.875 GPU).
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("whole").Gpus(4).Scalar(kSlice, 2).Build()).ok());
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("sliced").Scalar(kSlice, 7).Build()).ok());
+  PodInfo pod = PodBuilder("p").Scalar(kSlice, 1).Build();
+  Result<GpuResources> weighted =
+      GpuResources::Make({{"nvidia.com/gpu", 1}, {kSlice, 0.125}}, "gpuResources");
+  ASSERT_TRUE(weighted.ok()) << weighted.status().ToString();
+  const NodeState& whole = *snapshot.FindNode("whole");
+  const NodeState& sliced = *snapshot.FindNode("sliced");
+  EXPECT_EQ(GpuBinPackingScore(pod, sliced, *weighted), -750);
+  EXPECT_EQ(GpuBinPackingScore(pod, whole, *weighted), -4125);
+  // Counted one per unit, the slice would go to the node with whole GPUs
+  // (5 left over against 6) and break up what large pods need.
+  GpuResources unweighted = GpuResources::Uniform({"nvidia.com/gpu", kSlice});
+  EXPECT_GT(GpuBinPackingScore(pod, whole, unweighted),
+            GpuBinPackingScore(pod, sliced, unweighted));
+}
+
 TEST_F(ScorersTest, GpuPodsPreferTheNodeLeftWithFewestFreeGpus) {
   PodInfo pod = PodBuilder("p").Gpus(1).Build();
-  EXPECT_EQ(GpuBinPackingScore(pod, Node("busy8"), kGpuNames), -1);
-  EXPECT_EQ(GpuBinPackingScore(pod, Node("empty8"), kGpuNames), -7);
+  EXPECT_EQ(GpuBinPackingScore(pod, Node("busy8"), kGpuNames), -1000);
+  EXPECT_EQ(GpuBinPackingScore(pod, Node("empty8"), kGpuNames), -7000);
   EXPECT_GT(GpuBinPackingScore(pod, Node("busy8"), kGpuNames),
             GpuBinPackingScore(pod, Node("empty8"), kGpuNames));
   PodInfo two = PodBuilder("p").Gpus(2).Build();

@@ -198,10 +198,10 @@ TEST_F(TopologyPlannerTest, DomainsToClearAreThoseLargeEnoughMostFreeFirst) {
   Occupy("z0-r1-n0", 1);  // z0-r1: 7 free
   Occupy("z1-r0-n0", 1);  // z1-r0: 7 free; z1-r1: 8 free
   const TopologyLevelIndex& racks = snapshot_.TopologyLevel(kRack);
-  std::vector<std::string> gpus = {"nvidia.com/gpu"};
+  GpuResources gpus;  // nvidia.com/gpu, weight 1
   UnitDemand demand;
   demand.measure = CapacityMeasure{&gpus, true};
-  demand.need = 8;
+  demand.need = 8 * kMilliGpusPerGpu;
   auto values = [&](const std::vector<int32_t>& domains) {
     std::vector<std::string> out;
     for (int32_t domain : domains) {
@@ -290,6 +290,44 @@ TEST_F(TopologyPlannerTest, ARequiredGangLargerThanAnyRackWaitsSayingSoWhileAPre
   EXPECT_EQ(Racks(plan).size(), 2u);
   EXPECT_EQ(Zones(plan).size(), 1u) << "two racks of one zone, not two zones";
   EXPECT_EQ(plan.placement, "example.com/rack: 2 domains");
+}
+
+TEST(TopologyGpuWeightsTest, DomainCapacityCountsMigSlicesAsTheirFractionOfAGpu) {
+  constexpr char kSlice[] = "nvidia.com/mig-1g.10gb";
+  PlannerConfig config;
+  config.topology_levels = {kRack};
+  Result<GpuResources> gpus =
+      GpuResources::Make({{"nvidia.com/gpu", 1}, {kSlice, 0.125}}, "gpuResources");
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  config.gpu_resources = *gpus;
+  Snapshot snapshot;
+  // Rack a: 2 whole GPUs and 16 slices (4 GPUs); rack b: 24 slices (3 GPUs).
+  for (NodeBuilder node : {NodeBuilder("a0").Gpus(2).Label(kRack, "a"),
+                           NodeBuilder("a1").Scalar(kSlice, 16).Label(kRack, "a"),
+                           NodeBuilder("b0").Scalar(kSlice, 24).Label(kRack, "b")}) {
+    ASSERT_TRUE(snapshot.UpsertNode(node.Build()).ok());
+  }
+  CapacityMeasure measure{&config.gpu_resources, true};
+  EXPECT_EQ(measure.FreeOn(*snapshot.FindNode("a1")), 2000);
+  EXPECT_EQ(measure.Format(2500), "2.5 GPUs");
+
+  // 5 members of 8 slices: 5 GPUs, more than either rack's 4 and 3.
+  GroupFixture gang("sliced",
+                    TopologyBound({GroupRole{"worker", 5, 5, 0}}, TopologyMode::kRequired));
+  gang.AddMembers("worker", 0, 5, [&](PodBuilder& pod) { pod.Scalar(kSlice, 8); });
+  GroupPlan waiting = PlanGroup(snapshot, gang.Group(snapshot), config);
+  EXPECT_EQ(waiting.outcome, PlanOutcome::kWait);
+  EXPECT_THAT(waiting.reason, HasSubstr("largest rack (a) has 4 GPUs free; the gang needs 5 GPUs"));
+
+  // 3 members of 8 slices (3 GPUs): rack b holds them exactly, and is the
+  // best fit.
+  GroupFixture fits("fits", TopologyBound({GroupRole{"worker", 3, 3, 0}}, TopologyMode::kRequired));
+  fits.AddMembers("worker", 0, 3, [&](PodBuilder& pod) { pod.Scalar(kSlice, 8); });
+  GroupPlan plan = PlanGroup(snapshot, fits.Group(snapshot), config);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  for (const Assignment& assignment : plan.assignments) {
+    EXPECT_EQ(assignment.node_name, "b0");
+  }
 }
 
 TEST_F(TopologyPlannerTest, AGangTooLargeForTheClusterGetsTheClustersReason) {
