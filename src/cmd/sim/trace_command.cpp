@@ -81,6 +81,7 @@ int RunTraceCommand(int argc, char** argv) {
   trace::ReplayOptions replay;
   trace::GeneratorOptions generator;
   int64_t queues = generator.queues;
+  int64_t las_levels = replay.las_levels;
   FlagSet flags(kProgram, kSummary);
   flags.String("trace", &trace_path, "trace file, CSV or JSON lines (docs/trace-format.md)");
   flags.Bool("synthetic", &synthetic, "generate a Philly/Helios-shaped trace instead");
@@ -96,7 +97,7 @@ int RunTraceCommand(int argc, char** argv) {
   flags.String("inventory", &inventory_path,
                "node inventory CSV (name,gpus,cpu,memory,labels) instead of --gpus");
   flags.String("policy", &policy_name,
-               "pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim or all "
+               "pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las or all "
                "(required)");
   flags.String("out", &out_dir, "directory for the reports (required; created if missing)");
   flags.Double("speedup-exponent", &replay.speedup_exponent,
@@ -108,6 +109,12 @@ int RunTraceCommand(int argc, char** argv) {
   flags.Int("starvation-seconds", &replay.starvation_seconds,
             "elastic-reclaim: wait before a starved group gets nodes reserved (0: off); "
             "overrides starvation.maxWaitSeconds of --scheduler-config");
+  flags.Int("las-levels", &las_levels,
+            "las: priority levels by attained service (GPU-seconds held while running)");
+  flags.Double("las-first-threshold", &replay.las_first_threshold_gpu_hours,
+               "las: GPU-hours of attained service that end the first level");
+  flags.Double("las-threshold-factor", &replay.las_threshold_factor,
+               "las: each level's threshold is this many times the one before");
   flags.String("scheduler-config", &scheduler_config_path,
                "the gang scheduler's configuration file (YAML): its queues, parents included, "
                "and starvation.maxWaitSeconds are replayed");
@@ -184,6 +191,10 @@ int RunTraceCommand(int argc, char** argv) {
   }
   replay.gpus = gpus;
   replay.gpus_per_node = static_cast<int32_t>(gpus_per_node);
+  if (las_levels < 1 || las_levels > 16) {
+    return UsageError("--las-levels: must be 1 to 16");
+  }
+  replay.las_levels = static_cast<int32_t>(las_levels);
   if (Status status = trace::ValidateReplayOptions(replay); !status.ok()) {
     return UsageError(status.message());
   }

@@ -29,9 +29,19 @@ constexpr double kTimeEpsilon = 1e-6;
 constexpr int64_t kEpochSeconds = 1'700'000'000;
 constexpr std::string_view kNamespace = "trace";
 
+// Attained service within this many GPU-seconds of a las threshold has
+// reached it (summed spans are not exact).
+constexpr double kServiceEpsilon = 1e-3;
+
 // Gangs that start only with every role at its maximum.
 bool StartsAtMax(Policy policy) {
-  return policy == Policy::kStaticGang || policy == Policy::kGangBackfill;
+  return policy == Policy::kStaticGang || policy == Policy::kGangBackfill || policy == Policy::kLas;
+}
+
+// The pod priority of a las level: the least served level ranks highest, so
+// the core's priority order and preemption carry out the policy.
+int32_t LasPriority(int32_t level, int32_t levels) {
+  return levels - 1 - level;
 }
 
 // What the replayed cluster can ever hold, to refuse jobs that could never
@@ -188,6 +198,7 @@ struct Job {
   int64_t evicted_members = 0;
   int32_t start_members = 0;
   int32_t start_domains = 0;
+  int32_t las_level = 0;
 };
 
 struct Removal {
@@ -217,6 +228,13 @@ class Replayer {
   void RunPolicyCycle(double now, const std::vector<size_t>& job_indices);
   void ApplyPlacement(const sched::PodInfo* pod, const std::string& node);
   void UpdateRunning(size_t job_index, double now);
+  // las: moves running jobs whose attained service reached a threshold to
+  // their new level.
+  void UpdateLasLevels();
+  void SetPodPriority(Job& job, int32_t priority);
+  // When the next running job reaches a las threshold; +inf when none will.
+  double NextLasCrossing() const;
+  void AddGpusInUse(uint32_t slot, int64_t delta);
   // Domains of the domain level the job's bound members span.
   int32_t DomainsSpanned(const Job& job) const;
   void Record(double now);
@@ -229,6 +247,12 @@ class Replayer {
   sched::PolicyState state_;
   uint32_t start_slot_ = 0;
   std::vector<int32_t> domain_of_slot_;  // empty without a domain level
+  std::vector<double> las_thresholds_;   // empty unless the policy is las
+  // Per snapshot slot: its GPUs and those its member pods hold; and the GPUs
+  // free on slots where some are held (see fragmented_gpu_seconds).
+  std::vector<int64_t> slot_gpus_;
+  std::vector<int64_t> slot_gpus_in_use_;
+  int64_t fragmented_free_gpus_ = 0;
 
   std::vector<Job> jobs_;
   std::unordered_map<const sched::PodInfo*, std::pair<size_t, size_t>> member_by_pod_;
@@ -282,6 +306,11 @@ Status Replayer::BuildCluster() {
   if (const std::string level = DomainLevel(options_); !level.empty()) {
     domain_of_slot_ = sched::BuildTopologyLevel(snapshot_.slots(), level).domain_of_slot;
   }
+  for (const sched::NodeState& state : snapshot_.slots()) {
+    slot_gpus_.push_back(state.in_use ? state.info.allocatable.Scalar(sched::kResourceNvidiaGpu)
+                                      : 0);
+  }
+  slot_gpus_in_use_.assign(slot_gpus_.size(), 0);
   return Status::Ok();
 }
 
@@ -289,6 +318,7 @@ void Replayer::BuildJobs() {
   bool lone_pods = options_.policy == Policy::kPodGreedy;
   bool at_max = StartsAtMax(options_.policy);
   bool own_queues = options_.policy == Policy::kElasticReclaim;
+  bool las = options_.policy == Policy::kLas;
   jobs_.resize(trace_.size());
   for (size_t j = 0; j < trace_.size(); ++j) {
     const TraceJob& source = trace_[j];
@@ -323,6 +353,7 @@ void Replayer::BuildJobs() {
         pod->scheduler_name = "gang-scheduler";
         pod->phase = "Pending";
         pod->creation_time = ToTimestamp(source.submit_seconds);
+        pod->priority = las ? LasPriority(0, options_.las_levels) : 0;
         pod->requests.pods = 1;
         pod->requests.milli_cpu = 1000LL * std::max(1, role.gpus_per_member);
         if (role.gpus_per_member > 0) {
@@ -371,6 +402,12 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
     case Policy::kElasticGang:
       config.reclaim.growth = true;
       break;
+    case Policy::kLas:
+      // The default queue orders by priority (the level), then age; a gang
+      // that does not fit evicts whole gangs of lower priority only, so jobs
+      // of one level never preempt each other.
+      config.preemption.enabled = true;
+      break;
     case Policy::kElasticReclaim: {
       config.reclaim.enabled = true;
       config.reclaim.growth = true;
@@ -395,7 +432,68 @@ double Replayer::NextEventTime() const {
       next = std::min(next, jobs_[j].work.FinishTime());
     }
   }
+  return std::min(next, NextLasCrossing());
+}
+
+double Replayer::NextLasCrossing() const {
+  double next = kInfinity;
+  for (size_t j : active_) {
+    const Job& job = jobs_[j];
+    if (!job.running || job.held_gpus <= 0 ||
+        job.las_level >= static_cast<int32_t>(las_thresholds_.size())) {
+      continue;
+    }
+    double missing =
+        las_thresholds_[static_cast<size_t>(job.las_level)] - result_.jobs[j].gpu_seconds_held;
+    next = std::min(next, now_ + std::max(missing, 0.0) / static_cast<double>(job.held_gpus));
+  }
   return next;
+}
+
+void Replayer::UpdateLasLevels() {
+  if (las_thresholds_.empty()) {
+    return;
+  }
+  for (size_t j : active_) {
+    // Waiting jobs too: one whose gang left at the instant it reached a
+    // threshold is no longer running, and its new level must still count.
+    Job& job = jobs_[j];
+    int32_t level = LasLevel(result_.jobs[j].gpu_seconds_held, las_thresholds_);
+    if (level != job.las_level) {
+      job.las_level = level;
+      SetPodPriority(job, LasPriority(level, options_.las_levels));
+      dirty_ = true;
+    }
+  }
+}
+
+void Replayer::SetPodPriority(Job& job, int32_t priority) {
+  for (Member& member : job.members) {
+    member.pod->priority = priority;
+    if (!member.bound) {
+      continue;
+    }
+    // The snapshot holds the bound copy: replace it with one of the new priority.
+    if (const sched::PodInfo* bound =
+            snapshot_.FindPod(member.pod->namespace_name, member.pod->name)) {
+      sched::PodInfo copy = *bound;
+      copy.priority = priority;
+      (void)snapshot_.AddPod(std::move(copy));
+    }
+  }
+}
+
+void Replayer::AddGpusInUse(uint32_t slot, int64_t delta) {
+  if (slot >= slot_gpus_.size() || delta == 0) {
+    return;
+  }
+  auto free_if_partly_used = [this](uint32_t s) {
+    return slot_gpus_in_use_[s] > 0 ? std::max<int64_t>(0, slot_gpus_[s] - slot_gpus_in_use_[s])
+                                    : 0;
+  };
+  fragmented_free_gpus_ -= free_if_partly_used(slot);
+  slot_gpus_in_use_[slot] += delta;
+  fragmented_free_gpus_ += free_if_partly_used(slot);
 }
 
 void Replayer::AdvanceTo(double now) {
@@ -421,6 +519,7 @@ void Replayer::AdvanceTo(double now) {
   if (waiting) {
     result_.waiting_seconds += span;
     result_.busy_gpu_seconds_while_waiting += static_cast<double>(busy) * span;
+    result_.fragmented_gpu_seconds += static_cast<double>(fragmented_free_gpus_) * span;
   }
   for (size_t j : active_) {
     Job& job = jobs_[j];
@@ -445,6 +544,7 @@ void Replayer::RemoveMember(size_t job_index, size_t member_index) {
   member.leaving = false;
   --job.bound_in_role[member.role];
   job.held_gpus -= member.gpus;
+  AddGpusInUse(member.slot, -member.gpus);
 }
 
 void Replayer::Finish(size_t job_index, double now) {
@@ -491,6 +591,7 @@ void Replayer::ProcessEvents(double now) {
     }
   }
   std::erase_if(active_, [this](size_t j) { return jobs_[j].finished; });
+  UpdateLasLevels();
 }
 
 void Replayer::UpdateRunning(size_t job_index, double now) {
@@ -505,13 +606,15 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
   }
   const int32_t domains = running ? DomainsSpanned(job) : 0;
   if (running && !job.running) {
+    // A job that lost its gang restarts from its checkpoint: it pays the pause.
+    double pause_until = job.start >= 0 ? now + options_.resize_pause_seconds : now;
     if (job.start < 0) {
       job.start = now;
       job.start_domains = domains;
       job.start_members = static_cast<int32_t>(std::count_if(
           job.members.begin(), job.members.end(), [](const Member& m) { return m.bound; }));
     }
-    job.work.Resize(now, job.held_gpus, now);
+    job.work.Resize(now, job.held_gpus, pause_until);
   } else if (running && job.work.gpus() != job.held_gpus) {
     ++job.resizes;
     job.work.Resize(now, job.held_gpus, now + options_.resize_pause_seconds);
@@ -554,6 +657,7 @@ void Replayer::ApplyPlacement(const sched::PodInfo* pod, const std::string& node
   member.slot = snapshot_.FindNodeSlot(node).value_or(0);
   ++job.bound_in_role[member.role];
   job.held_gpus += member.gpus;
+  AddGpusInUse(member.slot, member.gpus);
 }
 
 void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices) {
@@ -658,6 +762,9 @@ Result<ReplayResult> Replayer::Run() {
   }
   BuildJobs();
   policy_ = MakePolicyConfig();
+  if (options_.policy == Policy::kLas) {
+    las_thresholds_ = LasThresholds(options_);
+  }
   planner_.topology_levels = options_.topology_levels;
   if (Status status = sched::ValidatePolicyConfig(policy_); !status.ok()) {
     return status;
@@ -722,14 +829,16 @@ std::string_view PolicyName(Policy policy) {
       return "elastic-reclaim";
     case Policy::kGangBackfill:
       return "gang-backfill";
+    case Policy::kLas:
+      return "las";
   }
   return "unknown";
 }
 
 const std::vector<Policy>& AllPolicies() {
-  static const std::vector<Policy> kAll = {Policy::kPodGreedy, Policy::kStaticGang,
-                                           Policy::kGangBackfill, Policy::kElasticGang,
-                                           Policy::kElasticReclaim};
+  static const std::vector<Policy> kAll = {Policy::kPodGreedy,      Policy::kStaticGang,
+                                           Policy::kGangBackfill,   Policy::kElasticGang,
+                                           Policy::kElasticReclaim, Policy::kLas};
   return kAll;
 }
 
@@ -741,8 +850,7 @@ Result<Policy> ParsePolicy(std::string_view name) {
   }
   return InvalidArgument("unknown policy \"" + std::string(name) +
                          "\"; expected pod-greedy, static-gang, gang-backfill, elastic-gang, "
-                         "elastic-reclaim "
-                         "or all");
+                         "elastic-reclaim, las or all");
 }
 
 double DrainRate(int64_t gpus, int64_t max_gpus, double exponent) {
@@ -798,6 +906,25 @@ int64_t ClusterGpus(const ReplayOptions& options) {
                                     : options.gpus / options.gpus_per_node * options.gpus_per_node;
 }
 
+std::vector<double> LasThresholds(const ReplayOptions& options) {
+  std::vector<double> thresholds;
+  double threshold = options.las_first_threshold_gpu_hours * 3600;
+  for (int32_t level = 1; level < options.las_levels; ++level) {
+    thresholds.push_back(threshold);
+    threshold *= options.las_threshold_factor;
+  }
+  return thresholds;
+}
+
+int32_t LasLevel(double attained_gpu_seconds, const std::vector<double>& thresholds) {
+  int32_t level = 0;
+  while (static_cast<size_t>(level) < thresholds.size() &&
+         attained_gpu_seconds + kServiceEpsilon >= thresholds[static_cast<size_t>(level)]) {
+    ++level;
+  }
+  return level;
+}
+
 std::string DomainLevel(const ReplayOptions& options) {
   if (!options.domain_level.empty()) {
     return options.domain_level;
@@ -833,6 +960,15 @@ Status ValidateReplayOptions(const ReplayOptions& options) {
   }
   if (!(options.cross_domain_slowdown >= 1) || !std::isfinite(options.cross_domain_slowdown)) {
     return InvalidArgument("cross-domain slowdown: must be a finite number >= 1");
+  }
+  if (options.las_levels < 1 || options.las_levels > 16) {
+    return InvalidArgument("las levels: must be 1 to 16");
+  }
+  if (!(options.las_first_threshold_gpu_hours > 0) ||
+      !std::isfinite(options.las_first_threshold_gpu_hours) ||
+      !(options.las_threshold_factor > 1) || !std::isfinite(options.las_threshold_factor)) {
+    return InvalidArgument(
+        "las thresholds: the first must be a positive number of GPU-hours, the factor above 1");
   }
   if (!options.domain_level.empty() && !api::IsQualifiedName(options.domain_level)) {
     return InvalidArgument("domain level: \"" + options.domain_level + "\" is not a label key");

@@ -14,7 +14,8 @@ std::string Format(const char* format, double value) {
 }
 
 // Colours of the policies in the plot, by Policy value.
-constexpr const char* kColours[] = {"#d62728", "#7f7f7f", "#1f77b4", "#2ca02c", "#9467bd"};
+constexpr const char* kColours[] = {"#d62728", "#7f7f7f", "#1f77b4",
+                                    "#2ca02c", "#9467bd", "#ff7f0e"};
 
 const char* ColourOf(Policy policy) {
   return kColours[static_cast<size_t>(policy) % std::size(kColours)];
@@ -163,7 +164,10 @@ PolicySummary Summarize(const ReplayResult& result) {
         (static_cast<double>(result.cluster_gpus) * result.waiting_seconds -
          result.busy_gpu_seconds_while_waiting) /
         3600;
+    summary.fragmentation = result.fragmented_gpu_seconds /
+                            (static_cast<double>(result.cluster_gpus) * result.waiting_seconds);
   }
+  summary.fragmented_gpu_hours = result.fragmented_gpu_seconds / 3600;
   summary.partial_gang_gpu_hours = result.partial_gpu_seconds / 3600;
   if (result.planning_wall_seconds > 0) {
     summary.decisions_per_second =
@@ -179,14 +183,16 @@ PolicySummary Summarize(const ReplayResult& result) {
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
   std::string out =
       "policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,"
-      "partial_gang_gpu_hours,decisions_per_s,one_domain_share\n";
+      "partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,"
+      "fragmentation\n";
   for (const PolicySummary& s : summaries) {
     out += s.policy + "," + std::to_string(s.jobs) + "," + std::to_string(s.finished) + "," +
            Format("%.1f", s.avg_jct_seconds) + "," + Format("%.1f", s.p95_jct_seconds) + "," +
            Format("%.1f", s.avg_wait_seconds) + "," + Format("%.1f", s.makespan_seconds) + "," +
            Format("%.4f", s.gpu_util) + "," + Format("%.2f", s.partial_gang_gpu_hours) + "," +
            Format("%.0f", s.decisions_per_second) + "," +
-           (s.one_domain_share < 0 ? "" : Format("%.4f", s.one_domain_share)) + "\n";
+           (s.one_domain_share < 0 ? "" : Format("%.4f", s.one_domain_share)) + "," +
+           Format("%.2f", s.fragmented_gpu_hours) + "," + Format("%.4f", s.fragmentation) + "\n";
   }
   return out;
 }
@@ -195,22 +201,24 @@ std::string SummaryTable(const std::vector<PolicySummary>& summaries) {
   char line[512];
   std::string out;
   std::snprintf(line, sizeof(line),
-                "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s %8s\n",
+                "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s %8s %9s "
+                "%6s\n",
                 "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h", "makespan_h",
                 "util", "util_wait", "idle_wait_gh", "partial_gh", "dec/s", "evictions", "plan_s",
-                "replay_s", "one_dom");
+                "replay_s", "one_dom", "frag_gh", "frag");
   out += line;
   for (const PolicySummary& s : summaries) {
     std::snprintf(
         line, sizeof(line),
         "%-16s %6lld %8lld %10.2f %10.2f %10.2f %11.2f %6.3f %10.3f %12.1f %10.1f %10.0f %9lld "
-        "%8.2f %8.2f %8s\n",
+        "%8.2f %8.2f %8s %9.1f %6.3f\n",
         s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
         s.avg_jct_seconds / 3600, s.p95_jct_seconds / 3600, s.avg_wait_seconds / 3600,
         s.makespan_seconds / 3600, s.gpu_util, s.gpu_util_while_waiting,
         s.idle_gpu_hours_while_waiting, s.partial_gang_gpu_hours, s.decisions_per_second,
         static_cast<long long>(s.evictions), s.planning_wall_seconds, s.replay_wall_seconds,
-        s.one_domain_share < 0 ? "-" : Format("%.3f", s.one_domain_share).c_str());
+        s.one_domain_share < 0 ? "-" : Format("%.3f", s.one_domain_share).c_str(),
+        s.fragmented_gpu_hours, s.fragmentation);
     out += line;
   }
   return out;

@@ -31,11 +31,16 @@ enum class Policy : uint8_t {
   // waiting one (what Volcano and kube-batch do by default). Listed after
   // static-gang.
   kGangBackfill,
+  // Discretized least attained service (Tiresias): gangs at every role's
+  // maximum, ranked by the GPU-seconds they have held (ReplayOptions::las_*);
+  // a waiting gang of a less-served level preempts whole gangs of more-served
+  // levels.
+  kLas,
 };
 
 std::string_view PolicyName(Policy policy);
 Result<Policy> ParsePolicy(std::string_view name);
-// pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim.
+// pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las.
 const std::vector<Policy>& AllPolicies();
 
 // How fast a job drains its work with `gpus` of its `max_gpus`: in GPU-seconds
@@ -109,6 +114,15 @@ struct ReplayOptions {
   double cross_domain_slowdown = 1.0;
   // The node label naming a node's GPU model, matched by a job's gpu_model.
   std::string gpu_model_label = "nvidia.com/gpu.product";
+  // las: a job's level is the number of thresholds its attained service (the
+  // GPU-seconds it has held while running) has reached, at most las_levels-1;
+  // the first threshold is las_first_threshold_gpu_hours, each next one
+  // las_threshold_factor times the last. The defaults (1, 10 and 100
+  // GPU-hours) sit between the synthetic traces' median jobs: about 1/3
+  // GPU-hour at 1 GPU, 5 at 8 GPUs, 75 at 64 GPUs.
+  int32_t las_levels = 4;
+  double las_first_threshold_gpu_hours = 1;
+  double las_threshold_factor = 10;
 };
 
 Status ValidateReplayOptions(const ReplayOptions& options);
@@ -117,6 +131,12 @@ Status ValidateReplayOptions(const ReplayOptions& options);
 std::string DomainLevel(const ReplayOptions& options);
 // GPUs of the replayed cluster: the inventory's, else whole nodes of gpus.
 int64_t ClusterGpus(const ReplayOptions& options);
+// The las thresholds in GPU-seconds (las_levels - 1 of them, ascending).
+std::vector<double> LasThresholds(const ReplayOptions& options);
+// The las level of a job that has held `attained_gpu_seconds`: 0 (the least
+// served, first in line) to las_levels - 1. A job within a millisecond of
+// GPU time of a threshold has reached it.
+int32_t LasLevel(double attained_gpu_seconds, const std::vector<double>& thresholds);
 
 struct JobRecord {
   std::string id;
@@ -180,6 +200,10 @@ struct ReplayResult {
   // While at least one job waits: how long, and the busy GPU-seconds then.
   double waiting_seconds = 0;
   double busy_gpu_seconds_while_waiting = 0;
+  // While at least one job waits: the GPUs free on nodes where some GPU is
+  // held (by any member pod, running or not), over time. Capacity a waiting
+  // gang could not use because it is scattered over partly used nodes.
+  double fragmented_gpu_seconds = 0;
   int64_t cycles = 0;
   int64_t decisions = 0;  // group decisions returned by the cycles
   int64_t evictions = 0;

@@ -28,6 +28,11 @@ struct PolicySummary {
   // members were in one domain of the domain level; -1 without a level or
   // such a gang.
   double one_domain_share = -1;
+  // GPU-hours free on nodes where some GPU is held, while some job waits
+  // (ReplayResult::fragmented_gpu_seconds); and their share of the cluster's
+  // GPU-hours over the time some job waits (0 when none waits).
+  double fragmented_gpu_hours = 0;
+  double fragmentation = 0;
   double decisions_per_second = 0;  // group decisions / planning wall-clock seconds
   int64_t cycles = 0;
   int64_t evictions = 0;
@@ -40,8 +45,9 @@ struct PolicySummary {
 PolicySummary Summarize(const ReplayResult& result);
 
 // Header `policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,
-// partial_gang_gpu_hours,decisions_per_s,one_domain_share` (the last empty
-// when not measured), one row per summary.
+// partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,
+// fragmentation` (one_domain_share empty when not measured), one row per
+// summary.
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries);
 // Aligned columns for a terminal, with the extra numbers the CSV leaves out.
 std::string SummaryTable(const std::vector<PolicySummary>& summaries);

@@ -197,6 +197,119 @@ TEST(ReplayTest, PodGreedyPartialGangHoldsGpusWithoutRunning) {
   EXPECT_DOUBLE_EQ(gang.partial_gpu_seconds, 0);
 }
 
+TEST(LasTest, LevelsGrowTenfoldFromOneGpuHour) {
+  ReplayOptions options;
+  std::vector<double> thresholds = LasThresholds(options);
+  EXPECT_EQ(thresholds, (std::vector<double>{3600, 36000, 360000}));
+  EXPECT_EQ(LasLevel(0, thresholds), 0);
+  EXPECT_EQ(LasLevel(3599, thresholds), 0);
+  EXPECT_EQ(LasLevel(3600, thresholds), 1);
+  EXPECT_EQ(LasLevel(3600 - 1e-6, thresholds), 1) << "summed spans are not exact";
+  EXPECT_EQ(LasLevel(40000, thresholds), 2);
+  EXPECT_EQ(LasLevel(1e9, thresholds), 3) << "the last level has no ceiling";
+  options.las_levels = 1;
+  EXPECT_TRUE(LasThresholds(options).empty());
+  options.las_levels = 0;
+  EXPECT_FALSE(ValidateReplayOptions(options).ok());
+  options.las_levels = 4;
+  options.las_threshold_factor = 1;
+  EXPECT_FALSE(ValidateReplayOptions(options).ok());
+}
+
+// las with a first threshold of 900 GPU-seconds (0.25 GPU-hours).
+ReplayOptions LasOptions(int64_t gpus) {
+  ReplayOptions options = Options(Policy::kLas, gpus);
+  options.las_levels = 3;
+  options.las_first_threshold_gpu_hours = 0.25;
+  return options;
+}
+
+TEST(LasTest, AShortJobPreemptsALongServedOneAndFinishesFirst) {
+  // One node. a (8 GPUs, 1000 s) passes 900 GPU-seconds at t=112.5 and drops
+  // to level 1; b (8 GPUs, 100 s) arrives at t=200 at level 0 and evicts a
+  // whole. a keeps the 1600 GPU-seconds it did and ends 800 s after b.
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 8, 8000),
+                                Job("b", 200, "default", 1, 1, 8, 800)};
+  ReplayResult las = MustReplay(jobs, LasOptions(8));
+  EXPECT_EQ(StartsAndFinishes(las), (Times{{0, 1100}, {200, 300}}));
+  EXPECT_EQ(las.evictions, 1);
+  EXPECT_EQ(las.jobs[0].evicted_members, 1);
+  EXPECT_DOUBLE_EQ(las.jobs[0].gpu_seconds_held, 8000) << "no work lost or redone";
+
+  // Gang-backfill never preempts: b waits the whole of a.
+  ReplayResult backfill = MustReplay(jobs, Options(Policy::kGangBackfill, 8));
+  EXPECT_EQ(StartsAndFinishes(backfill), (Times{{0, 1000}, {1000, 1100}}));
+}
+
+TEST(LasTest, APreemptedJobWorksThroughTheGraceAndPaysThePauseOnRestart) {
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 8, 8000),
+                                Job("b", 200, "default", 1, 1, 8, 800)};
+  ReplayOptions options = LasOptions(8);
+  options.eviction_grace_seconds = 30;
+  options.resize_pause_seconds = 10;
+  ReplayResult result = MustReplay(jobs, options);
+  // a works until its member leaves at t=230 (1840 done); b runs 230-330; a
+  // restarts at 330, paused to 340, and does the other 6160 in 770 s.
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1110}, {230, 330}}));
+  EXPECT_EQ(result.jobs[0].resizes, 0) << "a restart is not a resize";
+}
+
+TEST(LasTest, JobsOfOneLevelDoNotPreemptEachOther) {
+  // Default thresholds (1 GPU-hour first). a (8 GPUs, 400 s) never reaches
+  // 3600 GPU-seconds: b, on level 0 like a, waits for it to end.
+  std::vector<TraceJob> same = {Job("a", 0, "default", 1, 1, 8, 3200),
+                                Job("b", 100, "default", 1, 1, 8, 800)};
+  ReplayResult waits = MustReplay(same, Options(Policy::kLas, 8));
+  EXPECT_EQ(StartsAndFinishes(waits), (Times{{0, 400}, {400, 500}}));
+  EXPECT_EQ(waits.evictions, 0);
+}
+
+TEST(LasTest, AJobDemotedAtAThresholdIsPreemptedByAWaitingOne) {
+  // a (8 GPUs, 1000 s) reaches 3600 GPU-seconds at t=450. b waits from t=100
+  // on a's level; at t=450 a drops to level 1 and b preempts it at once.
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 8, 8000),
+                                Job("b", 100, "default", 1, 1, 8, 800)};
+  ReplayResult result = MustReplay(jobs, Options(Policy::kLas, 8));
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1100}, {450, 550}}));
+  EXPECT_EQ(result.evictions, 1);
+}
+
+TEST(LasTest, ALowerLevelWaitingJobGoesFirstWhenCapacityFrees) {
+  // One node. a (level 1 after 112.5 s) is preempted by b at t=200; c
+  // (level 0) arrives at t=250 while b runs, and goes before a when b ends:
+  // a has more attained service, though it arrived first.
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 8, 8000),
+                                Job("b", 200, "default", 1, 1, 8, 800),
+                                Job("c", 250, "default", 1, 1, 8, 400)};
+  ReplayResult result = MustReplay(jobs, LasOptions(8));
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1150}, {200, 300}, {300, 350}}));
+  EXPECT_EQ(result.evictions, 1) << "c waits for b, of its own level";
+}
+
+TEST(ReplayTest, FragmentationCountsFreeGpusOnPartlyUsedNodesWhileAGangWaits) {
+  // Two 4-GPU nodes. x (2 GPUs, 100 s) leaves 2 GPUs free on its node; g (two
+  // 4-GPU members) waits for both nodes until x ends: 2 GPUs x 100 s.
+  std::vector<TraceJob> jobs = {Job("x", 0, "default", 1, 1, 2, 200),
+                                Job("g", 0, "default", 2, 2, 4, 800)};
+  ReplayOptions options = Options(Policy::kGangBackfill, 8);
+  options.gpus_per_node = 4;
+  ReplayResult result = MustReplay(jobs, options);
+  EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 100}, {100, 200}}));
+  EXPECT_DOUBLE_EQ(result.waiting_seconds, 100);
+  EXPECT_DOUBLE_EQ(result.fragmented_gpu_seconds, 2 * 100);
+
+  // Alone, x leaves the same GPUs free, but no gang waits for them.
+  ReplayResult alone = MustReplay({jobs[0]}, options);
+  EXPECT_DOUBLE_EQ(alone.fragmented_gpu_seconds, 0);
+
+  // Pod-greedy puts one of g's members on the free node, which it holds idle:
+  // that node counts as full, x's node still has 2 free GPUs.
+  options.policy = Policy::kPodGreedy;
+  ReplayResult greedy = MustReplay(jobs, options);
+  EXPECT_DOUBLE_EQ(greedy.partial_gpu_seconds, 4 * 100);
+  EXPECT_DOUBLE_EQ(greedy.fragmented_gpu_seconds, 2 * 100);
+}
+
 TEST(ReplayTest, RefusesJobsThatCanNeverStart) {
   auto too_big =
       Replay({Job("big", 0, "default", 3, 3, 8, 100)}, Options(Policy::kElasticGang, 16));
@@ -349,7 +462,7 @@ TEST(ReplayTest, EveryPolicyConservesWorkOnASyntheticTrace) {
       EXPECT_GE(record.finish - record.start, jobs[i].DurationAtMax() * (1 - 1e-9));
       EXPECT_LE(record.mean_gpus_running, static_cast<double>(record.max_gpus) + 1e-9);
     }
-    if (policy == Policy::kElasticReclaim) {
+    if (policy == Policy::kElasticReclaim || policy == Policy::kLas) {
       EXPECT_GT(result.evictions, 0);
     } else {
       EXPECT_EQ(result.evictions, 0);
@@ -519,6 +632,8 @@ TEST(PolicyTest, NamesRoundTrip) {
     EXPECT_EQ(*parsed, policy);
   }
   EXPECT_FALSE(ParsePolicy("fifo").ok());
+  EXPECT_EQ(ParsePolicy("las").value(), Policy::kLas);
+  EXPECT_EQ(AllPolicies().back(), Policy::kLas) << "--policy all runs it";
 }
 
 }  // namespace

@@ -62,8 +62,25 @@ TEST(ReportTest, SummarizesAReplay) {
 TEST(ReportTest, SummaryCsvHasTheContractHeader) {
   std::string csv = SummaryCsv({Summarize(Result())});
   EXPECT_THAT(csv, StartsWith("policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,"
-                              "gpu_util,partial_gang_gpu_hours,decisions_per_s,one_domain_share\n"
-                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000,\n"));
+                              "gpu_util,partial_gang_gpu_hours,decisions_per_s,one_domain_share,"
+                              "fragmented_gpu_hours,fragmentation\n"
+                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000,,"
+                              "0.00,0.0000\n"));
+}
+
+TEST(ReportTest, FragmentationIsAShareOfTheClusterWhileJobsWait) {
+  ReplayResult result = Result();
+  // 100 s of waiting on 8 GPUs; 2 GPUs free on partly used nodes for 90 s.
+  result.fragmented_gpu_seconds = 2 * 90;
+  PolicySummary summary = Summarize(result);
+  EXPECT_DOUBLE_EQ(summary.fragmented_gpu_hours, 180.0 / 3600);
+  EXPECT_DOUBLE_EQ(summary.fragmentation, 180.0 / 800);
+  EXPECT_THAT(SummaryCsv({summary}), HasSubstr(",2000,,0.05,0.2250\n"));
+  EXPECT_THAT(SummaryTable({summary}), HasSubstr("frag_gh"));
+
+  result.waiting_seconds = 0;  // nothing waited: no share to take
+  result.fragmented_gpu_seconds = 0;
+  EXPECT_DOUBLE_EQ(Summarize(result).fragmentation, 0);
 }
 
 TEST(ReportTest, OneDomainShareCountsStartedGangsOfTwoOrMore) {
@@ -81,7 +98,7 @@ TEST(ReportTest, OneDomainShareCountsStartedGangsOfTwoOrMore) {
   ASSERT_GE(result.jobs[1].start, 0);
   PolicySummary summary = Summarize(result);
   EXPECT_DOUBLE_EQ(summary.one_domain_share, 0.5);
-  EXPECT_THAT(SummaryCsv({summary}), ::testing::HasSubstr(",2000,0.5000\n"));
+  EXPECT_THAT(SummaryCsv({summary}), ::testing::HasSubstr(",2000,0.5000,"));
   EXPECT_DOUBLE_EQ(Summarize(Result()).one_domain_share, -1) << "not measured";
 }
 

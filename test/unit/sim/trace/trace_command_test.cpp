@@ -184,5 +184,43 @@ TEST_F(TraceCommandTest, AnInventoryFileIsTheClusterInsteadOfGpus) {
   EXPECT_THAT(stderr_, HasSubstr(broken + ": line 2: labels: \"rack\" is not key=value"));
 }
 
+TEST_F(TraceCommandTest, LasThresholdFlagsDecideWhetherAShortJobPreempts) {
+  // a holds the 8 GPUs for 1000 s; b (100 s) arrives at t=200, when a has
+  // held 1600 GPU-seconds.
+  std::string trace = Write("trace.csv",
+                            "id,submit_s,queue,roles,work_gpu_s,duration_s\n"
+                            "a,0,default,worker:1:1:8,8000,\n"
+                            "b,200,default,worker:1:1:8,800,\n");
+  fs::path out = dir_ / "out";
+  std::vector<std::string> args = {
+      "--trace",          trace, "--gpus",         "8", "--policy", "las",
+      "--eviction-grace", "0",   "--resize-pause", "0", "--out",    out.string()};
+  // First threshold 1 GPU-hour: b waits until a reaches it at t=450, then
+  // preempts it; a ends 100 s late.
+  ASSERT_EQ(Run(args), 0) << stderr_;
+  std::string jobs = Read(out / "jobs.csv");
+  EXPECT_THAT(jobs, HasSubstr("\nlas,b,default,8,8,200.000,450.000,550.000,"));
+  EXPECT_THAT(jobs, HasSubstr("\nlas,a,default,8,8,0.000,0.000,1100.000,"));
+  // 0.25 GPU-hours: a is on level 1 before b arrives, and b preempts at once.
+  std::vector<std::string> low = args;
+  low.insert(low.end(), {"--las-first-threshold", "0.25"});
+  ASSERT_EQ(Run(low), 0) << stderr_;
+  EXPECT_THAT(Read(out / "jobs.csv"), HasSubstr("\nlas,b,default,8,8,200.000,200.000,300.000,"));
+  // One level: nobody preempts, b waits for a.
+  std::vector<std::string> one = args;
+  one.insert(one.end(), {"--las-levels", "1"});
+  ASSERT_EQ(Run(one), 0) << stderr_;
+  EXPECT_THAT(Read(out / "jobs.csv"), HasSubstr("\nlas,b,default,8,8,200.000,1000.000,1100.000,"));
+
+  std::vector<std::string> bad_levels = args;
+  bad_levels.insert(bad_levels.end(), {"--las-levels", "0"});
+  EXPECT_EQ(Run(bad_levels), 2);
+  EXPECT_THAT(stderr_, HasSubstr("--las-levels: must be 1 to 16"));
+  std::vector<std::string> bad_factor = args;
+  bad_factor.insert(bad_factor.end(), {"--las-threshold-factor", "1"});
+  EXPECT_EQ(Run(bad_factor), 2);
+  EXPECT_THAT(stderr_, HasSubstr("las thresholds"));
+}
+
 }  // namespace
 }  // namespace hybridjob::sim
