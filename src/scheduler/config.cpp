@@ -404,6 +404,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   std::string scoring = "binpack";
   HJ_RETURN_IF_ERROR(reader.Read("schedulerName", &config.scheduler_name));
   HJ_RETURN_IF_ERROR(ParseGpuResources(reader.Child("gpuResources"), &config.gpu_resources));
+  HJ_RETURN_IF_ERROR(reader.Read("gpuModelLabel", &config.gpu_model_label));
   HJ_RETURN_IF_ERROR(reader.Read("scoring", &scoring));
   HJ_RETURN_IF_ERROR(reader.Read("percentageOfNodesToScore", &config.percentage_of_nodes_to_score));
   HJ_RETURN_IF_ERROR(reader.Read("gangBackoffSeconds", &config.gang_backoff_seconds));
@@ -423,6 +424,10 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
 
   if (config.scheduler_name.empty()) {
     return InvalidArgument("schedulerName: must not be empty");
+  }
+  if (!config.gpu_model_label.empty() && !api::IsQualifiedName(config.gpu_model_label)) {
+    return InvalidArgument("gpuModelLabel: \"" + config.gpu_model_label +
+                           "\" is not a node label key");
   }
   if (scoring == "binpack") {
     config.scoring = PackingPolicy::kGpuBinPacking;

@@ -120,6 +120,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   PlannerConfig planner;
   planner.packing = config.scoring;
   planner.gpu_resources = config_.gpu_resources;
+  planner.gpu_model_label = config.gpu_model_label;
   planner.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
   planner.topology_levels = config.topology.levels;
   PolicyConfig policy = PolicyConfigFrom(config);

@@ -600,6 +600,9 @@ std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_c
 std::string GroupPlanner::DescribeFreeGpus(PodClass& pod_class) {
   int64_t free_total = 0;
   int64_t largest = 0;
+  // Free GPUs by the nodes' GPU model label, when some node has one.
+  std::vector<std::pair<std::string_view, int64_t>> by_model;
+  bool any_model = false;
   const std::vector<NodeState>& slots = snapshot_.slots();
   for (uint32_t slot = 0; slot < slots.size(); ++slot) {
     if (StaticVerdict(pod_class, slot) != kVerdictPass) {
@@ -611,8 +614,34 @@ std::string GroupPlanner::DescribeFreeGpus(PodClass& pod_class) {
     free = std::max<int64_t>(free, 0);
     free_total += free;
     largest = std::max(largest, free);
+    const std::string* model =
+        config_.gpu_model_label.empty() ? nullptr : node.info.labels.Find(config_.gpu_model_label);
+    any_model |= model != nullptr;
+    if (free > 0) {
+      const std::string_view name = model != nullptr ? std::string_view(*model) : "unlabelled";
+      auto it = std::find_if(by_model.begin(), by_model.end(),
+                             [&](const auto& entry) { return entry.first == name; });
+      if (it == by_model.end()) {
+        by_model.emplace_back(name, free);
+      } else {
+        it->second += free;
+      }
+    }
   }
-  return FormatGpuCount(free_total) + " free, largest node has " + FormatMilliGpus(largest);
+  std::string text = FormatGpuCount(free_total) + " free";
+  if (any_model && !by_model.empty()) {
+    // "(8 H100, 4 A100)": the most free first, then by name.
+    std::sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    text += " (";
+    for (size_t i = 0; i < by_model.size(); ++i) {
+      text += (i == 0 ? "" : ", ") + FormatMilliGpus(by_model[i].second) + " " +
+              std::string(by_model[i].first);
+    }
+    text += ")";
+  }
+  return text + ", largest node has " + FormatMilliGpus(largest);
 }
 
 void GroupPlanner::FillSummaries(GroupPlan& plan) const {

@@ -41,6 +41,9 @@ struct SchedulerConfig {
   // The resources counted as GPUs and their weights: `gpuResources` as a list
   // of names (each weighs 1) or a map of name to GPUs per unit.
   GpuResources gpu_resources;
+  // The node label naming a node's GPU model; empty turns the per-model
+  // count of the waiting reasons off.
+  std::string gpu_model_label = "nvidia.com/gpu.product";
   PackingPolicy scoring = PackingPolicy::kGpuBinPacking;
   int32_t percentage_of_nodes_to_score = 0;  // 0 = adaptive, as kube-scheduler
   int64_t gang_backoff_seconds = 5;

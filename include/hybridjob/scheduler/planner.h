@@ -40,6 +40,9 @@ struct PlannerConfig {
   // Scalar resources counted as GPUs, with their weights: packing, domain
   // capacity, fair share and the reasons count weighted GPUs.
   GpuResources gpu_resources;
+  // The node label naming a node's GPU model: the waiting reasons count free
+  // GPUs per model ("12 GPUs free (8 H100, 4 A100)"). Empty: not counted.
+  std::string gpu_model_label = "nvidia.com/gpu.product";
   // Share of nodes to find feasible per pod before choosing among them; 0 adapts
   // to the cluster size like kube-scheduler, 100 examines every node.
   int32_t percentage_of_nodes_to_score = 0;

@@ -185,6 +185,9 @@ int RunTraceCommand(int argc, char** argv) {
     scheduler::PolicyConfig policy_config = scheduler::PolicyConfigFrom(*config);
     replay.queues = std::move(policy_config.queues);
     replay.topology_levels = config->topology.levels;
+    if (!config->gpu_model_label.empty()) {
+      replay.gpu_model_label = config->gpu_model_label;
+    }
     if (!flags.WasSet("starvation-seconds")) {
       replay.starvation_seconds = policy_config.starvation.max_wait_seconds;
     }

@@ -166,6 +166,15 @@ gpuResources:
   EXPECT_NE(listed->gpu_resources, config->gpu_resources);
 }
 
+TEST(SchedulerConfigTest, GpuModelLabelIsALabelKeyOrEmpty) {
+  EXPECT_EQ(ParseSchedulerConfig("")->gpu_model_label, "nvidia.com/gpu.product");
+  EXPECT_EQ(ParseSchedulerConfig("gpuModelLabel: amd.com/gpu.device-id\n")->gpu_model_label,
+            "amd.com/gpu.device-id");
+  EXPECT_EQ(ParseSchedulerConfig("gpuModelLabel: \"\"\n")->gpu_model_label, "");
+  EXPECT_EQ(Refusal("gpuModelLabel: \"not a key\"\n"),
+            "gpuModelLabel: \"not a key\" is not a node label key");
+}
+
 TEST(SchedulerConfigTest, GuaranteeAboveMaxInTheSameUnitIsRefused) {
   // 64 cpus guaranteed, 1.5 cpus max: compared in millicores.
   EXPECT_EQ(Refusal(R"(

@@ -137,6 +137,32 @@ TEST_F(PlannerTest, RoleBelowMinimumPlacesNothingAndExplainsWhy) {
   EXPECT_EQ(Fingerprint(), before);
 }
 
+TEST_F(PlannerTest, ReasonCountsFreeGpusPerModel) {
+  constexpr char kModel[] = "nvidia.com/gpu.product";
+  AddNode(NodeBuilder("h0").Gpus(2).Label(kModel, "H100"));
+  AddNode(NodeBuilder("h1").Gpus(1).Label(kModel, "H100"));
+  AddNode(NodeBuilder("a0").Gpus(2).Label(kModel, "A100"));
+  AddNode(NodeBuilder("plain").Gpus(1));
+  GroupFixture job("job", MakeSpec({GroupRole{"worker", 5, 5, 0}}));
+  job.AddMembers("worker", 0, 5, TwoGpus);
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_THAT(plan.reason,
+              HasSubstr("6 GPUs free (3 H100, 2 A100, 1 unlabelled), largest node has 2; "));
+
+  // A job that selects a model counts only the nodes it may use.
+  GroupFixture more("more", MakeSpec({GroupRole{"worker", 4, 4, 0}}));
+  more.AddMembers("worker", 0, 4,
+                  [&](PodBuilder& pod) { pod.Gpus(1).NodeSelector(kModel, "H100"); });
+  EXPECT_THAT(PlanGroup(snapshot_, more.Group(snapshot_), config_).reason,
+              HasSubstr("3 GPUs free (3 H100), largest node has 2; "));
+
+  // Without a model label configured, no per-model count.
+  config_.gpu_model_label.clear();
+  EXPECT_THAT(PlanGroup(snapshot_, job.Group(snapshot_), config_).reason,
+              HasSubstr("6 GPUs free, largest node has 2; "));
+}
+
 TEST_F(PlannerTest, ReasonCountsEveryKindOfRejection) {
   AddNodes("n", 2, 1);
   AddNode(NodeBuilder("tainted").Gpus(8).Taint("dedicated", "infra", TaintEffect::kNoSchedule));
