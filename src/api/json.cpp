@@ -207,7 +207,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   }
   reader.CheckKnown(*spec_json,
                     {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code",
-                     "artifacts", "tensorboard", "queue", "topology", "schedulerName"},
+                     "artifacts", "tensorboard", "queue", "topology", "schedulerName", "suspend"},
                     "spec");
   spec.framework =
       reader.Enumerated<Framework>(*spec_json, "framework", "spec", ParseFramework, AllFrameworks())
@@ -234,6 +234,7 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   spec.topology = ReadTopologyMember(reader, *spec_json, "spec", /*reject_unknown_keys=*/true);
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
                             .value_or(std::string(kDefaultSchedulerName));
+  spec.suspend = reader.Bool(*spec_json, "suspend", "spec").value_or(false);
   return spec;
 }
 
@@ -468,6 +469,9 @@ json ToJson(const HybridJobSpec& spec) {
     out["topology"] = TopologyJson(*spec.topology);
   }
   out["schedulerName"] = spec.scheduler_name;
+  if (spec.suspend) {
+    out["suspend"] = true;
+  }
   return out;
 }
 

@@ -36,13 +36,14 @@ constexpr Spellings<SuccessOperator, 2> kSuccessOperators{{
     {SuccessOperator::kAny, "Any"},
 }};
 
-constexpr Spellings<JobPhase, 6> kJobPhases{{
+constexpr Spellings<JobPhase, 7> kJobPhases{{
     {JobPhase::kPending, "Pending"},
     {JobPhase::kQueued, "Queued"},
     {JobPhase::kRunning, "Running"},
     {JobPhase::kRestarting, "Restarting"},
     {JobPhase::kSucceeded, "Succeeded"},
     {JobPhase::kFailed, "Failed"},
+    {JobPhase::kSuspended, "Suspended"},
 }};
 
 constexpr Spellings<TopologyMode, 3> kTopologyModes{{

@@ -24,6 +24,8 @@ std::string Describe(const Action& action) {
           return "CreateConfigMap " + k8s::NameOf(a.config_map);
         } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {
           return "UpdateConfigMap " + k8s::NameOf(a.config_map);
+        } else if constexpr (std::is_same_v<T, DeleteConfigMap>) {
+          return "DeleteConfigMap " + a.name;
         } else if constexpr (std::is_same_v<T, CreatePVC>) {
           return "CreatePVC " + k8s::NameOf(a.claim);
         } else if constexpr (std::is_same_v<T, CreateDeployment>) {

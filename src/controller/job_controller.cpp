@@ -559,6 +559,18 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                                       Expectations::Clock::now());
           }
           return Status::Ok();
+        } else if constexpr (std::is_same_v<T, DeleteConfigMap>) {
+          k8s::DeleteOptions options;
+          options.precondition_uid = a.uid;
+          Status deleted = client_.Delete(k8s::resources::ConfigMaps(), ns, a.name, options);
+          // Gone already, or a newer one took the name: either way this one
+          // is gone once the cache shows it so.
+          if (deleted.ok() || k8s::IsNotFound(deleted) || k8s::IsConflict(deleted)) {
+            expectations_.ExpectChildGone(key, ChildKind::kConfigMap, a.name, a.uid,
+                                          Expectations::Clock::now());
+            return Status::Ok();
+          }
+          return deleted;
         } else if constexpr (std::is_same_v<T, CreatePVC>) {
           return CreateChild(key, ChildKind::kClaim, k8s::resources::PersistentVolumeClaims(), ns,
                              a.claim, write);

@@ -9,6 +9,7 @@
 #include <hybridjob/api/names.h>
 #include <hybridjob/common/strings.h>
 #include <hybridjob/controller/children.h>
+#include <hybridjob/k8s/object_meta.h>
 
 #include "plan_stages.h"
 
@@ -224,6 +225,20 @@ void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& mem
     }
     if (remove) {
       plan.deletes.push_back({pod->name, pod->uid, stop_active ? "deadline" : "cleanup"});
+    }
+  }
+}
+
+void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
+  for (const auto& [key, pod] : view.own) {
+    if (!pod->terminating) {
+      plan.deletes.push_back({pod->name, pod->uid, "suspend"});
+    }
+  }
+  for (const nlohmann::json& config_map : view.observed.config_maps) {
+    if (k8s::NameOf(config_map) == api::ClusterConfigMapName(view.job.metadata.name) &&
+        view.OwnedByJob(config_map)) {
+      plan.config_map_action = DeleteConfigMap{k8s::NameOf(config_map), k8s::UidOf(config_map)};
     }
   }
 }

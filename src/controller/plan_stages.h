@@ -70,6 +70,11 @@ std::optional<std::string> SuccessPolicyMet(const PlanView& view, const Membersh
 std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membership& membership,
                                            PlanBuilder& plan);
 
+// spec.suspend: every member pod goes (parameter servers too), and so does
+// the cluster ConfigMap, whose cluster spec is the stopped run's: members
+// created on resume wait for the one their own placement gets.
+void DeleteForSuspend(const PlanView& view, PlanBuilder& plan);
+
 // Pods a finished job (in `phase`, for `reason`) no longer needs.
 void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& membership,
                       api::JobPhase phase, const std::string& reason, PlanBuilder& plan);
@@ -119,6 +124,10 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
 // The status of a job that ends in this pass as `terminal`.
 void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
                            const std::optional<Membership>& membership, PlanBuilder& plan);
+
+// The status of a suspended job: no members, no start time (the deadline
+// counts from the next start), the membership given up.
+void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan);
 
 // The status of a job whose spec is invalid.
 void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan);

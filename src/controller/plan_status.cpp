@@ -167,6 +167,13 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
       events.push_back({EventType::kWarning, upload->reason, upload->message});
     }
   }
+  if (const api::Condition* suspended = became_true(api::kConditionSuspended)) {
+    events.push_back({EventType::kNormal, suspended->reason, suspended->message});
+  } else if (const api::Condition* resumed = plan.status.FindCondition(api::kConditionSuspended);
+             resumed != nullptr && resumed->status == "False" &&
+             view.old_status.HasTrueCondition(api::kConditionSuspended)) {
+    events.push_back({EventType::kNormal, resumed->reason, resumed->message});
+  }
   if (const api::Condition* failure = became_true(api::kConditionReplicaFailure)) {
     events.push_back({EventType::kWarning, failure->reason, failure->message});
   }
@@ -390,6 +397,9 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
                phase == JobPhase::kRestarting ? std::string(api::kConditionRestarting) : phase_text,
                restart_message.empty() ? "recreating missing members" : restart_message,
                !restart_message.empty());
+  // Only a job that was suspended has the condition to flip.
+  SetCondition(view, plan, api::kConditionSuspended, false, std::string(api::kReasonJobResumed),
+               "the job resumed: its member pods are created again", false);
 }
 
 void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
@@ -413,6 +423,28 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
       view, plan,
       terminal.phase == JobPhase::kSucceeded ? api::kConditionSucceeded : api::kConditionFailed,
       true, terminal.reason, terminal.message, true);
+}
+
+void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
+  plan.status.phase = JobPhase::kSuspended;
+  plan.status.start_time.reset();
+  plan.status.placement.clear();
+  ComputeReplicaStatuses(view, std::nullopt, EndedPods::kProjected, plan);
+  ComputeReadyMembers(view, std::nullopt, plan);
+  const std::string phase_text(api::ToString(JobPhase::kSuspended));
+  for (std::string_view type :
+       {api::kConditionRunning, api::kConditionRestarting, api::kConditionQueued}) {
+    SetCondition(view, plan, type, false, phase_text, "", false);
+  }
+  // Scheduled=False gives the membership up: resumed, the gang is placed
+  // afresh, at any size its minimums and maximums allow.
+  SetCondition(view, plan, api::kConditionScheduled, false, phase_text,
+               "the job is suspended; its gang is placed afresh when it resumes", true);
+  RemoveCondition(plan, api::kConditionReplicaFailure);
+  SetCondition(view, plan, api::kConditionSuspended, true, std::string(api::kReasonJobSuspended),
+               "the job is suspended: its member pods are deleted and it holds no GPUs; set "
+               "spec.suspend to false to resume it",
+               true);
 }
 
 void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan) {

@@ -49,6 +49,14 @@ Plan PlanFinished(const PlanView& view, PlanBuilder plan) {
   return Assemble(view, std::move(plan));
 }
 
+// spec.suspend: the members and the run's cluster spec go; the job waits,
+// holding nothing the scheduler places, until the flag is cleared.
+Plan PlanSuspended(const PlanView& view, PlanBuilder plan) {
+  DeleteForSuspend(view, plan);
+  ComputeSuspendedStatus(view, plan);
+  return Assemble(view, std::move(plan));
+}
+
 // A job that is not valid: say so once, create nothing.
 Plan PlanInvalid(const PlanView& view, const std::string& message, PlanBuilder plan) {
   if (view.old_status.phase && api::IsTerminal(*view.old_status.phase)) {
@@ -113,6 +121,9 @@ Plan PlanParsed(api::HybridJob job, const Observed& observed, api::TimePoint now
   std::vector<api::FieldError> errors = api::Validate(view.job);
   if (!errors.empty()) {
     return PlanInvalid(view, api::JoinErrors(errors), std::move(plan));
+  }
+  if (view.job.spec.suspend) {
+    return PlanSuspended(view, std::move(plan));
   }
   return PlanActive(view, std::move(plan));
 }

@@ -33,7 +33,15 @@ enum class CleanPodPolicy { kRunning, kAll, kNone };
 
 enum class SuccessOperator { kAll, kAny };
 
-enum class JobPhase { kPending, kQueued, kRunning, kRestarting, kSucceeded, kFailed };
+enum class JobPhase {
+  kPending,
+  kQueued,
+  kRunning,
+  kRestarting,
+  kSucceeded,
+  kFailed,
+  kSuspended,  // spec.suspend: no member pods until it is cleared
+};
 
 // How a gang's members sit in one domain of a topology level (a node label
 // key among the scheduler's configured levels):
@@ -211,6 +219,11 @@ struct HybridJobSpec {
   // Unset: members go wherever they fit best, as without topology levels.
   std::optional<TopologySpec> topology;
   std::string scheduler_name = "gang-scheduler";
+  // While true the job has no member pods (they are deleted, parameter
+  // servers included) and activeDeadlineSeconds does not run; its Service,
+  // claims, SSH key and TensorBoard stay. Cleared, the members are created
+  // again and placed afresh, at any size between the minimums and maximums.
+  bool suspend = false;
 
   const ReplicaSpec* FindRole(std::string_view name) const;
   const VolumeSpec* FindVolume(std::string_view name) const;
@@ -242,6 +255,11 @@ inline constexpr std::string_view kConditionQueued = "Queued";
 // ReplicaSet, quoting the server), or they would need a ConfigMap that does
 // not exist (MissingConfigMap). Removed once neither holds.
 inline constexpr std::string_view kConditionReplicaFailure = "ReplicaFailure";
+// spec.suspend: True with JobSuspended while the job is suspended, False with
+// JobResumed once it is cleared (as on a batch/v1 Job).
+inline constexpr std::string_view kConditionSuspended = "Suspended";
+inline constexpr std::string_view kReasonJobSuspended = "JobSuspended";
+inline constexpr std::string_view kReasonJobResumed = "JobResumed";
 
 // spec.artifacts: whether the files were uploaded after the job succeeded.
 // False with reason Uploading or Retrying while the uploader runs, True with

@@ -38,6 +38,13 @@ struct CreateConfigMap {
 struct UpdateConfigMap {
   nlohmann::json config_map;
 };
+// Delete the job's cluster ConfigMap (a suspended job's: its cluster spec is
+// the stopped run's, and resumed members must wait for their own). uid is a
+// precondition.
+struct DeleteConfigMap {
+  std::string name;
+  std::string uid;
+};
 struct CreatePVC {
   nlohmann::json claim;
 };
@@ -57,7 +64,7 @@ struct CreateSshKeySecret {
 struct DeletePod {
   std::string name;
   std::string uid;
-  std::string reason;  // for logs: "surplus", "restart", "cleanup", "deadline"
+  std::string reason;  // for logs: "surplus", "restart", "cleanup", "deadline", "suspend"
 };
 
 // Rewrite the group-spec annotation of a member that waits unbound, so the
@@ -90,8 +97,8 @@ struct DeleteJob {
 };
 
 using Action = std::variant<UpdateStatus, RecordEvent, CreatePVC, CreateService, CreateDeployment,
-                            CreateSshKeySecret, CreateConfigMap, UpdateConfigMap, DeletePod,
-                            PatchPodGroupSpec, CreatePod, DeleteJob>;
+                            CreateSshKeySecret, CreateConfigMap, UpdateConfigMap, DeleteConfigMap,
+                            DeletePod, PatchPodGroupSpec, CreatePod, DeleteJob>;
 
 struct Plan {
   std::vector<Action> actions;

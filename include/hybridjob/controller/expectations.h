@@ -104,6 +104,16 @@ class Expectations {
     record.last_set = now;
   }
 
+  // The reconciler deleted the child `name` of `kind` whose uid was `uid`
+  // (or found it gone): the cache must stop showing that object.
+  void ExpectChildGone(const std::string& key, ChildKind kind, const std::string& name,
+                       const std::string& uid, Clock::time_point now) {
+    MutexLock lock(mu_);
+    Record& record = records_[key];
+    record.children_gone[{kind, name}] = uid;
+    record.last_set = now;
+  }
+
   // Pod informer: a pod of job `key` was added or updated.
   void PodSeen(const std::string& key, const ObservedPod& pod) {
     MutexLock lock(mu_);
@@ -165,6 +175,11 @@ class Expectations {
         return ChildShown(*cached_children, expected.first.first, expected.first.second,
                           expected.second);
       });
+      std::erase_if(record.children_gone, [cached_children](const auto& expected) {
+        const nlohmann::json* shown =
+            FindChild(*cached_children, expected.first.first, expected.first.second);
+        return shown == nullptr || k8s::UidOf(*shown) != expected.second;
+      });
     }
     if (record.empty()) {
       records_.erase(it);
@@ -216,6 +231,9 @@ class Expectations {
       add(std::string(stale.empty() ? "create " : "update ") +
           std::string(ChildKindName(child.first)) + " " + child.second);
     }
+    for (const auto& [child, uid] : it->second.children_gone) {
+      add("delete " + std::string(ChildKindName(child.first)) + " " + child.second);
+    }
     return out;
   }
 
@@ -228,7 +246,7 @@ class Expectations {
     }
     const Record& record = it->second;
     return record.creations.size() + record.deletions.size() + record.children.size() +
-           (record.stale_job_version ? 1 : 0);
+           record.children_gone.size() + (record.stale_job_version ? 1 : 0);
   }
 
   // Jobs with outstanding expectations.
@@ -244,10 +262,13 @@ class Expectations {
     std::optional<std::string> stale_job_version;
     // (kind, name) -> the resourceVersion it must move off ("": must appear)
     std::map<std::pair<ChildKind, std::string>, std::string> children;
+    // (kind, name) -> the uid of the deleted object the cache must stop showing
+    std::map<std::pair<ChildKind, std::string>, std::string> children_gone;
     Clock::time_point last_set{};
 
     bool empty() const {
-      return creations.empty() && deletions.empty() && !stale_job_version && children.empty();
+      return creations.empty() && deletions.empty() && !stale_job_version && children.empty() &&
+             children_gone.empty();
     }
   };
 
@@ -265,8 +286,8 @@ class Expectations {
     return "object";
   }
 
-  static bool ChildShown(const Observed& cached, ChildKind kind, const std::string& name,
-                         const std::string& stale_resource_version) {
+  static const nlohmann::json* FindChild(const Observed& cached, ChildKind kind,
+                                         const std::string& name) {
     const std::vector<nlohmann::json>* objects = nullptr;
     switch (kind) {
       case ChildKind::kService:
@@ -284,11 +305,17 @@ class Expectations {
     }
     for (const nlohmann::json& object : *objects) {
       if (k8s::NameOf(object) == name) {
-        return stale_resource_version.empty() ||
-               k8s::ResourceVersionOf(object) != stale_resource_version;
+        return &object;
       }
     }
-    return false;
+    return nullptr;
+  }
+
+  static bool ChildShown(const Observed& cached, ChildKind kind, const std::string& name,
+                         const std::string& stale_resource_version) {
+    const nlohmann::json* object = FindChild(cached, kind, name);
+    return object != nullptr && (stale_resource_version.empty() ||
+                                 k8s::ResourceVersionOf(*object) != stale_resource_version);
   }
 
   static void MeetSeen(Record& record, const ObservedPod& pod) {

@@ -524,6 +524,66 @@ TEST_F(JobControllerTest, FollowsTheSchedulerWhenItShrinksAndGrowsAnElasticJob) 
   EXPECT_EQ(Phase("pt"), "Running");
 }
 
+// spec.suspend: the members go (the Service, the claims and the job stay) and
+// the run's cluster spec with them; cleared, the gang is created again and
+// placed afresh at another size; a job created suspended creates nothing.
+TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAfresh) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  const json volumes = {{{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}}};
+  CreateJob(NewJob("sus", "pytorch", json::array({Role("worker", 2, 4, "OnFailure")}),
+                   json::object(), volumes));
+  const std::set<std::string> all = {"sus-worker-0", "sus-worker-1", "sus-worker-2",
+                                     "sus-worker-3"};
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("sus", all); })) << Describe("sus");
+  ASSERT_NO_FATAL_FAILURE(
+      BindAndRun({"sus-worker-0", "sus-worker-1", "sus-worker-2", "sus-worker-3"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("sus") == "Running"; })) << Describe("sus");
+  ASSERT_TRUE(Exists(k8s::resources::ConfigMaps(), "sus-cluster"));
+  const std::string claim_uid =
+      Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "sus-ckpt"));
+
+  auto set_suspend = [&](bool suspend) {
+    auto patched = client_->Patch(k8s::resources::HybridJobs(), ns(), "sus", k8s::PatchType::kMerge,
+                                  json{{"spec", {{"suspend", suspend}}}}.dump());
+    ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  };
+  ASSERT_NO_FATAL_FAILURE(set_suspend(true));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("sus").empty() && Phase("sus") == "Suspended"; }))
+      << Describe("sus");
+  EXPECT_FALSE(Exists(k8s::resources::ConfigMaps(), "sus-cluster"));
+  EXPECT_TRUE(Exists(k8s::resources::Services(), "sus"));
+  EXPECT_EQ(Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "sus-ckpt")),
+            claim_uid);
+  EXPECT_EQ(Condition("sus", "Suspended").value("reason", ""), "JobSuspended");
+  EXPECT_FALSE(Status("sus").contains("startTime"));
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("sus", "JobSuspended", "Normal"); }));
+
+  ASSERT_NO_FATAL_FAILURE(set_suspend(false));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("sus", all); })) << Describe("sus");
+  EXPECT_EQ(Condition("sus", "Suspended").value("reason", ""), "JobResumed");
+  // The scheduler finds room for two workers this time.
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"sus-worker-0", "sus-worker-1"}));
+  ASSERT_NO_FATAL_FAILURE(MarkSurplus("sus-worker-2"));
+  ASSERT_NO_FATAL_FAILURE(MarkSurplus("sus-worker-3"));
+  ASSERT_TRUE(WaitFor([&] {
+    auto config_map = client_->Get(k8s::resources::ConfigMaps(), ns(), "sus-cluster");
+    return config_map.ok() && (*config_map)["metadata"]["annotations"].value(
+                                  std::string(api::kMembersAnnotation), "") == R"({"worker":2})";
+  })) << Describe("sus");
+  EXPECT_TRUE(WaitFor([&] { return Phase("sus") == "Running"; })) << Describe("sus");
+  EXPECT_EQ(Status("sus").value("restartCount", -1), 0);
+  EXPECT_TRUE(HasEvent("sus", "JobResumed", "Normal"));
+
+  // Created suspended: nothing at all until an admission system resumes it.
+  json created_suspended =
+      NewJob("later", "pytorch", json::array({Role("worker", 1, 1, "OnFailure")}));
+  created_suspended["spec"]["suspend"] = true;
+  CreateJob(created_suspended);
+  ASSERT_TRUE(WaitFor([&] { return Phase("later") == "Suspended"; })) << Describe("later");
+  EXPECT_TRUE(PodNames("later").empty());
+  EXPECT_FALSE(Exists(k8s::resources::Services(), "later"));
+}
+
 // A drain on a 1.26+ cluster: the Eviction API marks the member
 // DisruptionTarget (EvictionByEvictionAPI) and deletes it. That is not the
 // gang scheduler's reclaim (no GangEviction mark): the member comes back at

@@ -50,6 +50,7 @@ TEST(ApiJsonTest, ParsesEveryField) {
   spec["tensorboard"] = {{"logDir", "/data/logs"}, {"image", "tb:1"}, {"serviceType", "NodePort"}};
   spec["queue"] = "research";
   spec["schedulerName"] = "my-gang";
+  spec["suspend"] = true;
 
   Result<HybridJob> parsed = ParseHybridJob(object, {.reject_unknown_fields = true});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -96,6 +97,7 @@ TEST(ApiJsonTest, ParsesEveryField) {
   EXPECT_EQ(job.spec.tensorboard->service_type, "NodePort");
   EXPECT_EQ(job.spec.queue, "research");
   EXPECT_EQ(job.spec.scheduler_name, "my-gang");
+  EXPECT_TRUE(job.spec.suspend);
 }
 
 TEST(ApiJsonTest, OmittedFieldsTakeTheirDefaults) {
@@ -106,6 +108,7 @@ TEST(ApiJsonTest, OmittedFieldsTakeTheirDefaults) {
   EXPECT_EQ(parsed->spec.framework, Framework::kGeneric);
   EXPECT_FALSE(parsed->spec.queue.has_value());  // the namespace's default queue
   EXPECT_EQ(parsed->spec.scheduler_name, "gang-scheduler");
+  EXPECT_FALSE(parsed->spec.suspend);
   EXPECT_EQ(parsed->spec.run_policy.backoff_limit, 3);
   EXPECT_EQ(parsed->spec.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
   EXPECT_FALSE(parsed->spec.run_policy.active_deadline_seconds.has_value());
@@ -192,6 +195,10 @@ TEST(ApiJsonTest, WrongShapes) {
   object = TfJobJson();
   object["spec"]["replicaSpecs"][0]["template"] = json::array();
   EXPECT_EQ(ParseError(object), "spec.replicaSpecs[0].template: must be an object");
+
+  object = TfJobJson();
+  object["spec"]["suspend"] = "yes";
+  EXPECT_EQ(ParseError(object), "spec.suspend: must be a boolean");
 
   object = TfJobJson();
   object["metadata"]["labels"] = {{"a", 1}};
@@ -293,8 +300,10 @@ TEST(ApiJsonTest, WholeJobRoundTrips) {
   object["spec"]["tensorboard"] = {{"logDir", "/data/logs"}};
   object["spec"]["successPolicy"] = {{"roles", {"worker"}}};
   object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}};
+  object["spec"]["suspend"] = true;
   Result<HybridJob> parsed = ParseHybridJob(object);
   ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->spec.suspend);
   Result<HybridJob> again = ParseHybridJob(ToJson(*parsed), {.reject_unknown_fields = true});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *parsed);

@@ -41,7 +41,7 @@ TEST(ApiEnumsTest, SpellingsAreExact) {
   EXPECT_FALSE(ParseRestartPolicy("onfailure").has_value());
   EXPECT_FALSE(ParseCleanPodPolicy("").has_value());
   EXPECT_EQ(AllFrameworks().size(), 5u);
-  EXPECT_EQ(AllJobPhases().size(), 6u);
+  EXPECT_EQ(AllJobPhases().size(), 7u);
 }
 
 TEST(ApiEnumsTest, TerminalPhases) {
@@ -50,6 +50,7 @@ TEST(ApiEnumsTest, TerminalPhases) {
   EXPECT_FALSE(IsTerminal(JobPhase::kRunning));
   EXPECT_FALSE(IsTerminal(JobPhase::kRestarting));
   EXPECT_FALSE(IsTerminal(JobPhase::kQueued));
+  EXPECT_FALSE(IsTerminal(JobPhase::kSuspended));
 }
 
 TEST(ApiEnumsTest, FrameworkPorts) {

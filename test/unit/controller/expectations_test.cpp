@@ -239,6 +239,31 @@ TEST(ExpectationsTest, AnUpdatedConfigMapMustMoveOffItsOldVersion) {
   EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kSatisfied);
 }
 
+TEST(ExpectationsTest, ADeletedConfigMapMustLeaveTheCache) {
+  Expectations expectations;
+  expectations.ExpectChildGone(kJob, Expectations::ChildKind::kConfigMap, "train-cluster", "u1",
+                               kT0);
+  EXPECT_EQ(expectations.Describe(kJob), "delete ConfigMap train-cluster");
+  EXPECT_EQ(expectations.Pending(kJob), 1u);
+  nlohmann::json old = Object("train-cluster", "5");
+  old["metadata"]["uid"] = "u1";
+  Observed cached;
+  cached.config_maps = {old};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kPending);
+  // Without the children in view it stays outstanding.
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0), State::kPending);
+  // A newer ConfigMap of that name is not the deleted one.
+  nlohmann::json newer = Object("train-cluster", "8");
+  newer["metadata"]["uid"] = "u2";
+  cached.config_maps = {newer};
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kSatisfied);
+
+  expectations.ExpectChildGone(kJob, Expectations::ChildKind::kConfigMap, "train-cluster", "u2",
+                               kT0);
+  cached.config_maps.clear();
+  EXPECT_EQ(expectations.Check(kJob, {}, "1", kT0, &cached), State::kSatisfied);
+}
+
 TEST(ExpectationsTest, ChildrenNeverShownExpireLikeEverythingElse) {
   Expectations expectations(seconds(30));
   expectations.ExpectChild(kJob, Expectations::ChildKind::kClaim, "train-data", "", kT0);

@@ -319,6 +319,12 @@ class FakeCluster {
               update.config_map["metadata"]["resourceVersion"]);
     config_maps_[name] = WithIdentity(update.config_map);
   }
+  void ApplyOne(const DeleteConfigMap& removal) {
+    auto it = config_maps_.find(removal.name);
+    if (it != config_maps_.end() && it->second["metadata"].value("uid", "") == removal.uid) {
+      config_maps_.erase(it);
+    }
+  }
   void ApplyOne(const CreatePVC& create) { Store(claims_, create.claim); }
   void ApplyOne(const CreateDeployment& create) { Store(deployments_, create.deployment); }
   void ApplyOne(const DeleteJob&) { job_deleted_ = true; }

@@ -1158,6 +1158,102 @@ TEST(ControllerPlannerTest, DeadlineAlsoEndsAJobThatNeverGotPlaced) {
   EXPECT_THAT(cluster.PodNames(), IsEmpty()) << testing::Describe(plan);
 }
 
+TEST(ControllerPlannerTest, SuspendDeletesEveryMemberAndTheRunsClusterSpecAndKeepsTheRest) {
+  FakeCluster cluster = RunningDdpJob();
+  ASSERT_NE(cluster.ConfigMap("ddp-cluster"), nullptr);
+  const size_t services = cluster.Services().size();
+  cluster.Job()["spec"]["suspend"] = true;
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2",
+                                   "ddp-worker-3"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "suspend");
+  }
+  EXPECT_EQ(cluster.ConfigMap("ddp-cluster"), nullptr) << testing::Describe(plan);
+  EXPECT_EQ(cluster.Services().size(), services);
+  EXPECT_THAT(CreatedPods(plan), IsEmpty());
+  const api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kSuspended);
+  EXPECT_FALSE(status.start_time.has_value());
+  EXPECT_TRUE(status.HasTrueCondition(api::kConditionSuspended));
+  EXPECT_EQ(status.FindCondition(api::kConditionSuspended)->reason, "JobSuspended");
+  EXPECT_FALSE(status.HasTrueCondition(api::kConditionScheduled));
+  EXPECT_FALSE(status.HasTrueCondition(api::kConditionRunning));
+  EXPECT_EQ(status.restart_count, 0) << "a suspension is not a restart";
+  EXPECT_THAT(EventReasons(plan), Contains("JobSuspended"));
+  // Suspended, it stays so: nothing is created, however long it waits.
+  EXPECT_THAT(cluster.Step(T0() + seconds(3600)).actions, IsEmpty());
+}
+
+TEST(ControllerPlannerTest, AResumedJobIsPlacedAfreshAtAnotherSize) {
+  FakeCluster cluster = RunningDdpJob();  // master and 4 workers
+  cluster.Job()["spec"]["suspend"] = true;
+  cluster.Step(T0() + seconds(10));
+  cluster.Job()["spec"]["suspend"] = false;
+  Plan plan = cluster.Step(T0() + seconds(100));
+  EXPECT_THAT(CreatedPods(plan),
+              UnorderedElementsAre("ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2",
+                                   "ddp-worker-3"));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  EXPECT_EQ(status.FindCondition(api::kConditionSuspended)->status, "False");
+  EXPECT_EQ(status.FindCondition(api::kConditionSuspended)->reason, "JobResumed");
+  EXPECT_EQ(status.start_time, api::FormatTime(T0() + seconds(100)));
+  EXPECT_THAT(EventReasons(plan), Contains("JobResumed"));
+  EXPECT_EQ(cluster.ConfigMap("ddp-cluster"), nullptr) << "members wait for their own spec";
+
+  // Less is free now: the scheduler places the master and two workers.
+  Place(cluster, {"ddp-master-0", "ddp-worker-0", "ddp-worker-1"});
+  plan = cluster.Step(T0() + seconds(110));
+  status = cluster.Status();
+  EXPECT_TRUE(status.HasTrueCondition(api::kConditionScheduled));
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  const json* config_map = cluster.ConfigMap("ddp-cluster");
+  ASSERT_NE(config_map, nullptr);
+  EXPECT_EQ(WorkerEnvValue(*config_map, 0, "WORLD_SIZE"), "3");
+  EXPECT_EQ(status.restart_count, 0);
+}
+
+TEST(ControllerPlannerTest, TheDeadlineDoesNotRunWhileSuspendedAndRestartsOnResume) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 60}};
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Job()["spec"]["suspend"] = true;
+  EXPECT_FALSE(cluster.Step(T0() + seconds(30)).requeue_after.has_value());
+  cluster.Step(T0() + seconds(500));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSuspended);
+
+  cluster.Job()["spec"]["suspend"] = false;
+  Plan plan = cluster.Step(T0() + seconds(500));
+  EXPECT_EQ(plan.requeue_after, seconds(60));
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0() + seconds(559));
+  EXPECT_NE(cluster.Status().phase, JobPhase::kFailed);
+  cluster.Step(T0() + seconds(560));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_EQ(cluster.Status().FindCondition(api::kConditionFailed)->reason, "DeadlineExceeded");
+}
+
+TEST(ControllerPlannerTest, AJobCreatedSuspendedCreatesNothingUntilResumed) {
+  json object = TfJob();
+  object["spec"]["suspend"] = true;
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_THAT(cluster.PodNames(), IsEmpty());
+  EXPECT_TRUE(cluster.Services().empty()) << testing::Describe(plan);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSuspended);
+  EXPECT_THAT(EventReasons(plan), ElementsAre("JobSuspended"));
+
+  cluster.Job()["spec"].erase("suspend");
+  plan = cluster.Step(T0() + seconds(5));
+  EXPECT_THAT(CreatedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                   "mnist-worker-2", "mnist-worker-3"));
+  EXPECT_FALSE(cluster.Services().empty());
+  EXPECT_THAT(EventReasons(plan), Contains("JobResumed"));
+}
+
 TEST(ControllerPlannerTest, FinishedJobIsOnlyRequeuedForItsTtl) {
   json object = TfJob();
   object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 600}};
