@@ -128,6 +128,42 @@ TEST(PolicyEndToEndTest, ElasticJobShrinksForAWaitingJobThenGrowsBack) {
   EXPECT_EQ(elastic.left_running(), "") << "PyTorch learns its membership live: no restart";
 }
 
+// spec.suspend frees an elastic job's GPUs for another job; resumed, the job
+// waits for room like any gang and is placed afresh once there is some.
+TEST(PolicyEndToEndTest, ASuspendedElasticJobFreesItsGpusForAnotherAndResumes) {
+  System system({.nodes = 2, .gpus_per_node = 4, .scheduler_config = "gangBackoffSeconds: 1\n"});
+  ASSERT_TRUE(system.ok());
+  ASSERT_EQ(system.Apply(Job("elastic", "pytorch", {Member("worker", 4, 8, 1, "")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return Members(system, "elastic", "worker") == 8; }, 60s))
+      << system.Logs();
+  auto suspend = [&](bool value) {
+    return system.Kubectl(
+        std::string("patch hybridjob elastic --type merge -p ") +
+        (value ? R"('{"spec":{"suspend":true}}')" : R"('{"spec":{"suspend":false}}')"));
+  };
+  ASSERT_EQ(suspend(true), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] { return system.Phase("elastic") == "Suspended" && system.Pods("elastic").empty(); },
+      60s))
+      << system.Phase("elastic") << "\n"
+      << system.Logs();
+
+  // Every GPU is free again: a rigid 8-GPU job runs on them.
+  ASSERT_EQ(system.Apply(Job("whole", "pytorch", {Member("worker", 8, 8, 1, "8s")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("whole") == "Running"; }, 60s))
+      << system.Phase("whole") << "\n"
+      << system.Logs();
+
+  // Resumed while the GPUs are taken, the job waits, then runs once they are free.
+  ASSERT_EQ(suspend(false), 0);
+  ASSERT_TRUE(WaitFor([&] { return Members(system, "elastic", "worker") == 8; }, 90s))
+      << "elastic " << system.Phase("elastic") << ", whole " << system.Phase("whole") << "\n"
+      << system.Logs();
+  EXPECT_EQ(system.Phase("whole"), "Succeeded");
+  EXPECT_EQ(system.Phase("elastic"), "Running");
+  EXPECT_EQ(system.Job("elastic")["status"].value("restartCount", -1), 0);
+}
+
 // MembershipChanged Events of a job: message -> count.
 std::map<std::string, int> MembershipEvents(System& system, const std::string& job) {
   k8s::ListOptions options;
