@@ -538,7 +538,10 @@ TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAf
   ASSERT_NO_FATAL_FAILURE(
       BindAndRun({"sus-worker-0", "sus-worker-1", "sus-worker-2", "sus-worker-3"}));
   ASSERT_TRUE(WaitFor([&] { return Phase("sus") == "Running"; })) << Describe("sus");
-  ASSERT_TRUE(Exists(k8s::resources::ConfigMaps(), "sus-cluster"));
+  // The status is written before the ConfigMap in one pass.
+  ASSERT_TRUE(WaitFor([&] { return Exists(k8s::resources::ConfigMaps(), "sus-cluster"); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return Exists(k8s::resources::PersistentVolumeClaims(), "sus-ckpt"); }));
   const std::string claim_uid =
       Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "sus-ckpt"));
 
@@ -572,7 +575,7 @@ TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAf
   })) << Describe("sus");
   EXPECT_TRUE(WaitFor([&] { return Phase("sus") == "Running"; })) << Describe("sus");
   EXPECT_EQ(Status("sus").value("restartCount", -1), 0);
-  EXPECT_TRUE(HasEvent("sus", "JobResumed", "Normal"));
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("sus", "JobResumed", "Normal"); }));
 
   // Created suspended: nothing at all until an admission system resumes it.
   json created_suspended =
