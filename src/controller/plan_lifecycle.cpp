@@ -235,11 +235,10 @@ void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
       plan.deletes.push_back({pod->name, pod->uid, "suspend"});
     }
   }
-  for (const nlohmann::json& config_map : view.observed.config_maps) {
-    if (k8s::NameOf(config_map) == api::ClusterConfigMapName(view.job.metadata.name) &&
-        view.OwnedByJob(config_map)) {
-      plan.config_map_action = DeleteConfigMap{k8s::NameOf(config_map), k8s::UidOf(config_map)};
-    }
+  const nlohmann::json* config_map =
+      FindByName(view.observed.config_maps, api::ClusterConfigMapName(view.job.metadata.name));
+  if (config_map != nullptr && view.OwnedByJob(*config_map)) {
+    plan.config_map_action = DeleteConfigMap{k8s::NameOf(*config_map), k8s::UidOf(*config_map)};
   }
 }
 

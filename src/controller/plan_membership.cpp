@@ -20,15 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-const json* FindByName(const std::vector<json>& objects, const std::string& name) {
-  for (const json& object : objects) {
-    if (k8s::NameOf(object) == name) {
-      return &object;
-    }
-  }
-  return nullptr;
-}
-
 bool LearnsMembershipLive(api::Framework framework) {
   return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
 }

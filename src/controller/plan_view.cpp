@@ -114,6 +114,16 @@ std::set<std::string> PlanBuilder::DeletedNames() const {
   return names;
 }
 
+const nlohmann::json* FindByName(const std::vector<nlohmann::json>& objects,
+                                 const std::string& name) {
+  for (const nlohmann::json& object : objects) {
+    if (k8s::NameOf(object) == name) {
+      return &object;
+    }
+  }
+  return nullptr;
+}
+
 void PlanBuilder::DropActiveWork() {
   creates.clear();
   requeue.reset();

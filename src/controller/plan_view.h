@@ -71,6 +71,10 @@ struct PlanView {
   bool OwnedByJobUid(const std::string& controller_uid) const;
 };
 
+// The object of `objects` named `name`, or nullptr.
+const nlohmann::json* FindByName(const std::vector<nlohmann::json>& objects,
+                                 const std::string& name);
+
 // Applies the job's defaults and indexes what was observed.
 PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
                       const PlannerOptions& options);

@@ -86,7 +86,6 @@ bool RollbackDone(const RollbackHold& hold, const SchedulerCache& cache) {
 GangScheduler::GangScheduler(k8s::ApiClient& client, SchedulerConfig config, BindFunction bind)
     : client_(client),
       config_(std::move(config)),
-      gpu_resources_(config_.gpu_resources.Names()),
       bind_(bind ? std::move(bind)
                  : BindFunction([](k8s::ApiClient& c, const std::string& ns, const std::string& pod,
                                    const std::string& uid, const std::string& node,
@@ -183,7 +182,8 @@ void GangScheduler::PublishCacheFigures() {
   double cpu_requested = 0;
   double memory_allocatable = 0;
   double memory_requested = 0;
-  std::vector<std::pair<double, double>> gpus(gpu_resources_.size());
+  const std::vector<GpuResource>& gpu_resources = config_.gpu_resources.entries();
+  std::vector<std::pair<double, double>> gpus(gpu_resources.size());
   for (const auto& slot : cache_.snapshot().slots()) {
     if (!slot.schedulable_slot()) {
       continue;
@@ -193,17 +193,17 @@ void GangScheduler::PublishCacheFigures() {
     cpu_requested += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
     memory_allocatable += static_cast<double>(allocatable.memory);
     memory_requested += static_cast<double>(slot.requested.memory);
-    for (size_t i = 0; i < gpu_resources_.size(); ++i) {
-      gpus[i].first += static_cast<double>(allocatable.Scalar(gpu_resources_[i]));
-      gpus[i].second += static_cast<double>(slot.requested.Scalar(gpu_resources_[i]));
+    for (size_t i = 0; i < gpu_resources.size(); ++i) {
+      gpus[i].first += static_cast<double>(allocatable.Scalar(gpu_resources[i].name));
+      gpus[i].second += static_cast<double>(slot.requested.Scalar(gpu_resources[i].name));
     }
   }
   std::map<std::string, std::pair<double, double>> totals;
   if (!cache_.snapshot().slots().empty()) {
     totals["cpu"] = {cpu_allocatable, cpu_requested};
     totals["memory"] = {memory_allocatable, memory_requested};
-    for (size_t i = 0; i < gpu_resources_.size(); ++i) {
-      totals[gpu_resources_[i]] = gpus[i];
+    for (size_t i = 0; i < gpu_resources.size(); ++i) {
+      totals[gpu_resources[i].name] = gpus[i];
     }
   }
   MutexLock lock(mu_);

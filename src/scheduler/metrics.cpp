@@ -96,8 +96,9 @@ void ExportSchedulerMetrics(obs::Registry& registry, GangScheduler& scheduler,
           r.GetGauge(name, help, {{"queue", queue.name}, {"resource", resource}})
               .Set(amount(resource));
         }
-        for (const std::string& gpu : scheduler.gpu_resources()) {
-          r.GetGauge(name, help, {{"queue", queue.name}, {"resource", gpu}}).Set(amount(gpu));
+        for (const GpuResource& gpu : scheduler.gpu_resources().entries()) {
+          r.GetGauge(name, help, {{"queue", queue.name}, {"resource", gpu.name}})
+              .Set(amount(gpu.name));
         }
       };
       // cpu in cores, as the cluster-wide gauges.

@@ -86,7 +86,7 @@ class GangScheduler {
   std::map<std::string, std::pair<double, double>> ResourceTotals() const;
   // Per queue, sorted by name: configured queues and those named by pods.
   std::vector<QueueReport> QueueReports() const;
-  const std::vector<std::string>& gpu_resources() const { return gpu_resources_; }
+  const GpuResources& gpu_resources() const { return config_.gpu_resources; }
 
   // Takes the parts of a changed configuration file that apply without a
   // restart: queues, reclaim, preemption, starvation, scoring, node sampling
@@ -108,7 +108,6 @@ class GangScheduler {
 
   k8s::ApiClient& client_;
   const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
-  const std::vector<std::string> gpu_resources_;
   BindFunction bind_;
   DeltaFeed feed_;
   SchedulerStats stats_;
