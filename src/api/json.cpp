@@ -90,7 +90,7 @@ RunPolicy ReadRunPolicy(JsonFields& reader, const json& spec) {
   }
   reader.CheckKnown(*object,
                     {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished",
-                     "cleanPodPolicy", "scheduleTimeoutSeconds"},
+                     "cleanPodPolicy", "scheduleTimeoutSeconds", "rerun"},
                     path);
   policy.backoff_limit = reader.Int32(*object, "backoffLimit", path).value_or(kDefaultBackoffLimit);
   policy.active_deadline_seconds = reader.Int64(*object, "activeDeadlineSeconds", path);
@@ -101,6 +101,7 @@ RunPolicy ReadRunPolicy(JsonFields& reader, const json& spec) {
                                       AllCleanPodPolicies())
           .value_or(CleanPodPolicy::kRunning);
   policy.schedule_timeout_seconds = reader.Int64(*object, "scheduleTimeoutSeconds", path);
+  policy.rerun = reader.Int64(*object, "rerun", path).value_or(0);
   return policy;
 }
 
@@ -288,6 +289,27 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
   out.restart_count = reader.Int32(status, "restartCount", path).value_or(0);
   out.observed_generation = reader.Int64(status, "observedGeneration", path).value_or(0);
   out.placement = reader.String(status, "placement", path).value_or("");
+  out.run = reader.Int64(status, "run", path).value_or(0);
+  if (const json* runs = reader.Array(status, "previousRuns", path)) {
+    for (size_t i = 0; i < runs->size(); ++i) {
+      const json& item = (*runs)[i];
+      std::string item_path = IndexPath("status.previousRuns", i);
+      std::optional<JobPhase> phase =
+          ParseJobPhase(reader.String(item, "phase", item_path).value_or(""));
+      if (!phase) {
+        continue;
+      }
+      PreviousRun run;
+      run.run = reader.Int64(item, "run", item_path).value_or(0);
+      run.phase = *phase;
+      run.reason = reader.String(item, "reason", item_path).value_or("");
+      run.message = reader.String(item, "message", item_path).value_or("");
+      run.start_time = reader.String(item, "startTime", item_path);
+      run.completion_time = reader.String(item, "completionTime", item_path);
+      run.restart_count = reader.Int32(item, "restartCount", item_path).value_or(0);
+      out.previous_runs.push_back(std::move(run));
+    }
+  }
   return out;
 }
 
@@ -412,6 +434,9 @@ json ToJson(const HybridJobSpec& spec) {
   SetIf(run_policy, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
   SetIf(run_policy, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   SetIf(run_policy, "scheduleTimeoutSeconds", spec.run_policy.schedule_timeout_seconds);
+  if (spec.run_policy.rerun != 0) {
+    run_policy["rerun"] = spec.run_policy.rerun;
+  }
   out["runPolicy"] = std::move(run_policy);
 
   if (spec.success_policy) {
@@ -508,6 +533,22 @@ json ToJson(const HybridJobStatus& status) {
   out["restartCount"] = status.restart_count;
   out["observedGeneration"] = status.observed_generation;
   SetIfNotEmpty(out, "placement", status.placement);
+  if (status.run != 0) {
+    out["run"] = status.run;
+  }
+  if (!status.previous_runs.empty()) {
+    json runs = json::array();
+    for (const PreviousRun& run : status.previous_runs) {
+      json item = {{"run", run.run}, {"phase", ToString(run.phase)}};
+      SetIfNotEmpty(item, "reason", run.reason);
+      SetIfNotEmpty(item, "message", run.message);
+      SetIf(item, "startTime", run.start_time);
+      SetIf(item, "completionTime", run.completion_time);
+      item["restartCount"] = run.restart_count;
+      runs.push_back(std::move(item));
+    }
+    out["previousRuns"] = std::move(runs);
+  }
   return out;
 }
 

@@ -443,6 +443,9 @@ class Validator {
     if (policy.schedule_timeout_seconds && *policy.schedule_timeout_seconds < 0) {
       Add("spec.runPolicy.scheduleTimeoutSeconds", "must be greater than or equal to 0");
     }
+    if (policy.rerun < 0) {
+      Add("spec.runPolicy.rerun", "must be greater than or equal to 0");
+    }
   }
 
   void CheckSuccessPolicy() {

@@ -174,6 +174,14 @@ json ChildMeta(const api::HybridJob& job, std::string name, bool owned = true) {
   return meta;
 }
 
+// The metadata of a child that belongs to the job's current run
+// (job.status.run): member pods, the cluster ConfigMap, the uploader.
+json RunChildMeta(const api::HybridJob& job, std::string name) {
+  json meta = ChildMeta(job, std::move(name));
+  meta["labels"][std::string(api::kRunLabel)] = std::to_string(job.status.run);
+  return meta;
+}
+
 json& ArrayMember(json& parent, const char* key) {
   if (!parent.contains(key) || !parent[key].is_array()) {
     parent[key] = json::array();
@@ -329,6 +337,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
   labels[std::string(api::kJobNameLabel)] = job_name;
   labels[std::string(api::kRoleLabel)] = role.name;
   labels[std::string(api::kIndexLabel)] = std::to_string(index);
+  labels[std::string(api::kRunLabel)] = std::to_string(job.status.run);
   meta["labels"] = std::move(labels);
   json annotations =
       template_meta.contains("annotations") && template_meta["annotations"].is_object()
@@ -471,7 +480,7 @@ json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
     ArrayMember(container, "envFrom")
         .push_back({{"secretRef", {{"name", *artifacts.credentials_secret}}}});
   }
-  json meta = ChildMeta(job, api::ArtifactsPodName(job.metadata.name));
+  json meta = RunChildMeta(job, api::ArtifactsPodName(job.metadata.name));
   json spec = {{"restartPolicy", "OnFailure"},
                {"activeDeadlineSeconds", artifacts.deadline_seconds},
                {"containers", json::array({std::move(container)})},
@@ -520,7 +529,7 @@ json BuildHeadlessService(const api::HybridJob& job) {
 
 json BuildClusterConfigMap(const api::HybridJob& job, const Membership& membership,
                            const PlannerOptions& options) {
-  json meta = ChildMeta(job, api::ClusterConfigMapName(job.metadata.name));
+  json meta = RunChildMeta(job, api::ClusterConfigMapName(job.metadata.name));
   meta["annotations"] = {{std::string(api::kMembersAnnotation), FormatMembership(membership)}};
   json data = json::object();
   data[std::string(kClusterJsonKey)] = ClusterJson(job, membership).dump();

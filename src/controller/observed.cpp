@@ -47,6 +47,23 @@ int32_t ParseIndex(std::string_view text) {
   return value;
 }
 
+}  // namespace
+
+int64_t ParseRun(std::string_view text) {
+  if (text.empty()) {
+    return 0;
+  }
+  int64_t value = -1;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0 ||
+      (text.size() > 1 && text.front() == '0')) {
+    return -1;
+  }
+  return value;
+}
+
+namespace {
+
 ObservedPod ObserveOrThrow(const json& pod) {
   ObservedPod out;
   out.name = k8s::NameOf(pod);
@@ -55,6 +72,7 @@ ObservedPod ObserveOrThrow(const json& pod) {
   out.job_name = k8s::LabelOf(pod, api::kJobNameLabel);
   out.role = k8s::LabelOf(pod, api::kRoleLabel);
   out.index = ParseIndex(k8s::LabelOf(pod, api::kIndexLabel));
+  out.run = ParseRun(k8s::LabelOf(pod, api::kRunLabel));
   out.group_spec = k8s::AnnotationOf(pod, api::kGroupSpecAnnotation);
   out.placement = k8s::AnnotationOf(pod, api::kPlacementAnnotation);
   out.controller_uid = k8s::ControllerUidOf(pod);

@@ -242,6 +242,36 @@ void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
   }
 }
 
+void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan) {
+  for (const ObservedPod* pod : view.stale) {
+    if (!pod->terminating) {
+      plan.deletes.push_back({pod->name, pod->uid, "rerun"});
+    }
+  }
+  const std::string uploader = api::ArtifactsPodName(view.job.metadata.name);
+  for (const ObservedPod& pod : view.observed.pods) {
+    if (pod.name == uploader && view.OwnedByJobUid(pod.controller_uid) &&
+        !view.CurrentRun(pod.run) && !pod.terminating) {
+      plan.deletes.push_back({pod.name, pod.uid, "rerun"});
+    }
+  }
+}
+
+void DeleteForRerun(const PlanView& view, PlanBuilder& plan) {
+  DeleteForSuspend(view, plan);
+  DeleteStaleRuns(view, plan);
+  const std::string uploader = api::ArtifactsPodName(view.job.metadata.name);
+  for (const ObservedPod& pod : view.observed.pods) {
+    if (pod.name == uploader && view.OwnedByJobUid(pod.controller_uid) &&
+        view.CurrentRun(pod.run) && !pod.terminating) {
+      plan.deletes.push_back({pod.name, pod.uid, "rerun"});
+    }
+  }
+  for (DeletePod& removal : plan.deletes) {
+    removal.reason = "rerun";
+  }
+}
+
 namespace {
 
 // The node of a member that mounted `volume`: a node-local volume is there.
@@ -278,7 +308,7 @@ void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
   const std::string name = api::ArtifactsPodName(view.job.metadata.name);
   const ObservedPod* uploader = nullptr;
   for (const ObservedPod& pod : view.observed.pods) {
-    if (pod.name == name && view.OwnedByJobUid(pod.controller_uid)) {
+    if (pod.name == name && view.OwnedByJobUid(pod.controller_uid) && view.CurrentRun(pod.run)) {
       uploader = &pod;
     }
   }
@@ -322,6 +352,16 @@ void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
       }
       return;
   }
+}
+
+bool RerunDue(const PlanView& view) {
+  const api::HybridJobStatus& old = view.old_status;
+  if (!old.phase || !api::IsTerminal(*old.phase) || view.job.spec.run_policy.rerun <= old.run) {
+    return false;
+  }
+  // The uploader reads the finished run's files: the next run waits for it.
+  return !view.job.spec.artifacts || *old.phase != JobPhase::kSucceeded ||
+         UploadSettled(old.FindCondition(api::kConditionArtifactsUploaded));
 }
 
 bool ArtifactsPending(const PlanView& view, const PlanBuilder& plan) {

@@ -113,7 +113,7 @@ bool MayGrowInto(const PlanView& view, const std::string& role_name, int32_t ind
 std::optional<Membership> CommittedMembership(const PlanView& view) {
   const json* config_map =
       FindByName(view.observed.config_maps, api::ClusterConfigMapName(view.job.metadata.name));
-  if (config_map != nullptr && view.OwnedByJob(*config_map)) {
+  if (config_map != nullptr && view.OwnedByJob(*config_map) && view.CurrentRun(*config_map)) {
     const json& meta = (*config_map)["metadata"];
     if (meta.contains("annotations") && meta["annotations"].is_object()) {
       const json& annotations = meta["annotations"];
@@ -313,7 +313,8 @@ void EnsureConfigMap(const PlanView& view, const Membership& membership, PlanBui
           ? meta["annotations"].value(std::string(api::kMembersAnnotation), std::string())
           : std::string();
   const json data = current->contains("data") ? (*current)["data"] : json::object();
-  if (data != desired["data"] || members != FormatMembership(membership)) {
+  if (data != desired["data"] || members != FormatMembership(membership) ||
+      !view.CurrentRun(*current)) {
     desired["metadata"]["resourceVersion"] = meta.value("resourceVersion", "");
     plan.config_map_action = UpdateConfigMap{std::move(desired)};
   }

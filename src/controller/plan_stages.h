@@ -75,6 +75,19 @@ std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membershi
 // created on resume wait for the one their own placement gets.
 void DeleteForSuspend(const PlanView& view, PlanBuilder& plan);
 
+// Member pods of an earlier run, and an uploader of another run, go; their
+// names are taken until they are gone.
+void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan);
+
+// A re-run: every pod of the finished run (members of any run, the
+// uploader) and its cluster ConfigMap go; the claims, Service, SSH key and
+// TensorBoard stay for the next run.
+void DeleteForRerun(const PlanView& view, PlanBuilder& plan);
+
+// A finished job whose spec asks for a later run (spec.runPolicy.rerun above
+// status.run) and whose artifacts upload, if any, has settled.
+bool RerunDue(const PlanView& view);
+
 // Pods a finished job (in `phase`, for `reason`) no longer needs.
 void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& membership,
                       api::JobPhase phase, const std::string& reason, PlanBuilder& plan);
@@ -128,6 +141,10 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
 // The status of a suspended job: no members, no start time (the deadline
 // counts from the next start), the membership given up.
 void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan);
+
+// The status of a job that runs again: the finished run is recorded in
+// previousRuns and everything else starts afresh at the new run.
+void ComputeRerunStatus(const PlanView& view, PlanBuilder& plan);
 
 // The status of a job whose spec is invalid.
 void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan);

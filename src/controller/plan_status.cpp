@@ -174,6 +174,14 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
              view.old_status.HasTrueCondition(api::kConditionSuspended)) {
     events.push_back({EventType::kNormal, resumed->reason, resumed->message});
   }
+  if (view.old_status.phase && api::IsTerminal(*view.old_status.phase) &&
+      plan.status.run != view.old_status.run) {
+    events.push_back({EventType::kNormal, std::string(api::kReasonRerun),
+                      "run " + std::to_string(plan.status.run) +
+                          " starts from the spec as it is now; run " +
+                          std::to_string(view.old_status.run) + " ended " +
+                          std::string(api::ToString(*view.old_status.phase))});
+  }
   if (const api::Condition* failure = became_true(api::kConditionReplicaFailure)) {
     events.push_back({EventType::kWarning, failure->reason, failure->message});
   }
@@ -445,6 +453,33 @@ void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
                "the job is suspended: its member pods are deleted and it holds no GPUs; set "
                "spec.suspend to false to resume it",
                true);
+}
+
+void ComputeRerunStatus(const PlanView& view, PlanBuilder& plan) {
+  const api::HybridJobStatus& old = view.old_status;
+  api::PreviousRun finished{.run = old.run, .phase = *old.phase};
+  const api::Condition* ended = old.FindCondition(
+      *old.phase == JobPhase::kSucceeded ? api::kConditionSucceeded : api::kConditionFailed);
+  if (ended != nullptr) {
+    finished.reason = ended->reason;
+    finished.message = ended->message;
+  }
+  finished.start_time = old.start_time;
+  finished.completion_time = old.completion_time;
+  finished.restart_count = old.restart_count;
+
+  api::HybridJobStatus next;
+  next.previous_runs = old.previous_runs;
+  next.previous_runs.push_back(std::move(finished));
+  if (next.previous_runs.size() > api::kMaxPreviousRuns) {
+    next.previous_runs.erase(
+        next.previous_runs.begin(),
+        next.previous_runs.end() - static_cast<std::ptrdiff_t>(api::kMaxPreviousRuns));
+  }
+  next.phase = JobPhase::kPending;
+  next.run = view.job.spec.run_policy.rerun;
+  next.observed_generation = plan.status.observed_generation;
+  plan.status = std::move(next);
 }
 
 void ComputeInvalidStatus(const PlanView& view, const std::string& message, PlanBuilder& plan) {

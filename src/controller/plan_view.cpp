@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <hybridjob/api/defaults.h>
+#include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
 #include <hybridjob/k8s/object_meta.h>
 
@@ -25,6 +26,10 @@ bool PlanView::OwnedByJob(const nlohmann::json& object) const {
 
 bool PlanView::OwnedByJobUid(const std::string& controller_uid) const {
   return job.metadata.uid.empty() || controller_uid == job.metadata.uid;
+}
+
+bool PlanView::CurrentRun(const nlohmann::json& object) const {
+  return CurrentRun(ParseRun(k8s::LabelOf(object, api::kRunLabel)));
 }
 
 namespace {
@@ -52,7 +57,13 @@ std::optional<Membership> RefusalLimit(const PlanView& view) {
 PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
                       const PlannerOptions& options) {
   api::ApplyDefaults(job);
+  api::HybridJobStatus old_status = job.status;
+  if (!job.status.phase) {
+    job.status.run = job.spec.run_policy.rerun;
+  }
+  const int64_t run = job.status.run;
   std::map<MemberKey, const ObservedPod*> own;
+  std::vector<const ObservedPod*> stale;
   std::set<MemberKey> evicted_gone;
   std::set<std::string> taken_names;
   const bool any_uid = job.metadata.uid.empty();
@@ -66,11 +77,15 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
     bool well_named = role != nullptr && pod.index >= 0 &&
                       pod.name == api::MemberPodName(job.metadata.name, pod.role, pod.index);
     if (ours && well_named) {
-      own[{pod.role, pod.index}] = &pod;
+      if (pod.run == run) {
+        own[{pod.role, pod.index}] = &pod;
+      } else {
+        stale.push_back(&pod);
+      }
     }
   }
   for (const ObservedPod& pod : observed.departed) {
-    if (pod.reclaimed && (any_uid || pod.controller_uid == job.metadata.uid)) {
+    if (pod.reclaimed && pod.run == run && (any_uid || pod.controller_uid == job.metadata.uid)) {
       evicted_gone.insert({pod.role, pod.index});
     }
   }
@@ -83,11 +98,11 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
       refused[{create.role, create.index}] = &create;
     }
   }
-  api::HybridJobStatus old_status = job.status;
   PlanView view{.job = std::move(job),
                 .observed = observed,
                 .old_status = std::move(old_status),
                 .own = std::move(own),
+                .stale = std::move(stale),
                 .evicted_gone = std::move(evicted_gone),
                 .taken_names = std::move(taken_names),
                 .refused = std::move(refused),
@@ -136,6 +151,7 @@ void PlanBuilder::DropActiveWork() {
 PlanBuilder StartPlan(const PlanView& view) {
   PlanBuilder plan;
   plan.status = view.old_status;
+  plan.status.run = view.job.status.run;
   plan.status.observed_generation = view.job.metadata.generation;
   return plan;
 }

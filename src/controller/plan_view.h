@@ -42,12 +42,17 @@ struct Restart {
 // The job and its children as this pass sees them; never changes once built.
 // It refers to `observed` and `options`, which must outlive it.
 struct PlanView {
-  api::HybridJob job;  // defaults applied
+  // Defaults applied; status.run is the run this pass plans (the first
+  // pass's: spec.runPolicy.rerun), as the children it builds are labelled.
+  api::HybridJob job;
   const Observed& observed;
   api::HybridJobStatus old_status;  // as read, before this pass
   // Our member pods by (role, index): controlled by the job and named for
   // their index. They point into observed.pods.
   std::map<MemberKey, const ObservedPod*> own;
+  // Member pods of ours from another run (a re-run's predecessors): never
+  // counted, deleted, and their names wait until they are gone.
+  std::vector<const ObservedPod*> stale;
   std::set<MemberKey> evicted_gone;   // members deleted while marked for disruption
   std::set<std::string> taken_names;  // every pod of the job's name, ours or not
   // Members whose pod the API server refused to create and that still have
@@ -69,6 +74,9 @@ struct PlanView {
   bool OwnedByJob(const nlohmann::json& object) const;
   // Whether a child with this controller uid is the job's.
   bool OwnedByJobUid(const std::string& controller_uid) const;
+  // Whether a child labelled for run `run` belongs to the run this pass plans.
+  bool CurrentRun(int64_t run) const { return run == job.status.run; }
+  bool CurrentRun(const nlohmann::json& object) const;
 };
 
 // The object of `objects` named `name`, or nullptr.

@@ -43,9 +43,18 @@ Plan PlanFinished(const PlanView& view, PlanBuilder plan) {
   if (const api::Condition* failed = view.old_status.FindCondition(api::kConditionFailed)) {
     reason = failed->reason;
   }
+  DeleteStaleRuns(view, plan);
   DeleteForCleanup(view, CommittedMembership(view), *view.old_status.phase, reason, plan);
   PlanArtifacts(view, *view.old_status.phase, plan);
   CheckTtl(view, plan.status.completion_time, plan);
+  return Assemble(view, std::move(plan));
+}
+
+// A finished job asked to run again: the finished run is recorded and its
+// pods go; the next pass starts the new run as a new job starts.
+Plan PlanRerun(const PlanView& view, PlanBuilder plan) {
+  DeleteForRerun(view, plan);
+  ComputeRerunStatus(view, plan);
   return Assemble(view, std::move(plan));
 }
 
@@ -53,6 +62,7 @@ Plan PlanFinished(const PlanView& view, PlanBuilder plan) {
 // holding nothing the scheduler places, until the flag is cleared.
 Plan PlanSuspended(const PlanView& view, PlanBuilder plan) {
   DeleteForSuspend(view, plan);
+  DeleteStaleRuns(view, plan);
   ComputeSuspendedStatus(view, plan);
   return Assemble(view, std::move(plan));
 }
@@ -68,6 +78,7 @@ Plan PlanInvalid(const PlanView& view, const std::string& message, PlanBuilder p
 
 Plan PlanActive(const PlanView& view, PlanBuilder plan) {
   plan.status.start_time = plan.status.start_time.value_or(view.now_text);
+  DeleteStaleRuns(view, plan);
   if (std::optional<Terminal> overdue = CheckDeadline(view, *plan.status.start_time, plan)) {
     return Finish(view, *overdue, std::nullopt, std::move(plan));
   }
@@ -115,6 +126,9 @@ Plan PlanParsed(api::HybridJob job, const Observed& observed, api::TimePoint now
   }
   const PlanView view = MakePlanView(std::move(job), observed, now, options);
   PlanBuilder plan = StartPlan(view);
+  if (RerunDue(view)) {
+    return PlanRerun(view, std::move(plan));
+  }
   if (view.old_status.phase && api::IsTerminal(*view.old_status.phase)) {
     return PlanFinished(view, std::move(plan));
   }

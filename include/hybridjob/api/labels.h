@@ -17,6 +17,10 @@ inline constexpr std::string_view kPlural = "hybridjobs";
 inline constexpr std::string_view kJobNameLabel = "batch.hybridjob.io/job-name";
 inline constexpr std::string_view kRoleLabel = "batch.hybridjob.io/role";
 inline constexpr std::string_view kIndexLabel = "batch.hybridjob.io/index";
+// On member pods, the cluster ConfigMap and the artifacts uploader: the run
+// (status.run) they belong to. A re-run deletes the earlier run's and never
+// counts them.
+inline constexpr std::string_view kRunLabel = "batch.hybridjob.io/run";
 
 // Annotation on every member pod: the whole group's shape as compact JSON, so
 // the scheduler knows every role's bounds even before all pods exist:

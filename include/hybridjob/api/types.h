@@ -135,6 +135,10 @@ struct RunPolicy {
   // Passed to the scheduler in the group-spec annotation: how long it waits for
   // every member pod to exist before planning with those that do.
   std::optional<int64_t> schedule_timeout_seconds;
+  // The run the job asks for. A finished job whose rerun is above
+  // status.run runs again, from the spec as it is then; the first run is
+  // whatever rerun was when the job was created.
+  int64_t rerun = 0;
 
   friend bool operator==(const RunPolicy&, const RunPolicy&) = default;
 };
@@ -283,6 +287,8 @@ inline constexpr std::string_view kReasonMissingConfigMap = "MissingConfigMap";
 inline constexpr std::string_view kReasonMembershipChanged = "MembershipChanged";
 // Event: a member the cluster took away (drain, kubelet refusal) is replaced.
 inline constexpr std::string_view kReasonMemberReplaced = "MemberReplaced";
+// Event: a finished job runs again (spec.runPolicy.rerun above status.run).
+inline constexpr std::string_view kReasonRerun = "Rerun";
 
 struct Condition {
   std::string type;
@@ -308,6 +314,22 @@ struct ReplicaStatus {
   friend bool operator==(const ReplicaStatus&, const ReplicaStatus&) = default;
 };
 
+// How an earlier run of the job ended (status.previousRuns).
+struct PreviousRun {
+  int64_t run = 0;
+  JobPhase phase = JobPhase::kSucceeded;
+  std::string reason;  // the Succeeded or Failed condition's
+  std::string message;
+  std::optional<std::string> start_time;
+  std::optional<std::string> completion_time;
+  int32_t restart_count = 0;
+
+  friend bool operator==(const PreviousRun&, const PreviousRun&) = default;
+};
+
+// status.previousRuns keeps the newest this many.
+inline constexpr size_t kMaxPreviousRuns = 10;
+
 struct HybridJobStatus {
   std::optional<JobPhase> phase;  // absent until the controller first sees the job
   std::vector<Condition> conditions;
@@ -321,6 +343,9 @@ struct HybridJobStatus {
   // With spec.topology: where the gang-scheduler placed the members, e.g.
   // "example.com/rack=r1" (their batch.hybridjob.io/placement annotation).
   std::string placement;
+  // The run this status describes: spec.runPolicy.rerun when it began.
+  int64_t run = 0;
+  std::vector<PreviousRun> previous_runs;  // oldest first, at most kMaxPreviousRuns
 
   const Condition* FindCondition(std::string_view type) const;
   bool HasTrueCondition(std::string_view type) const;

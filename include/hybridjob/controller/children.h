@@ -32,6 +32,9 @@ std::string JobNamespace(const api::HybridJob& job);
 // garbage collector removes children with the job.
 nlohmann::json OwnerReference(const api::HybridJob& job);
 
+// Member pods, the cluster ConfigMap and the artifacts uploader carry the run
+// label of job.status.run: the planner passes the job with the run it plans.
+//
 // Member <job>-<role>-<index>, built from the role's template: identity labels
 // and env, group-spec annotation, scheduler name, hostname and subdomain,
 // restartPolicy Never, the cluster ConfigMap mount, the code init container,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ struct ObservedPod {
   std::string job_name;        // batch.hybridjob.io/job-name label
   std::string role;            // batch.hybridjob.io/role label
   int32_t index = -1;          // batch.hybridjob.io/index label; -1 if missing or malformed
+  int64_t run = 0;             // batch.hybridjob.io/run label; 0 if missing, -1 if malformed
   std::string controller_uid;  // uid of the ownerReference with controller: true
   PodPhase phase = PodPhase::kPending;
   std::string node_name;  // set once bound
@@ -69,6 +71,10 @@ struct ObservedPod {
 
   friend bool operator==(const ObservedPod&, const ObservedPod&) = default;
 };
+
+// The batch.hybridjob.io/run label's value: 0 when absent (objects made
+// before re-runs existed belong to run 0), -1 when malformed.
+int64_t ParseRun(std::string_view text);
 
 // Reads a core/v1 Pod; never fails: whatever is missing keeps its default.
 ObservedPod ObservePod(const nlohmann::json& pod);

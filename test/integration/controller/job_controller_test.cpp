@@ -16,6 +16,7 @@
 #include <hybridjob/api/time.h>
 #include <hybridjob/controller/job_controller.h>
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/base64.h>
 
 #include "crd.h"
 #include "test_cluster.h"
@@ -585,6 +586,111 @@ TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAf
   ASSERT_TRUE(WaitFor([&] { return Phase("later") == "Suspended"; })) << Describe("later");
   EXPECT_TRUE(PodNames("later").empty());
   EXPECT_FALSE(Exists(k8s::resources::Services(), "later"));
+}
+
+// A finished job run again with a changed command: members of the new run
+// carry it, restart counts start from zero, the finished run is recorded and
+// the job's claim is the same claim.
+TEST_F(JobControllerTest, ARerunWithAChangedCommandRecordsThePreviousRunAndKeepsTheClaim) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  const json volumes = {{{"name", "ckpt"}, {"size", "1Gi"}, {"mountPath", "/ckpt"}}};
+  CreateJob(NewJob("rr", "pytorch", json::array({Role("worker", 2, 2, "OnFailure")}),
+                   json::object(), volumes));
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("rr", {"rr-worker-0", "rr-worker-1"}); }));
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rr-worker-0", "rr-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("rr") == "Running"; })) << Describe("rr");
+  const std::string failed_uid = Uid(Pod("rr-worker-1"));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-1", 1));
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string uid = Uid(Pod("rr-worker-1"));
+    return !uid.empty() && uid != failed_uid;
+  })) << Describe("rr");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rr-worker-1"}));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-0", 0));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-1", 0));
+  ASSERT_TRUE(WaitFor([&] { return Phase("rr") == "Succeeded"; })) << Describe("rr");
+  const json first_run = Status("rr");
+  ASSERT_EQ(first_run.value("restartCount", -1), 1);
+  const std::string claim_uid =
+      Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "rr-ckpt"));
+
+  json roles = Job("rr")["spec"]["replicaSpecs"];
+  const json new_command = {"python", "train.py", "--resume", "--lr=0.01"};
+  roles[0]["template"]["spec"]["containers"][0]["command"] = new_command;
+  auto patched = client_->Patch(
+      k8s::resources::HybridJobs(), ns(), "rr", k8s::PatchType::kMerge,
+      json{{"spec", {{"replicaSpecs", roles}, {"runPolicy", {{"rerun", 1}}}}}}.dump());
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+
+  auto of_run_one = [&](const std::string& name) {
+    const json pod = Pod(name);
+    return pod.is_object() && pod.contains("metadata") &&
+           pod["metadata"].value("labels", json::object()).value(std::string(api::kRunLabel), "") ==
+               "1";
+  };
+  ASSERT_TRUE(WaitFor([&] { return of_run_one("rr-worker-0") && of_run_one("rr-worker-1"); }))
+      << Describe("rr");
+  for (const char* name : {"rr-worker-0", "rr-worker-1"}) {
+    EXPECT_EQ(Pod(name)["spec"]["containers"][0]["command"], new_command) << name;
+  }
+  json status = Status("rr");
+  EXPECT_EQ(status.value("run", -1), 1);
+  EXPECT_EQ(status.value("restartCount", -1), 0);
+  EXPECT_EQ(ReplicaStatus("rr", "worker").value("restarts", -1), 0);
+  ASSERT_EQ(status["previousRuns"].size(), 1u) << status.dump();
+  const json& previous = status["previousRuns"][0];
+  EXPECT_EQ(previous.value("run", -1), 0);
+  EXPECT_EQ(previous.value("phase", ""), "Succeeded");
+  EXPECT_EQ(previous.value("restartCount", -1), 1);
+  EXPECT_EQ(previous.value("startTime", ""), first_run.value("startTime", "?"));
+  EXPECT_EQ(previous.value("completionTime", ""), first_run.value("completionTime", "?"));
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("rr", "Rerun", "Normal"); }));
+  EXPECT_EQ(Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "rr-ckpt")),
+            claim_uid);
+
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rr-worker-0", "rr-worker-1"}));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-0", 0));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-1", 0));
+  ASSERT_TRUE(WaitFor([&] { return Phase("rr") == "Succeeded"; })) << Describe("rr");
+  status = Status("rr");
+  EXPECT_EQ(status.value("run", -1), 1);
+  EXPECT_EQ(status["previousRuns"].size(), 1u);
+}
+
+// A private registry: a pull secret named in a role's template, or carried by
+// the ServiceAccount a template names (the API server's ServiceAccount
+// admission copies it onto the pod), reaches every member of that role.
+TEST_F(JobControllerTest, APullSecretReachesEveryMemberFromTheTemplateOrTheServiceAccount) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  const json secret = {{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata", {{"name", "registry-cred"}}},
+                       {"type", "kubernetes.io/dockerconfigjson"},
+                       {"data", {{".dockerconfigjson", k8s::Base64Encode(R"({"auths":{}})")}}}};
+  auto created = client_->Create(k8s::resources::Secrets(), ns(), secret);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const json account = {{"apiVersion", "v1"},
+                        {"kind", "ServiceAccount"},
+                        {"metadata", {{"name", "puller"}}},
+                        {"imagePullSecrets", {{{"name", "registry-cred"}}}}};
+  created = client_->Create(k8s::resources::ServiceAccounts(), ns(), account);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+
+  json ps = Role("ps", 1, 1);
+  ps["template"]["spec"]["imagePullSecrets"] = {{{"name", "registry-cred"}}};
+  json worker = Role("worker", 2, 3, "OnFailure");
+  worker["template"]["spec"]["serviceAccountName"] = "puller";
+  CreateJob(NewJob("pull", "tensorflow", json::array({ps, worker})));
+  const std::set<std::string> all = {"pull-ps-0", "pull-worker-0", "pull-worker-1",
+                                     "pull-worker-2"};
+  ASSERT_TRUE(WaitFor([&] { return PodsAre("pull", all); })) << Describe("pull");
+  for (const std::string& name : all) {
+    const json pod = Pod(name);
+    EXPECT_EQ(pod["spec"].value("imagePullSecrets", json::array()),
+              json::array({{{"name", "registry-cred"}}}))
+        << name;
+  }
+  EXPECT_EQ(Pod("pull-worker-0")["spec"].value("serviceAccountName", ""), "puller");
 }
 
 // A drain on a 1.26+ cluster: the Eviction API marks the member

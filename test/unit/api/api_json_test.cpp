@@ -285,8 +285,19 @@ TEST(ApiJsonTest, StatusRoundTrips) {
   status.last_restart_time = "2024-05-01T12:02:00Z";
   status.restart_count = 1;
   status.observed_generation = 4;
+  status.run = 2;
+  status.previous_runs.push_back({.run = 1,
+                                  .phase = JobPhase::kFailed,
+                                  .reason = "BackoffLimitExceeded",
+                                  .message = "member x failed 4 times",
+                                  .start_time = "2024-04-30T12:00:00Z",
+                                  .completion_time = "2024-04-30T13:00:00Z",
+                                  .restart_count = 3});
   json out = ToJson(status);
   EXPECT_EQ(out["phase"], "Restarting");
+  EXPECT_EQ(out["run"], 2);
+  EXPECT_EQ(out["previousRuns"][0]["phase"], "Failed");
+  EXPECT_EQ(out["previousRuns"][0]["restartCount"], 3);
   EXPECT_EQ(out["readyMembers"], "2/3");
   EXPECT_EQ(out["replicaStatuses"][0]["members"], 3);
   EXPECT_FALSE(out.contains("completionTime"));
@@ -299,11 +310,12 @@ TEST(ApiJsonTest, WholeJobRoundTrips) {
   object["spec"]["code"] = {{"source", "https://example.com/code.zip"}};
   object["spec"]["tensorboard"] = {{"logDir", "/data/logs"}};
   object["spec"]["successPolicy"] = {{"roles", {"worker"}}};
-  object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}};
+  object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}, {"rerun", 4}};
   object["spec"]["suspend"] = true;
   Result<HybridJob> parsed = ParseHybridJob(object);
   ASSERT_TRUE(parsed.ok());
   EXPECT_TRUE(parsed->spec.suspend);
+  EXPECT_EQ(parsed->spec.run_policy.rerun, 4);
   Result<HybridJob> again = ParseHybridJob(ToJson(*parsed), {.reject_unknown_fields = true});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *parsed);

@@ -276,8 +276,10 @@ TEST(ApiValidationTest, RunPolicyBounds) {
   object["spec"]["runPolicy"] = {{"backoffLimit", -1},
                                  {"activeDeadlineSeconds", 0},
                                  {"ttlSecondsAfterFinished", -5},
-                                 {"scheduleTimeoutSeconds", -1}};
+                                 {"scheduleTimeoutSeconds", -1},
+                                 {"rerun", -1}};
   std::vector<FieldError> errors = ValidateJson(object);
+  ErrorsAt(errors, "spec.runPolicy.rerun");
   ErrorsAt(errors, "spec.runPolicy.backoffLimit");
   ErrorsAt(errors, "spec.runPolicy.activeDeadlineSeconds");
   ErrorsAt(errors, "spec.runPolicy.ttlSecondsAfterFinished");

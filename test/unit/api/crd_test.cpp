@@ -75,19 +75,21 @@ TEST_F(ApiCrdTest, NamesTheResource) {
 TEST_F(ApiCrdTest, HasStatusSubresourceAndPrinterColumns) {
   EXPECT_EQ(version_["subresources"]["status"], json::object());
   const json& columns = version_["additionalPrinterColumns"];
-  ASSERT_EQ(columns.size(), 5u);
+  ASSERT_EQ(columns.size(), 6u);
   std::vector<std::tuple<std::string, std::string, std::string>> expected = {
       {"Phase", "string", ".status.phase"},
       {"Ready", "string", ".status.readyMembers"},
       {"Restarts", "integer", ".status.restartCount"},
       {"Age", "date", ".metadata.creationTimestamp"},
-      {"Placement", "string", ".status.placement"}};
+      {"Placement", "string", ".status.placement"},
+      {"Run", "integer", ".status.run"}};
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(columns[i]["name"], std::get<0>(expected[i]));
     EXPECT_EQ(columns[i]["type"], std::get<1>(expected[i]));
     EXPECT_EQ(columns[i]["jsonPath"], std::get<2>(expected[i]));
   }
   EXPECT_EQ(columns[4]["priority"], 1) << "wide output only";
+  EXPECT_EQ(columns[5]["priority"], 1) << "wide output only";
 }
 
 TEST_F(ApiCrdTest, SchemaIsStructural) {

@@ -126,6 +126,15 @@ class FakeCluster {
   // refused, and the controller remembers the refusal as its shell does.
   void SetPodQuota(size_t pods) { pod_quota_ = pods; }
 
+  // Plan and apply once, for a pass that leaves work to the next one on
+  // purpose (a re-run records the finished run and deletes its pods; the
+  // next pass, once they are gone, starts the new run).
+  controller::Plan StepOnce(api::TimePoint now) {
+    controller::Plan plan = Reconcile(now);
+    Apply(plan);
+    return plan;
+  }
+
   // Plan, apply, and check that planning again on the result asks for nothing.
   controller::Plan Step(api::TimePoint now) {
     controller::Plan plan = Reconcile(now);

@@ -1254,6 +1254,168 @@ TEST(ControllerPlannerTest, AJobCreatedSuspendedCreatesNothingUntilResumed) {
   EXPECT_THAT(EventReasons(plan), Contains("JobResumed"));
 }
 
+// A TF job that succeeded with workers 0 and 1 after worker-1 restarted once.
+FakeCluster SucceededTfJobAfterARestart() {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Exit("mnist-worker-1", 1);  // OnFailure
+  cluster.Step(T0() + seconds(10));
+  cluster.Step(T0() + seconds(20));
+  cluster.Bind("mnist-worker-1");
+  cluster.Run("mnist-worker-1");
+  cluster.Step(T0() + seconds(21));
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  cluster.Step(T0() + seconds(60));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(cluster.Status().restart_count, 1);
+  return cluster;
+}
+
+json& WorkerCommand(FakeCluster& cluster) {
+  return cluster.Job()["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["command"];
+}
+
+TEST(ControllerPlannerTest, ARerunStartsAFreshRunFromTheSpecAsItIsNow) {
+  FakeCluster cluster = SucceededTfJobAfterARestart();
+  ASSERT_THAT(cluster.PodNames(), ElementsAre("mnist-worker-0", "mnist-worker-1"));
+  const api::HybridJobStatus finished = cluster.Status();
+  WorkerCommand(cluster) = {"python3", "train.py", "--lr=0.01"};
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+
+  Plan plan = cluster.StepOnce(T0() + seconds(100));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "rerun");
+  }
+  EXPECT_THAT(CreatedPods(plan), IsEmpty()) << "the next pass starts the run";
+  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0) << "the finished run is recorded first";
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Rerun"));
+  EXPECT_THAT(ActionsOf<RecordEvent>(plan)[0].message, HasSubstr("run 0 ended Succeeded"));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kPending);
+  EXPECT_EQ(status.run, 1);
+  EXPECT_EQ(status.restart_count, 0);
+  EXPECT_FALSE(status.start_time.has_value());
+  EXPECT_FALSE(status.completion_time.has_value());
+  EXPECT_THAT(status.conditions, IsEmpty());
+  ASSERT_EQ(status.previous_runs.size(), 1u);
+  const api::PreviousRun& previous = status.previous_runs[0];
+  EXPECT_EQ(previous.run, 0);
+  EXPECT_EQ(previous.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(previous.reason, finished.FindCondition(api::kConditionSucceeded)->reason);
+  EXPECT_THAT(previous.message, HasSubstr("all 2 members of worker succeeded"));
+  EXPECT_EQ(previous.start_time, finished.start_time);
+  EXPECT_EQ(previous.completion_time, finished.completion_time);
+  EXPECT_EQ(previous.restart_count, 1);
+
+  plan = cluster.Step(T0() + seconds(101));
+  EXPECT_THAT(CreatedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
+                                   "mnist-worker-2", "mnist-worker-3"));
+  for (const CreatePod& create : ActionsOf<CreatePod>(plan)) {
+    EXPECT_EQ(create.pod["metadata"]["labels"][std::string(api::kRunLabel)], "1");
+  }
+  // The elastic role's env-file wrapper runs the new command.
+  const json command = cluster.Pod("mnist-worker-3")["spec"]["containers"][0]["command"];
+  ASSERT_GE(command.size(), 3u);
+  EXPECT_EQ(json(std::vector<json>(command.end() - 3, command.end())),
+            json({"python3", "train.py", "--lr=0.01"}));
+  status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  EXPECT_EQ(status.start_time, api::FormatTime(T0() + seconds(101)));
+
+  // Placed afresh at another size, it runs to its end as run 1.
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  cluster.Step(T0() + seconds(110));
+  const json* config_map = cluster.ConfigMap("mnist-cluster");
+  ASSERT_NE(config_map, nullptr);
+  EXPECT_EQ((*config_map)["metadata"]["labels"][std::string(api::kRunLabel)], "1");
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(111));
+  for (const char* worker : {"mnist-worker-0", "mnist-worker-1", "mnist-worker-2"}) {
+    cluster.Exit(worker, 0);
+  }
+  cluster.Step(T0() + seconds(200));
+  status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(status.run, 1);
+  EXPECT_EQ(status.previous_runs.size(), 1u);
+  EXPECT_THAT(cluster.Reconcile(T0() + std::chrono::hours(5)).actions, IsEmpty())
+      << "run 1 is the run asked for";
+}
+
+TEST(ControllerPlannerTest, PodsOfAnEarlierRunAreNeverCountedAndWaitToBeGone) {
+  FakeCluster cluster = SucceededTfJobAfterARestart();
+  const json succeeded_worker = cluster.Pod("mnist-worker-0");
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+  cluster.StepOnce(T0() + seconds(100));
+  // The informer still shows the finished run's worker-0.
+  cluster.AddPod(succeeded_worker);
+  Plan plan = cluster.StepOnce(T0() + seconds(101));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-0"));
+  EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "rerun");
+  EXPECT_THAT(CreatedPods(plan), Not(Contains("mnist-worker-0"))) << "its name is still taken";
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 0);
+  EXPECT_NE(cluster.Status().phase, JobPhase::kSucceeded);
+
+  plan = cluster.Step(T0() + seconds(102));
+  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-0"));
+}
+
+TEST(ControllerPlannerTest, ARerunAskedForWhileTheJobRunsWaitsForItsEnd) {
+  FakeCluster cluster = PlacedTfJob();
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  EXPECT_EQ(cluster.Status().run, 0);
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kRunning);
+
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  cluster.StepOnce(T0() + seconds(60));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  plan = cluster.StepOnce(T0() + seconds(61));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Rerun"));
+  EXPECT_EQ(cluster.Status().run, 1);
+}
+
+TEST(ControllerPlannerTest, AJobCreatedWithARerunStartsAtThatRunAndLowerValuesDoNothing) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"rerun", 3}};
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_EQ(cluster.Status().run, 3);
+  EXPECT_EQ(ActionsOf<CreatePod>(plan)[0].pod["metadata"]["labels"][std::string(api::kRunLabel)],
+            "3");
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Exit("mnist-ps-0", 2);  // Never: the job fails
+  cluster.Step(T0() + seconds(5));
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 2;
+  EXPECT_THAT(cluster.Step(T0() + seconds(6)).actions, IsEmpty());
+}
+
+TEST(ControllerPlannerTest, PreviousRunsKeepTheNewestTen) {
+  FakeCluster cluster = SucceededTfJobAfterARestart();
+  api::HybridJobStatus status = cluster.Status();
+  status.run = 20;
+  for (int64_t run = 10; run < 20; ++run) {
+    status.previous_runs.push_back({.run = run, .phase = JobPhase::kFailed});
+  }
+  cluster.Job()["status"] = api::ToJson(status);
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 21;
+  cluster.StepOnce(T0() + seconds(100));
+  const std::vector<api::PreviousRun>& runs = cluster.Status().previous_runs;
+  ASSERT_EQ(runs.size(), api::kMaxPreviousRuns);
+  EXPECT_EQ(runs.front().run, 11);
+  EXPECT_EQ(runs.back().run, 20);
+  EXPECT_EQ(runs.back().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(cluster.Status().run, 21);
+}
+
 TEST(ControllerPlannerTest, FinishedJobIsOnlyRequeuedForItsTtl) {
   json object = TfJob();
   object["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 600}};
@@ -1369,6 +1531,40 @@ TEST(ControllerPlannerTest, AnUploadGivenUpNeverFailsTheJob) {
   // Given up for good: the TTL applies, and no second uploader.
   EXPECT_EQ(ActionsOf<DeleteJob>(plan).size(), 1u);
   EXPECT_TRUE(ActionsOf<CreatePod>(plan).empty());
+}
+
+TEST(ControllerPlannerTest, ARerunWaitsForTheUploadAndUploadsItsOwnFilesAgain) {
+  FakeCluster cluster = PlacedTfJob(TfJobWithArtifacts());
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  cluster.Step(T0() + seconds(100));
+  ASSERT_TRUE(cluster.HasPod("mnist-artifacts"));
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+  Plan plan = cluster.Step(T0() + seconds(101));
+  EXPECT_THAT(DeletedPods(plan), IsEmpty()) << "the uploader reads the finished run's files";
+  EXPECT_EQ(cluster.Status().run, 0);
+
+  cluster.Exit("mnist-artifacts", 0);
+  cluster.StepOnce(T0() + seconds(110));
+  EXPECT_EQ(UploadCondition(cluster).reason, "Uploaded");
+  plan = cluster.StepOnce(T0() + seconds(111));
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-artifacts", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_EQ(cluster.Status().run, 1);
+  EXPECT_EQ(cluster.Status().FindCondition("ArtifactsUploaded"), nullptr);
+
+  // Run 1 succeeds: its own upload runs, however the last one ended.
+  cluster.Step(T0() + seconds(112));
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0() + seconds(113));
+  RunAll(cluster);
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  plan = cluster.Step(T0() + seconds(200));
+  ASSERT_EQ(ActionsOf<CreatePod>(plan).size(), 1u);
+  EXPECT_EQ(ActionsOf<CreatePod>(plan)[0].pod["metadata"]["labels"][std::string(api::kRunLabel)],
+            "1");
+  EXPECT_EQ(UploadCondition(cluster).reason, "Uploading");
 }
 
 TEST(ControllerPlannerTest, AFailedJobUploadsNothing) {
