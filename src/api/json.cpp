@@ -290,6 +290,14 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
   out.observed_generation = reader.Int64(status, "observedGeneration", path).value_or(0);
   out.placement = reader.String(status, "placement", path).value_or("");
   out.run = reader.Int64(status, "run", path).value_or(0);
+  if (const json* run_spec = JsonMember(status, "runSpec"); run_spec != nullptr) {
+    // The controller's own copy: one that does not parse is dropped whole.
+    JsonFields strict;
+    HybridJobSpec spec = ReadSpec(strict, json{{"spec", *run_spec}});
+    if (strict.ok()) {
+      out.run_spec = std::move(spec);
+    }
+  }
   if (const json* runs = reader.Array(status, "previousRuns", path)) {
     for (size_t i = 0; i < runs->size(); ++i) {
       const json& item = (*runs)[i];
@@ -548,6 +556,9 @@ json ToJson(const HybridJobStatus& status) {
       runs.push_back(std::move(item));
     }
     out["previousRuns"] = std::move(runs);
+  }
+  if (status.run_spec) {
+    out["runSpec"] = ToJson(*status.run_spec);
   }
   return out;
 }

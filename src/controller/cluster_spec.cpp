@@ -1,6 +1,7 @@
 #include <exception>
 
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/validation.h>
 #include <hybridjob/common/quantity.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/cluster_spec.h>
@@ -138,8 +139,9 @@ std::optional<Membership> ParseMembership(std::string_view text, const api::Hybr
     if (role == nullptr || !item.value().is_number_integer()) {
       return std::nullopt;
     }
+    // Above maxReplicas when it was lowered since: the planner shrinks it.
     int64_t count = item.value().get<int64_t>();
-    if (count < 0 || count > role->EffectiveMaxReplicas()) {
+    if (count < 0 || count > api::kMaxReplicasPerRole) {
       return std::nullopt;
     }
   }

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/json.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/controller/children.h>
@@ -440,6 +441,8 @@ std::vector<RequiredConfigMap> JobController::MissingConfigMaps(const std::strin
   if (!parsed.ok()) {
     return {};
   }
+  // The templates the run's members are built from, as the planner sees them.
+  parsed->spec = api::EffectiveSpec(*parsed).spec;
   std::vector<RequiredConfigMap> missing;
   bool unknown = false;
   if ((!parsed->status.phase || !api::IsTerminal(*parsed->status.phase)) &&

@@ -9,6 +9,7 @@
 #include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/validation.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/planner.h>
 #include <hybridjob/k8s/object_meta.h>
@@ -130,7 +131,7 @@ std::optional<Membership> CommittedMembership(const PlanView& view) {
     for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
       const api::ReplicaStatus* replica = view.old_status.FindReplicaStatus(role.name);
       if (replica == nullptr || replica->members < 0 ||
-          replica->members > role.EffectiveMaxReplicas()) {
+          replica->members > api::kMaxReplicasPerRole) {
         return std::nullopt;
       }
       membership.counts.emplace_back(role.name, replica->members);
@@ -204,8 +205,16 @@ void CreateMissingPods(const PlanView& view, PlanBuilder& plan) {
 Membership FollowScheduler(const PlanView& view, const Membership& membership, PlanBuilder& plan) {
   Membership next = membership;
   std::string changes;
+  std::string lowered;
   for (auto& [role_name, count] : next.counts) {
     const api::ReplicaSpec* role = view.job.spec.FindRole(role_name);
+    // maxReplicas lowered while the job runs: the members above it go.
+    if (role != nullptr && count > role->EffectiveMaxReplicas()) {
+      lowered += (lowered.empty() ? "" : ", ") + role_name + " " + std::to_string(count) + " -> " +
+                 std::to_string(role->EffectiveMaxReplicas());
+      count = role->EffectiveMaxReplicas();
+      continue;
+    }
     if (role == nullptr || role->min_replicas >= role->EffectiveMaxReplicas()) {
       continue;  // a rigid role never changes size
     }
@@ -234,10 +243,17 @@ Membership FollowScheduler(const PlanView& view, const Membership& membership, P
                  std::to_string(count);
     }
   }
-  if (changes.empty()) {
+  if (changes.empty() && lowered.empty()) {
     return membership;
   }
-  std::string message = "the gang scheduler changed the membership: " + changes;
+  std::string message;
+  if (!lowered.empty()) {
+    message = "maxReplicas was lowered: " + lowered;
+  }
+  if (!changes.empty()) {
+    message += (message.empty() ? "" : "; ") +
+               std::string("the gang scheduler changed the membership: ") + changes;
+  }
   const api::Framework framework = view.job.spec.framework;
   if (!LearnsMembershipLive(framework)) {
     // TF_CONFIG, DMLC_* and MPI hostfiles are read once at start: restart

@@ -130,6 +130,9 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
 // none carries one.
 void ComputePlacement(const PlanView& view, PlanBuilder& plan);
 
+// SpecChangeIgnored names the edits the run does not take, while there are any.
+void ReportIgnoredEdits(const PlanView& view, PlanBuilder& plan);
+
 // The status of a job that goes on: phase, replica statuses and conditions.
 void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& membership,
                          PlanBuilder& plan);

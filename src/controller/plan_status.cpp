@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/common/strings.h>
 #include <hybridjob/controller/children.h>
 
 #include "plan_stages.h"
@@ -181,6 +182,12 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
                           " starts from the spec as it is now; run " +
                           std::to_string(view.old_status.run) + " ended " +
                           std::string(api::ToString(*view.old_status.phase))});
+  }
+  if (const api::Condition* ignored = plan.status.FindCondition(api::kConditionSpecChangeIgnored)) {
+    const api::Condition* before = view.old_status.FindCondition(api::kConditionSpecChangeIgnored);
+    if (before == nullptr || before->message != ignored->message) {
+      events.push_back({EventType::kWarning, ignored->reason, ignored->message});
+    }
   }
   if (const api::Condition* failure = became_true(api::kConditionReplicaFailure)) {
     events.push_back({EventType::kWarning, failure->reason, failure->message});
@@ -414,6 +421,8 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
                            const std::optional<Membership>& membership, PlanBuilder& plan) {
   plan.status.phase = terminal.phase;
   plan.status.completion_time = view.now_text;
+  // Edits are the next run's business now.
+  RemoveCondition(plan, api::kConditionSpecChangeIgnored);
   if (!plan.status.start_time) {
     plan.status.start_time = view.now_text;
   }
@@ -435,6 +444,9 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
 
 void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
   plan.status.phase = JobPhase::kSuspended;
+  // Resumed, the job starts from its spec as it is then.
+  plan.status.run_spec.reset();
+  RemoveCondition(plan, api::kConditionSpecChangeIgnored);
   plan.status.start_time.reset();
   plan.status.placement.clear();
   ComputeReplicaStatuses(view, std::nullopt, EndedPods::kProjected, plan);
@@ -453,6 +465,19 @@ void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
                "the job is suspended: its member pods are deleted and it holds no GPUs; set "
                "spec.suspend to false to resume it",
                true);
+}
+
+void ReportIgnoredEdits(const PlanView& view, PlanBuilder& plan) {
+  if (view.ignored_edits.empty()) {
+    RemoveCondition(plan, api::kConditionSpecChangeIgnored);
+    return;
+  }
+  SetCondition(view, plan, api::kConditionSpecChangeIgnored, true,
+               std::string(api::kConditionSpecChangeIgnored),
+               "the running job does not take these edits: " + Join(view.ignored_edits, "; ") +
+                   ". They apply when it is suspended and resumed, re-run once finished, or "
+                   "created again; until then it runs as it started",
+               /*replace_message=*/true);
 }
 
 void ComputeRerunStatus(const PlanView& view, PlanBuilder& plan) {

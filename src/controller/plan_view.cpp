@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
-#include <hybridjob/api/defaults.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller::plan {
@@ -56,7 +56,8 @@ std::optional<Membership> RefusalLimit(const PlanView& view) {
 
 PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
                       const PlannerOptions& options) {
-  api::ApplyDefaults(job);
+  api::RunningSpec running = api::EffectiveSpec(job);
+  job.spec = std::move(running.spec);
   api::HybridJobStatus old_status = job.status;
   if (!job.status.phase) {
     job.status.run = job.spec.run_policy.rerun;
@@ -103,6 +104,7 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
                 .old_status = std::move(old_status),
                 .own = std::move(own),
                 .stale = std::move(stale),
+                .ignored_edits = std::move(running.ignored),
                 .evicted_gone = std::move(evicted_gone),
                 .taken_names = std::move(taken_names),
                 .refused = std::move(refused),

@@ -53,6 +53,9 @@ struct PlanView {
   // Member pods of ours from another run (a re-run's predecessors): never
   // counted, deleted, and their names wait until they are gone.
   std::vector<const ObservedPod*> stale;
+  // Edits of the spec this run does not take (api/spec_edits.h); job.spec is
+  // the spec it goes on with.
+  std::vector<std::string> ignored_edits;
   std::set<MemberKey> evicted_gone;   // members deleted while marked for disruption
   std::set<std::string> taken_names;  // every pod of the job's name, ours or not
   // Members whose pod the API server refused to create and that still have

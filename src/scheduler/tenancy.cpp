@@ -3,6 +3,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/tenancy.h>
 
@@ -74,8 +75,11 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
   if (out.name.empty() || out.uid.empty()) {
     return InvalidArgument("HybridJob: metadata.name and metadata.uid are required");
   }
-  // The same shape the controller writes on the job's members.
-  out.spec = api::GroupSpecOf(job);
+  // The same shape the controller writes on the job's members: the running
+  // spec, so an edit the run does not take changes nothing here either.
+  api::HybridJob running = job;
+  running.spec = api::EffectiveSpec(job).spec;
+  out.spec = api::GroupSpecOf(running);
   return out;
 }
 

@@ -162,6 +162,27 @@ TEST(PolicyEndToEndTest, ASuspendedElasticJobFreesItsGpusForAnotherAndResumes) {
   EXPECT_EQ(system.Phase("whole"), "Succeeded");
   EXPECT_EQ(system.Phase("elastic"), "Running");
   EXPECT_EQ(system.Job("elastic")["status"].value("restartCount", -1), 0);
+
+  // maxReplicas lowered while it runs: the job shrinks to 6, the scheduler
+  // never grows it back, and a 2-GPU job takes the two freed GPUs without
+  // taking anything more from it.
+  ASSERT_EQ(
+      system.Kubectl(R"(patch hybridjob elastic --type json -p )"
+                     R"('[{"op":"replace","path":"/spec/replicaSpecs/0/maxReplicas","value":6}]')"),
+      0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Members(system, "elastic", "worker") == 6 && system.Pods("elastic").size() == 6;
+      },
+      60s))
+      << "members " << Members(system, "elastic", "worker") << "\n"
+      << system.Logs();
+  ASSERT_EQ(system.Apply(Job("small", "pytorch", {Member("worker", 2, 2, 1, "")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("small") == "Running"; }, 60s))
+      << system.Phase("small") << "\n"
+      << system.Logs();
+  EXPECT_EQ(Members(system, "elastic", "worker"), 6);
+  EXPECT_EQ(system.Job("elastic")["status"].value("restartCount", -1), 0);
 }
 
 // MembershipChanged Events of a job: message -> count.

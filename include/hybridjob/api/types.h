@@ -264,6 +264,10 @@ inline constexpr std::string_view kConditionReplicaFailure = "ReplicaFailure";
 inline constexpr std::string_view kConditionSuspended = "Suspended";
 inline constexpr std::string_view kReasonJobSuspended = "JobSuspended";
 inline constexpr std::string_view kReasonJobResumed = "JobResumed";
+// Edits of the spec the running job does not take (spec_edits.h): True, with
+// the same reason, naming each ignored field; removed once the spec agrees
+// with the run again, or the run ends.
+inline constexpr std::string_view kConditionSpecChangeIgnored = "SpecChangeIgnored";
 
 // spec.artifacts: whether the files were uploaded after the job succeeded.
 // False with reason Uploading or Retrying while the uploader runs, True with
@@ -346,6 +350,10 @@ struct HybridJobStatus {
   // The run this status describes: spec.runPolicy.rerun when it began.
   int64_t run = 0;
   std::vector<PreviousRun> previous_runs;  // oldest first, at most kMaxPreviousRuns
+  // The spec the current run started (or was last resumed) with, defaults
+  // applied; absent before it starts and while the job is suspended. Edits
+  // to spec apply to it only as spec_edits.h allows.
+  std::optional<HybridJobSpec> run_spec;
 
   const Condition* FindCondition(std::string_view type) const;
   bool HasTrueCondition(std::string_view type) const;

@@ -657,6 +657,68 @@ TEST_F(JobControllerTest, ARerunWithAChangedCommandRecordsThePreviousRunAndKeeps
   EXPECT_EQ(status["previousRuns"].size(), 1u);
 }
 
+// Edits while the job runs: one it does not take (a role's template and
+// minimum) is named by SpecChangeIgnored and changes nothing, not even the
+// member restarted afterwards; lowering maxReplicas shrinks the job.
+TEST_F(JobControllerTest, EditsARunningJobTakesAndOnesItIgnores) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("ed", "pytorch", json::array({Role("worker", 2, 4, "OnFailure")})));
+  const std::vector<std::string> all = {"ed-worker-0", "ed-worker-1", "ed-worker-2", "ed-worker-3"};
+  ASSERT_TRUE(WaitFor([&] { return PodNames("ed").size() == 4; })) << Describe("ed");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun(all));
+  ASSERT_TRUE(WaitFor([&] { return ReplicaStatus("ed", "worker").value("members", -1) == 4; }))
+      << Describe("ed");
+  const std::map<std::string, std::string> before = UidsOf("ed");
+
+  json roles = Job("ed")["spec"]["replicaSpecs"];
+  roles[0]["minReplicas"] = 3;
+  roles[0]["template"]["spec"]["containers"][0]["args"] = json::array({"--lr=0.1"});
+  auto patched = client_->Patch(k8s::resources::HybridJobs(), ns(), "ed", k8s::PatchType::kMerge,
+                                json{{"spec", {{"replicaSpecs", roles}}}}.dump());
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  auto ignored = [&](const char* key) {
+    const json condition = Condition("ed", "SpecChangeIgnored");
+    return condition.is_object() ? condition.value(key, "") : std::string();
+  };
+  ASSERT_TRUE(WaitFor([&] { return ignored("status") == "True"; })) << Describe("ed");
+  const std::string message = ignored("message");
+  EXPECT_NE(message.find("spec.replicaSpecs[worker].minReplicas"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.replicaSpecs[worker].template"), std::string::npos) << message;
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("ed", "SpecChangeIgnored", "Warning"); }));
+  EXPECT_EQ(UidsOf("ed"), before);
+  EXPECT_EQ(Phase("ed"), "Running");
+
+  const std::string failed_uid = before.at("ed-worker-1");
+  ASSERT_NO_FATAL_FAILURE(Finish("ed-worker-1", 1));
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string uid = Uid(Pod("ed-worker-1"));
+    return !uid.empty() && uid != failed_uid;
+  })) << Describe("ed");
+  const json restarted = Pod("ed-worker-1");
+  EXPECT_EQ(restarted["spec"].dump().find("--lr=0.1"), std::string::npos)
+      << "restarted as the run started: " << restarted["spec"].dump();
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"ed-worker-1"}));
+
+  // Allowed: maxReplicas down to 2. Members 2 and 3 go; the cluster spec says 2.
+  roles = Job("ed")["spec"]["replicaSpecs"];
+  roles[0]["maxReplicas"] = 2;
+  patched = client_->Patch(k8s::resources::HybridJobs(), ns(), "ed", k8s::PatchType::kMerge,
+                           json{{"spec", {{"replicaSpecs", roles}}}}.dump());
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  ASSERT_TRUE(WaitFor([&] {
+    return PodsAre("ed", {"ed-worker-0", "ed-worker-1"});
+  })) << Describe("ed");
+  ASSERT_TRUE(WaitFor([&] {
+    auto config_map = client_->Get(k8s::resources::ConfigMaps(), ns(), "ed-cluster");
+    return config_map.ok() && (*config_map)["metadata"]["annotations"].value(
+                                  std::string(api::kMembersAnnotation), "") == R"({"worker":2})";
+  })) << Describe("ed");
+  EXPECT_EQ(ReplicaStatus("ed", "worker").value("members", -1), 2);
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("ed", "MembershipChanged", "Normal"); }));
+  // The ignored edits are still there, still ignored.
+  EXPECT_EQ(ignored("status"), "True");
+}
+
 // A private registry: a pull secret named in a role's template, or carried by
 // the ServiceAccount a template names (the API server's ServiceAccount
 // admission copies it onto the pod), reaches every member of that role.

@@ -1254,6 +1254,116 @@ TEST(ControllerPlannerTest, AJobCreatedSuspendedCreatesNothingUntilResumed) {
   EXPECT_THAT(EventReasons(plan), Contains("JobResumed"));
 }
 
+json& WorkerTemplate(FakeCluster& cluster) {
+  return cluster.Job()["spec"]["replicaSpecs"][1]["template"];
+}
+
+TEST(ControllerPlannerTest, AnEditTheRunDoesNotTakeIsReportedAndChangesNothing) {
+  FakeCluster cluster = PlacedTfJob();
+  ASSERT_TRUE(cluster.Status().run_spec.has_value()) << "the run records the spec it started with";
+  const json started_template = WorkerTemplate(cluster);
+  WorkerTemplate(cluster)["spec"]["containers"][0]["args"] = {"--lr=0.1"};
+  cluster.Job()["spec"]["queue"] = "elsewhere";
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(CreatedPods(plan), IsEmpty());
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  EXPECT_TRUE(ActionsOf<PatchPodGroupSpec>(plan).empty());
+  api::HybridJobStatus status = cluster.Status();
+  ASSERT_TRUE(status.HasTrueCondition(api::kConditionSpecChangeIgnored));
+  const std::string message = status.FindCondition(api::kConditionSpecChangeIgnored)->message;
+  EXPECT_THAT(message, HasSubstr("spec.replicaSpecs[worker].template"));
+  EXPECT_THAT(message, HasSubstr("spec.queue"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("SpecChangeIgnored"));
+  EXPECT_EQ(status.phase, JobPhase::kRunning);
+
+  // A restarted member comes back as the run started, not half-edited.
+  cluster.Exit("mnist-worker-1", 1);
+  cluster.Step(T0() + seconds(20));
+  cluster.Step(T0() + seconds(40));
+  ASSERT_TRUE(cluster.HasPod("mnist-worker-1"));
+  const json worker = cluster.Pod("mnist-worker-1");
+  EXPECT_EQ(worker["spec"].dump().find("--lr=0.1"), std::string::npos) << worker["spec"].dump();
+  const auto group = api::ParseGroupSpec(
+      worker["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)].get<std::string>());
+  ASSERT_TRUE(group.ok());
+  EXPECT_EQ(group->queue, "") << "the queue the run started with";
+  EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored)->message, message);
+
+  // Taken back, the condition goes.
+  WorkerTemplate(cluster) = started_template;
+  cluster.Job()["spec"].erase("queue");
+  cluster.Step(T0() + seconds(50));
+  EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+}
+
+TEST(ControllerPlannerTest, LoweringMaxReplicasShrinksARunningElasticJob) {
+  FakeCluster cluster = RunningDdpJob();  // master and 4 workers (2..4)
+  cluster.Job()["spec"]["replicaSpecs"][1]["maxReplicas"] = 2;
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("ddp-worker-2", "ddp-worker-3"));
+  EXPECT_THAT(CreatedPods(plan), IsEmpty());
+  const json* config_map = cluster.ConfigMap("ddp-cluster");
+  ASSERT_NE(config_map, nullptr);
+  EXPECT_EQ((*config_map)["metadata"]["annotations"][std::string(api::kMembersAnnotation)],
+            R"({"master":1,"worker":2})");
+  EXPECT_EQ(WorkerEnvValue(*config_map, 0, "WORLD_SIZE"), "3");
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.FindReplicaStatus("worker")->members, 2);
+  EXPECT_EQ(status.restart_count, 0);
+  EXPECT_EQ(status.FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+  EXPECT_THAT(EventReasons(plan), Contains("MembershipChanged"));
+  for (const RecordEvent& event : ActionsOf<RecordEvent>(plan)) {
+    if (event.reason == "MembershipChanged") {
+      EXPECT_THAT(event.message, HasSubstr("maxReplicas was lowered: worker 4 -> 2"));
+    }
+  }
+}
+
+TEST(ControllerPlannerTest, RaisingMaxReplicasGivesAnElasticJobPodsToGrowInto) {
+  FakeCluster cluster = RunningDdpJob();
+  cluster.Job()["spec"]["replicaSpecs"][1]["maxReplicas"] = 6;
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(CreatedPods(plan), UnorderedElementsAre("ddp-worker-4", "ddp-worker-5"));
+  const auto group = api::ParseGroupSpec(
+      cluster.Pod("ddp-worker-5")["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)]
+          .get<std::string>());
+  ASSERT_TRUE(group.ok());
+  EXPECT_EQ(group->FindRole("worker")->max_replicas, 6);
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 4)
+      << "until the scheduler binds";
+}
+
+TEST(ControllerPlannerTest, LoweringMaxReplicasBelowTheMinimumIsIgnored) {
+  FakeCluster cluster = RunningDdpJob();
+  cluster.Job()["spec"]["replicaSpecs"][1]["maxReplicas"] = 1;
+  Plan plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kRunning) << "an edit never fails a running job";
+  ASSERT_TRUE(status.HasTrueCondition(api::kConditionSpecChangeIgnored));
+  EXPECT_THAT(status.FindCondition(api::kConditionSpecChangeIgnored)->message,
+              HasSubstr("spec.replicaSpecs[worker].maxReplicas: "));
+}
+
+TEST(ControllerPlannerTest, ASuspendedJobResumesWithTheSpecAsItIsThen) {
+  FakeCluster cluster = PlacedTfJob();
+  WorkerTemplate(cluster)["spec"]["containers"][0]["args"] = {"--lr=0.1"};
+  cluster.Step(T0() + seconds(10));
+  ASSERT_TRUE(cluster.Status().HasTrueCondition(api::kConditionSpecChangeIgnored));
+  cluster.Job()["spec"]["suspend"] = true;
+  cluster.Step(T0() + seconds(20));
+  EXPECT_THAT(cluster.PodNames(), IsEmpty());
+  EXPECT_FALSE(cluster.Status().run_spec.has_value());
+  EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+
+  cluster.Job()["spec"]["suspend"] = false;
+  cluster.Step(T0() + seconds(30));
+  ASSERT_TRUE(cluster.HasPod("mnist-worker-0"));
+  EXPECT_NE(cluster.Pod("mnist-worker-0")["spec"].dump().find("--lr=0.1"), std::string::npos)
+      << "the elastic role's wrapper passes the new arguments on";
+  EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+}
+
 // A TF job that succeeded with workers 0 and 1 after worker-1 restarted once.
 FakeCluster SucceededTfJobAfterARestart() {
   FakeCluster cluster = PlacedTfJob();

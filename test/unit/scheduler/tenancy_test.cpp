@@ -235,5 +235,26 @@ TEST(TenancyParseTest, ObjectsWithoutWhatTrustNeedsAreRefused) {
   EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 8, 3}));
 }
 
+// A running job's shape is its run spec with the edits a run takes: a
+// changed queue or minimum is not the scheduler's to act on either.
+TEST(TenancyParseTest, ARunningJobIsScheduledAsItsRunGoesOn) {
+  json object = {{"metadata", {{"name", "j"}, {"namespace", "n"}, {"uid", "u"}}},
+                 {"spec",
+                  {{"queue", "q"},
+                   {"replicaSpecs", json::array({{{"name", "worker"},
+                                                  {"minReplicas", 2},
+                                                  {"maxReplicas", 8},
+                                                  {"template", json::object()}}})}}}};
+  object["status"]["runSpec"] = object["spec"];
+  object["spec"]["queue"] = "elsewhere";
+  object["spec"]["replicaSpecs"][0]["minReplicas"] = 1;
+  object["spec"]["replicaSpecs"][0]["maxReplicas"] = 4;
+  Result<TrustedJob> job = ParseTrustedJob(object);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.queue, "q");
+  ASSERT_EQ(job->spec.roles.size(), 1u);
+  EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 4, 0})) << "maxReplicas is taken";
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler
