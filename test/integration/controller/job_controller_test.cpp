@@ -577,6 +577,10 @@ TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAf
   EXPECT_TRUE(WaitFor([&] { return Phase("sus") == "Running"; })) << Describe("sus");
   EXPECT_EQ(Status("sus").value("restartCount", -1), 0);
   EXPECT_TRUE(WaitFor([&] { return HasEvent("sus", "JobResumed", "Normal"); }));
+  // The resumed run completes.
+  ASSERT_NO_FATAL_FAILURE(Finish("sus-worker-0", 0));
+  ASSERT_NO_FATAL_FAILURE(Finish("sus-worker-1", 0));
+  EXPECT_TRUE(WaitFor([&] { return Phase("sus") == "Succeeded"; })) << Describe("sus");
 
   // Created suspended: nothing at all until an admission system resumes it.
   json created_suspended =
@@ -584,8 +588,13 @@ TEST_F(JobControllerTest, SuspendFreesTheMembersKeepsTheClaimsAndResumesPlacedAf
   created_suspended["spec"]["suspend"] = true;
   CreateJob(created_suspended);
   ASSERT_TRUE(WaitFor([&] { return Phase("later") == "Suspended"; })) << Describe("later");
+  std::this_thread::sleep_for(500ms);
   EXPECT_TRUE(PodNames("later").empty());
   EXPECT_FALSE(Exists(k8s::resources::Services(), "later"));
+  auto resumed = client_->Patch(k8s::resources::HybridJobs(), ns(), "later", k8s::PatchType::kMerge,
+                                json{{"spec", {{"suspend", false}}}}.dump());
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_TRUE(WaitFor([&] { return PodsAre("later", {"later-worker-0"}); })) << Describe("later");
 }
 
 // A finished job run again with a changed command: members of the new run
