@@ -37,8 +37,11 @@ PodPhase ParsePhase(std::string_view phase) {
   return PodPhase::kPending;
 }
 
-int32_t ParseIndex(std::string_view text) {
-  int32_t value = -1;
+// A label's non-negative decimal number, written without leading zeros, or
+// -1 when it is not one.
+template <typename Number>
+Number ParseLabelNumber(std::string_view text) {
+  Number value = -1;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value < 0 || text.empty() ||
       (text.size() > 1 && text.front() == '0')) {
@@ -47,19 +50,14 @@ int32_t ParseIndex(std::string_view text) {
   return value;
 }
 
+int32_t ParseIndex(std::string_view text) {
+  return ParseLabelNumber<int32_t>(text);
+}
+
 }  // namespace
 
 int64_t ParseRun(std::string_view text) {
-  if (text.empty()) {
-    return 0;
-  }
-  int64_t value = -1;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0 ||
-      (text.size() > 1 && text.front() == '0')) {
-    return -1;
-  }
-  return value;
+  return text.empty() ? 0 : ParseLabelNumber<int64_t>(text);
 }
 
 namespace {
