@@ -298,6 +298,14 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
       out.run_spec = std::move(spec);
     }
   }
+  if (const json* queue = JsonMember(status, "queue"); queue != nullptr && queue->is_object()) {
+    const std::string queue_path = path + ".queue";
+    QueueStanding standing;
+    standing.name = reader.String(*queue, "name", queue_path).value_or("");
+    standing.position = reader.Int32(*queue, "position", queue_path).value_or(0);
+    standing.reason = reader.String(*queue, "reason", queue_path).value_or("");
+    out.queue = std::move(standing);
+  }
   if (const json* runs = reader.Array(status, "previousRuns", path)) {
     for (size_t i = 0; i < runs->size(); ++i) {
       const json& item = (*runs)[i];
@@ -556,6 +564,15 @@ json ToJson(const HybridJobStatus& status) {
       runs.push_back(std::move(item));
     }
     out["previousRuns"] = std::move(runs);
+  }
+  if (status.queue) {
+    json queue = json::object();
+    SetIfNotEmpty(queue, "name", status.queue->name);
+    if (status.queue->position > 0) {
+      queue["position"] = status.queue->position;
+    }
+    SetIfNotEmpty(queue, "reason", status.queue->reason);
+    out["queue"] = std::move(queue);
   }
   if (status.run_spec) {
     out["runSpec"] = ToJson(*status.run_spec);

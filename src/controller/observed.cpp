@@ -2,6 +2,7 @@
 #include <exception>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/common/json_fields.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/k8s/object_meta.h>
@@ -98,6 +99,10 @@ ObservedPod ObserveOrThrow(const json& pod) {
           out.disruption_reason = StringAt(condition, "reason");
         } else if (type == api::kGangEvictionCondition && state == "True") {
           out.reclaimed = true;
+        } else if (type == api::kGangWaitingCondition && state == "True") {
+          out.standing =
+              api::ParseStanding(StringAt(condition, "reason"), StringAt(condition, "message"));
+          out.standing_since = StringAt(condition, "lastTransitionTime");
         }
       }
     }

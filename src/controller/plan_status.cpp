@@ -388,7 +388,8 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
   MarkReplicaFailure(view, membership, limit, plan);
   const std::string phase_text(api::ToString(phase));
   if (phase == JobPhase::kQueued) {
-    // Why the gang waits, in the scheduler's words (first member that says).
+    // Why the gang waits, in the scheduler's words (first member that says),
+    // and its standing as the member carrying it said last.
     std::string reason = std::string(api::kConditionQueued);
     std::string message = "every member pod exists; waiting for the gang scheduler";
     for (const auto& [key, pod] : view.own) {
@@ -397,6 +398,17 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
         message = pod->waiting_message;
         break;
       }
+    }
+    const ObservedPod* carrier = nullptr;
+    for (const auto& [key, pod] : view.own) {
+      if (!pod->terminating && pod->standing &&
+          (carrier == nullptr || pod->standing_since > carrier->standing_since)) {
+        carrier = pod;
+      }
+    }
+    if (carrier != nullptr) {
+      plan.status.queue = carrier->standing;
+      reason = carrier->standing->reason;
     }
     SetCondition(view, plan, api::kConditionQueued, true, reason, message, true);
   } else {

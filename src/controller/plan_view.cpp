@@ -153,6 +153,7 @@ void PlanBuilder::DropActiveWork() {
 PlanBuilder StartPlan(const PlanView& view) {
   PlanBuilder plan;
   plan.status = view.old_status;
+  plan.status.queue.reset();  // said again by every pass that finds the job queued
   plan.status.run = view.job.status.run;
   plan.status.observed_generation = view.job.metadata.generation;
   return plan;

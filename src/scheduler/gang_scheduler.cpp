@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -7,14 +8,12 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/common/strings.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
 namespace hybridjob::scheduler {
-namespace {
-
-using SteadyClock = std::chrono::steady_clock;
 
 // A decision copied out of the plan: its PodInfo pointers are only valid
 // until the loop applies the next deltas.
@@ -36,7 +35,51 @@ struct DecisionCopy {
   std::string summary;                         // "ps 1 (min 1, max 1), worker 3 (min 2, max 4)"
   std::string placement;                       // GroupPlan::placement
   Timestamp creation_time{};
+  std::string waiting_reason;  // api/waiting.h code, for a gang waiting to start
+  int32_t queue_position = 0;
+  std::optional<PodRef> carrier;  // the member that carries its standing
+  // Whom a NeverFits Event is about: the job when the members' controller is
+  // a HybridJob, else the carrier.
+  k8s::ObjectReference owner;
 };
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// A waiting gang's place in its queue is written again at most this often
+// (StandingNeedsWrite).
+constexpr auto kPositionRefresh = std::chrono::seconds{10};
+
+// The member that carries a waiting gang's standing: the lowest index, then
+// the name, so it stays the same while the gang waits.
+const PodInfo* StandingCarrier(const std::vector<const PodInfo*>& pending) {
+  const PodInfo* carrier = nullptr;
+  auto rank = [](const PodInfo* pod) {
+    return pod->index < 0 ? std::numeric_limits<int64_t>::max() : int64_t{pod->index};
+  };
+  for (const PodInfo* pod : pending) {
+    if (carrier == nullptr || rank(pod) < rank(carrier) ||
+        (rank(pod) == rank(carrier) && pod->name < carrier->name)) {
+      carrier = pod;
+    }
+  }
+  return carrier;
+}
+
+k8s::ObjectReference OwnerReference(const PodInfo& member) {
+  if (member.controller && member.controller->kind == api::kKind &&
+      member.controller->api_version == api::kApiVersion) {
+    return k8s::ObjectReference{std::string(api::kApiVersion),
+                                std::string(api::kKind),
+                                member.namespace_name,
+                                member.controller->name,
+                                member.controller->uid,
+                                "",
+                                ""};
+  }
+  return PodReference(PodRefOf(member));
+}
 
 // The PodScheduled=False reason written on a waiting group's pods: the
 // Kubernetes one for lack of capacity, the policy's cause otherwise.
@@ -471,6 +514,48 @@ void GangScheduler::ApplyBindOutcome(BindOutcome outcome) {
   }
 }
 
+std::optional<PodConditionWrite> GangScheduler::NextStanding(const DecisionCopy& decision) {
+  if (decision.started || decision.waiting_reason.empty() || !decision.carrier) {
+    return std::nullopt;
+  }
+  const PodRef& carrier = *decision.carrier;
+  const bool still_pending =
+      std::any_of(decision.pending.begin(), decision.pending.end(),
+                  [&](const PodRef& member) { return member.name == carrier.name; });
+  if (!still_pending) {
+    return std::nullopt;
+  }
+  const api::QueueStanding standing{decision.queue, decision.queue_position,
+                                    decision.waiting_reason};
+  const auto now = SteadyClock::now();
+  auto it = standings_.find(decision.key);
+  const StandingWritten* last = it == standings_.end() ? nullptr : &it->second;
+  if (!StandingNeedsWrite(last, standing, carrier.name, now, kPositionRefresh)) {
+    return std::nullopt;
+  }
+  if (standing.reason == api::kReasonNeverFits &&
+      (last == nullptr || last->standing.reason != api::kReasonNeverFits)) {
+    events_->Record(decision.owner, k8s::EventType::kWarning, std::string(api::kReasonNeverFits),
+                    "gang " + decision.group_name +
+                        " can never start on this cluster's nodes: " + decision.reason);
+  }
+  if (last != nullptr && last->pod != carrier.name) {
+    reporter_->Mark(decision.namespace_name, last->pod, {GangPlacedCondition()});
+  }
+  standings_[decision.key] = StandingWritten{standing, carrier.name, now};
+  return GangWaitingCondition(standing);
+}
+
+void GangScheduler::ClearStanding(const std::string& key) {
+  auto it = standings_.find(key);
+  if (it == standings_.end()) {
+    return;
+  }
+  const size_t slash = key.find('/');
+  reporter_->Mark(key.substr(0, slash), it->second.pod, {GangPlacedCondition()});
+  standings_.erase(it);
+}
+
 void GangScheduler::RunOneCycle() {
   const auto started = SteadyClock::now();
   const Timestamp now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
@@ -528,6 +613,12 @@ void GangScheduler::RunOneCycle() {
       copy.placement = decision.plan.placement;
       copy.claim_decisions = decision.plan.claim_decisions;
       copy.creation_time = decision.group.creation_time;
+      copy.waiting_reason = std::string(decision.waiting_reason);
+      copy.queue_position = decision.queue_position;
+      if (const PodInfo* carrier = StandingCarrier(decision.group.pending)) {
+        copy.carrier = PodRefOf(*carrier);
+        copy.owner = OwnerReference(*carrier);
+      }
       copy.awaited_claims = copy.claim_decisions;
       for (const auto& assignment : decision.plan.assignments) {
         copy.assignments.push_back(PodRefOf(*assignment.pod, assignment.node_name));
@@ -590,6 +681,7 @@ void GangScheduler::RunOneCycle() {
         surplus_.insert(PodKey(member.namespace_name, member.name));
       }
       reported_.erase(gang.key);
+      ClearStanding(gang.key);
       if (!decision.awaited_claims.empty()) {
         VolumeWait wait;
         {
@@ -611,6 +703,7 @@ void GangScheduler::RunOneCycle() {
     }
     if (decision.outcome == PlanOutcome::kPlaced) {
       reported_.erase(decision.key);
+      ClearStanding(decision.key);
       continue;
     }
     if (!decision.started) {
@@ -619,15 +712,26 @@ void GangScheduler::RunOneCycle() {
     if (decision.cause == WaitCause::kAssembling) {
       continue;  // not every member pod exists yet: nothing to report
     }
+    // The standing goes in the carrier's PodScheduled write when there is
+    // one: one patch, not two.
+    std::optional<PodConditionWrite> standing = NextStanding(decision);
     const std::string reason = WaitingReason(decision);
     std::string& said = reported_[decision.key];
     if (said == reason + ": " + decision.reason) {
+      if (standing) {
+        reporter_->Mark(decision.namespace_name, decision.carrier->name, {std::move(*standing)});
+      }
       continue;  // said already
     }
     said = reason + ": " + decision.reason;
     for (const PodRef& member : decision.pending) {
-      reporter_->Mark(member.namespace_name, member.name,
-                      {{"PodScheduled", false, reason, decision.reason}});
+      std::vector<PodConditionWrite> conditions = {
+          {"PodScheduled", false, reason, decision.reason}};
+      if (standing && member.name == decision.carrier->name) {
+        conditions.push_back(std::move(*standing));
+        standing.reset();
+      }
+      reporter_->Mark(member.namespace_name, member.name, std::move(conditions));
     }
     // A running group whose extra members wait is not news worth an Event,
     // nor a gang held by scheduling gates (kube-scheduler says nothing either).
@@ -657,6 +761,16 @@ void GangScheduler::RunOneCycle() {
       }
     }
     reported_ = std::move(kept);
+  }
+  if (standings_.size() > decisions.size()) {
+    std::unordered_map<std::string, StandingWritten> kept;
+    for (const auto& decision : decisions) {
+      auto it = standings_.find(decision.key);
+      if (it != standings_.end()) {
+        kept.emplace(it->first, std::move(it->second));
+      }
+    }
+    standings_ = std::move(kept);
   }
   stats_.groups_waiting = waiting;
   ++stats_.cycles;

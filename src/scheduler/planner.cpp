@@ -64,6 +64,13 @@ struct RoleState {
   bool CanGrow() const { return !blocked && total() < spec->max_replicas && next < pending.size(); }
 };
 
+// Of the nodes examined for a member that did not fit: those that would take
+// it, and those that would but for its claims.
+struct RejectionCounts {
+  size_t available = 0;
+  size_t volumes = 0;
+};
+
 bool PendingOrder(const PodInfo* a, const PodInfo* b) {
   // Pods without an index label go last; names break ties deterministically.
   auto rank = [](const PodInfo* pod) {
@@ -136,7 +143,8 @@ class GroupPlanner {
   void Place(const PodInfo& pod, uint32_t slot);
   uint8_t StaticVerdict(PodClass& pod_class, uint32_t slot);
   VolumeVerdict CheckVolumes(const PodInfo& pod, const NodeInfo& node) const;
-  std::string DescribeRejections(const PodInfo& pod, PodClass& pod_class);
+  std::string DescribeRejections(const PodInfo& pod, PodClass& pod_class, RejectionCounts& counts);
+  Shortfall ClassifyShortfall(const RejectionCounts& counts, std::string& never_fits);
   std::string DescribeFreeGpus(PodClass& pod_class);
   void FillSummaries(GroupPlan& plan) const;
   void FillPlacedPlan(GroupPlan& plan) const;
@@ -559,7 +567,8 @@ void GroupPlanner::GrowRound() {
   }
 }
 
-std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_class) {
+std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_class,
+                                             RejectionCounts& out) {
   std::optional<InterPodAffinityState> fresh_affinity;
   const InterPodAffinityState* affinity =
       pod_class.affinity.has_value() ? &*pod_class.affinity : nullptr;
@@ -580,10 +589,12 @@ std::string GroupPlanner::DescribeRejections(const PodInfo& pod, PodClass& pod_c
       ++counts[result.Message()];
     } else if (VolumeVerdict volumes = CheckVolumes(pod, node.info); !volumes.ok()) {
       ++counts[volumes.Message()];
+      ++out.volumes;
     } else {
       ++available;
     }
   }
+  out.available = available;
   std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
@@ -644,6 +655,78 @@ std::string GroupPlanner::DescribeFreeGpus(PodClass& pod_class) {
   return text + ", largest node has " + FormatMilliGpus(largest);
 }
 
+// Run on the snapshot as it was before this group. A role (or the gang) that
+// the nodes admitting its members could not hold even empty never fits; the
+// sums make that a sure verdict, never a guess (nodes shared by roles only
+// make the real bound lower).
+Shortfall GroupPlanner::ClassifyShortfall(const RejectionCounts& counts, std::string& never_fits) {
+  const std::vector<NodeState>& slots = snapshot_.slots();
+  std::vector<uint8_t> admits(slots.size(), 0);
+  ResourceList need;
+  for (RoleState& role : roles_) {
+    const int32_t missing = role.spec->min_replicas - role.bound;
+    if (missing <= 0 || role.pending.empty()) {
+      continue;
+    }
+    const PodInfo& pod = *role.pending.front();
+    PodClass& pod_class = ClassFor(role, pod);
+    int64_t fit_empty = 0;
+    size_t admitting = 0;
+    for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+      if (!slots[slot].schedulable_slot() || !RunLastingFilters(pod, slots[slot].info).ok()) {
+        continue;
+      }
+      ++admitting;
+      const uint8_t now = StaticVerdict(pod_class, slot) == kVerdictPass ? 1 : 2;
+      admits[slot] = admits[slot] == 1 ? 1 : now;
+      if (fit_empty < missing) {
+        fit_empty += CopiesThatFit(pod.requests, slots[slot].info.allocatable,
+                                   pod.host_ports.empty() ? missing : 1);
+      }
+    }
+    if (fit_empty < missing) {
+      never_fits = "never fits: " + role.spec->name + " needs " + std::to_string(missing) +
+                   " more member" + (missing == 1 ? "" : "s") + " (" + pod.requests.ToString() +
+                   " each), and the " + std::to_string(admitting) + " node" +
+                   (admitting == 1 ? "" : "s") + " that admit" + (admitting == 1 ? "s" : "") +
+                   " it could hold " + std::to_string(fit_empty) + " even empty";
+      return Shortfall::kNeverFits;
+    }
+    for (int32_t i = 0; i < missing; ++i) {
+      need += pod.requests;
+    }
+  }
+  // admits: 1 the node may take a member now, 2 only once it is Ready or
+  // uncordoned again.
+  ResourceList ever;
+  ResourceList allocatable;
+  ResourceList used;
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    if (admits[slot] != 0) {
+      ever += slots[slot].info.allocatable;
+    }
+    if (admits[slot] == 1) {
+      allocatable += slots[slot].info.allocatable;
+      used += slots[slot].requested;
+    }
+  }
+  if (std::string_view short_of = FirstInsufficientResource(need, {}, ever); !short_of.empty()) {
+    ResourceList needed;
+    needed.Set(short_of, need.Get(short_of));
+    ResourceList offered;
+    offered.Set(short_of, ever.Get(short_of));
+    never_fits = "never fits: the minimum needs " + needed.ToString() +
+                 " more, and the nodes that admit its members have " + offered.ToString() +
+                 " in all";
+    return Shortfall::kNeverFits;
+  }
+  if (counts.available == 0 && counts.volumes > 0) {
+    return Shortfall::kVolumes;
+  }
+  return FirstInsufficientResource(need, used, allocatable).empty() ? Shortfall::kFragmented
+                                                                    : Shortfall::kCapacity;
+}
+
 void GroupPlanner::FillSummaries(GroupPlan& plan) const {
   for (const RoleState& role : roles_) {
     plan.roles.push_back(RoleSummary{role.spec->name, role.spec->min_replicas,
@@ -683,6 +766,7 @@ GroupPlan GroupPlanner::Run() {
   if (std::string missing = MissingMinimum(); !missing.empty()) {
     plan.outcome = PlanOutcome::kWait;
     plan.reason = std::move(missing);
+    plan.shortfall = Shortfall::kMembers;
     FillSummaries(plan);
     return plan;
   }
@@ -697,11 +781,15 @@ GroupPlan GroupPlanner::Run() {
     RoleState& role = *failed_role_;
     const PodInfo& pod = *role.pending[role.next];
     PodClass& pod_class = ClassFor(role, pod);
-    std::string rejections = DescribeRejections(pod, pod_class);
+    RejectionCounts counts;
+    std::string rejections = DescribeRejections(pod, pod_class, counts);
     tentative.Rollback();  // free capacity is reported as it was before this group
     plan.outcome = PlanOutcome::kWait;
-    plan.reason = role.spec->name + ": " + std::to_string(role.total()) + " of min " +
-                  std::to_string(role.spec->min_replicas) + " placeable; ";
+    std::string never_fits;
+    plan.shortfall = ClassifyShortfall(counts, never_fits);
+    plan.reason = never_fits.empty() ? "" : never_fits + "; ";
+    plan.reason += role.spec->name + ": " + std::to_string(role.total()) + " of min " +
+                   std::to_string(role.spec->min_replicas) + " placeable; ";
     if (config_.gpu_resources.AnyIn(pod.requests)) {
       plan.reason += DescribeFreeGpus(pod_class) + "; ";
     }
@@ -784,6 +872,23 @@ std::string NoDomainReason(const TopologyUnit& unit, const UnitDemand& demand,
     reason += " (its nodes' free capacity is too fragmented, or they do not suit the members)";
   }
   return reason;
+}
+
+// What the largest domain of the level offers with every node empty.
+int64_t LargestDomainCapacity(const TopologyLevelIndex& level, const std::vector<NodeState>& slots,
+                              const CapacityMeasure& measure) {
+  int64_t largest = 0;
+  for (const TopologyDomain& domain : level.domains) {
+    int64_t capacity = 0;
+    for (uint32_t slot : domain.slots) {
+      const NodeState& node = slots[slot];
+      if (node.schedulable_slot() && node.info.ready && !node.info.unschedulable) {
+        capacity += measure.Of(node.info.allocatable);
+      }
+    }
+    largest = std::max(largest, capacity);
+  }
+  return largest;
 }
 
 // Where a placed plan put each unit.
@@ -900,9 +1005,15 @@ GroupPlan PlanWithTopology(Snapshot& snapshot, const PodGroup& group, const Plan
     }
   }
   waiting.next_start_slot = plan.next_start_slot;
-  waiting.reason =
-      NoDomainReason(choice.units[u], demands[u], *choice.levels[choice.units[u].level],
-                     snapshot.slots(), group.spec);
+  const TopologyLevelIndex& level = *choice.levels[choice.units[u].level];
+  waiting.reason = NoDomainReason(choice.units[u], demands[u], level, snapshot.slots(), group.spec);
+  waiting.shortfall = Shortfall::kTopology;
+  if (const int64_t largest = LargestDomainCapacity(level, snapshot.slots(), demands[u].measure);
+      largest < demands[u].need) {
+    waiting.shortfall = Shortfall::kNeverFits;
+    waiting.reason = "never fits: the largest " + level.key + " domain has " +
+                     demands[u].measure.Format(largest) + " even empty; " + waiting.reason;
+  }
   return waiting;
 }
 

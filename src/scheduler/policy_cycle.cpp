@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/common/backoff.h>
 #include <hybridjob/scheduler/cycle.h>
 #include <hybridjob/scheduler/fair_share.h>
@@ -299,6 +301,8 @@ void PolicyCycle::PlaceAtMinimum(Entry& entry) {
     size_t held = reserved_->CountHeldForOthers(entry.key);
     if (held > 0 && entry.cause == WaitCause::kNoCapacity) {
       entry.notes.push_back(Plural(held, "node is", "nodes are") + " reserved for other groups");
+      entry.behind_reservations =
+          PlanGroup(snapshot_, AtMinimum(entry.group), planner_, start_slot_).placed();
     }
     return;
   }
@@ -354,7 +358,10 @@ void PolicyCycle::PlaceMinimums() {
 
 bool PolicyCycle::HoldsUpItsQueue(const Entry& entry) const {
   const QueueSpec* queue = table_.Find(entry.queue);
-  return queue != nullptr && queue->order == QueueOrder::kStrictFifo &&
+  // One that can never start would hold its line for good: it steps aside.
+  const bool never =
+      entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
+  return queue != nullptr && queue->order == QueueOrder::kStrictFifo && !never &&
          (entry.cause == WaitCause::kNoCapacity || entry.cause == WaitCause::kOverQueueMax);
 }
 
@@ -688,6 +695,7 @@ PolicyCycleResult PolicyCycle::Run(std::vector<PodGroup> groups) {
     return ea.sequence != eb.sequence ? ea.sequence < eb.sequence : ea.input_order < eb.input_order;
   });
   FillQueues(result);
+  NumberQueueLines();
   for (size_t index : order) {
     result.decisions.push_back(Decide(entries_[index]));
   }
@@ -706,6 +714,58 @@ void OrderForMarking(std::vector<Eviction>& evictions) {
   std::stable_sort(evictions.begin(), evictions.end(), [](const Eviction& a, const Eviction& b) {
     return std::tie(a.victim_group, a.role, a.index) < std::tie(b.victim_group, b.role, b.index);
   });
+}
+
+std::string_view WaitingReasonCode(WaitCause cause, Shortfall shortfall, bool holds_reservation,
+                                   bool behind_reservations) {
+  switch (cause) {
+    case WaitCause::kNone:
+    case WaitCause::kAssembling:
+    case WaitCause::kGrowthDeferred:
+    case WaitCause::kNoRoomToGrow:
+      return {};
+    case WaitCause::kInvalid:
+      return api::kInvalidGroupReason;
+    case WaitCause::kUnknownQueue:
+      return api::kReasonUnknownQueue;
+    case WaitCause::kNotLeafQueue:
+      return api::kReasonParentQueue;
+    case WaitCause::kNotAllowedInQueue:
+      return api::kReasonNotAllowedInQueue;
+    case WaitCause::kSchedulingGated:
+      return api::kReasonGated;
+    case WaitCause::kUnsupported:
+      return api::kReasonUnsupported;
+    case WaitCause::kOverQueueMax:
+      return api::kReasonQueueLimit;
+    case WaitCause::kEvicting:
+      return api::kReasonEvicting;
+    case WaitCause::kBehindQueueHead:
+      return api::kReasonFairShareOrder;
+    case WaitCause::kNoCapacity:
+      break;
+  }
+  if (shortfall == Shortfall::kNeverFits) {
+    return api::kReasonNeverFits;  // no reservation or turn would change that
+  }
+  if (holds_reservation) {
+    return api::kReasonReserved;
+  }
+  if (behind_reservations) {
+    return api::kReasonFairShareOrder;
+  }
+  switch (shortfall) {
+    case Shortfall::kMembers:
+      return api::kReasonMembersMissing;
+    case Shortfall::kTopology:
+      return api::kReasonTopologyUnsatisfiable;
+    case Shortfall::kVolumes:
+      return api::kReasonWaitingForVolumes;
+    case Shortfall::kFragmented:
+      return api::kReasonFragmented;
+    default:
+      return api::kReasonInsufficientCapacity;
+  }
 }
 
 std::string_view WaitCauseName(WaitCause cause) {

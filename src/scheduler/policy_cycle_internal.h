@@ -46,6 +46,9 @@ struct Entry {
   // within that ancestor's subtree may still make room for it.
   std::string ceiling_queue;
   std::vector<std::string> notes;  // appended to the reason
+  // It would have been placed at its minimum but for nodes reserved for others.
+  bool behind_reservations = false;
+  int32_t queue_position = 0;  // in its queue's line of groups waiting to start
 };
 
 // "3 pods" / "1 pod".
@@ -124,6 +127,7 @@ class PolicyCycle {
   Reservation* FindReservation(const std::string& key);
   void DropReservation(const std::string& key);
   RunningGroups& Running();
+  void NumberQueueLines();
   PolicyDecision Decide(Entry& entry) const;
   void FillQueues(PolicyCycleResult& result) const;
   std::string DescribeQueue(const QueueAccount& account, std::string_view leaf) const;

@@ -1,17 +1,49 @@
 // What the cycle tells the shell and the user: one decision per group (bind,
 // wait with a reason, evict) and the status of every queue.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "policy_cycle_internal.h"
 
 namespace hybridjob::scheduler::policy_internal {
 
+void PolicyCycle::NumberQueueLines() {
+  std::map<std::string_view, std::vector<Entry*>> lines;
+  for (Entry& entry : entries_) {
+    // One that can never start stands in nobody's way: it is not counted.
+    const bool never =
+        entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
+    if (entry.starting && !entry.placed && !never) {
+      lines[entry.queue].push_back(&entry);
+    }
+  }
+  for (auto& [queue, line] : lines) {
+    std::stable_sort(line.begin(), line.end(), [](const Entry* a, const Entry* b) {
+      return GroupGoesFirst(a->group, b->group);
+    });
+    for (size_t i = 0; i < line.size(); ++i) {
+      line[i]->queue_position = static_cast<int32_t>(i + 1);
+    }
+  }
+}
+
 PolicyDecision PolicyCycle::Decide(Entry& entry) const {
   PolicyDecision decision;
   decision.queue = entry.queue;
   decision.cause = entry.cause;
   decision.grown = entry.grown;
+  if (!entry.placed && !entry.running) {
+    const Reservation* reservation = nullptr;
+    for (const Reservation& held : reservations_) {
+      reservation = held.group_key == entry.key ? &held : reservation;
+    }
+    decision.waiting_reason = WaitingReasonCode(
+        entry.cause, entry.plan.shortfall,
+        reservation != nullptr && reservation->cause == ReservationCause::kStarvation,
+        entry.behind_reservations);
+    decision.queue_position = entry.queue_position;
+  }
   GroupPlan& plan = decision.plan;
   if (entry.assignments.empty() && !entry.placed) {
     plan = std::move(entry.plan);

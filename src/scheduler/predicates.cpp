@@ -168,6 +168,35 @@ FilterResult RunStaticFilters(const PodInfo& pod, const NodeState& node) {
   return {};
 }
 
+FilterResult RunLastingFilters(const PodInfo& pod, const NodeInfo& node) {
+  static constexpr std::string_view kPassingTaints[] = {
+      kTaintNodeNotReady,
+      kTaintNodeUnschedulable,
+      "node.kubernetes.io/unreachable",
+      "node.kubernetes.io/memory-pressure",
+      "node.kubernetes.io/disk-pressure",
+      "node.kubernetes.io/pid-pressure",
+      "node.kubernetes.io/network-unavailable",
+  };
+  for (const Taint& taint : node.taints) {
+    if (taint.effect == TaintEffect::kPreferNoSchedule ||
+        std::find(std::begin(kPassingTaints), std::end(kPassingTaints), taint.key) !=
+            std::end(kPassingTaints)) {
+      continue;
+    }
+    if (!ToleratesAll(pod.tolerations, taint)) {
+      return Reject(FilterCode::kUntoleratedTaint, taint.key);
+    }
+  }
+  for (auto check : {CheckNodeSelector, CheckRequiredNodeAffinity}) {
+    FilterResult result = check(pod, node);
+    if (!result.ok()) {
+      return result;
+    }
+  }
+  return {};
+}
+
 FilterResult CheckResources(const PodInfo& pod, const NodeState& node) {
   std::string_view short_of =
       FirstInsufficientResource(pod.requests, node.requested, node.info.allocatable);

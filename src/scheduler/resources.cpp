@@ -206,6 +206,23 @@ std::string_view FirstInsufficientResource(const ResourceList& request, const Re
   return {};
 }
 
+int64_t CopiesThatFit(const ResourceList& request, const ResourceList& capacity, int64_t limit) {
+  int64_t copies = std::max<int64_t>(limit, 0);
+  auto bound_by = [&copies](int64_t asked, int64_t offered) {
+    if (asked > 0) {
+      copies = std::min(copies, std::max<int64_t>(offered, 0) / asked);
+    }
+  };
+  bound_by(request.pods, capacity.pods);
+  bound_by(request.milli_cpu, capacity.milli_cpu);
+  bound_by(request.memory, capacity.memory);
+  bound_by(request.ephemeral_storage, capacity.ephemeral_storage);
+  for (const ScalarResource& scalar : request.scalars()) {
+    bound_by(scalar.amount, capacity.Scalar(scalar.name));
+  }
+  return copies;
+}
+
 Result<ResourceList> ParseResourceList(const nlohmann::json& resources) {
   ResourceList list;
   if (resources.is_null()) {

@@ -18,6 +18,25 @@ constexpr int kMaxTries = 5;
 
 }  // namespace
 
+bool StandingNeedsWrite(const StandingWritten* last, const api::QueueStanding& standing,
+                        std::string_view pod, std::chrono::steady_clock::time_point now,
+                        std::chrono::steady_clock::duration refresh) {
+  if (last == nullptr || last->pod != pod || last->standing.reason != standing.reason ||
+      last->standing.name != standing.name) {
+    return true;
+  }
+  return last->standing.position != standing.position && now - last->at >= refresh;
+}
+
+PodConditionWrite GangWaitingCondition(const api::QueueStanding& standing) {
+  return {std::string(api::kGangWaitingCondition), true, standing.reason,
+          api::FormatStanding(standing)};
+}
+
+PodConditionWrite GangPlacedCondition() {
+  return {std::string(api::kGangWaitingCondition), false, "Placed", "the gang was placed"};
+}
+
 Status PatchPodConditions(k8s::ApiClient& client, const std::string& namespace_name,
                           const std::string& name,
                           const std::vector<PodConditionWrite>& conditions) {

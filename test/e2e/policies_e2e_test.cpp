@@ -3,6 +3,7 @@
 // the job's membership and publishes the new cluster spec, and when capacity
 // is idle again the job grows back.
 #include <map>
+#include <regex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -269,6 +270,34 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
   ASSERT_TRUE(WaitFor([&] { return QueuedReason(system, "lost") == "UnknownQueue"; }, 30s))
       << system.Job("lost").dump();
   EXPECT_EQ(system.Phase("lost"), "Queued");
+
+  // Why jobs wait, as a user reads it: a member larger than any node never
+  // fits (one Warning Event, not one per cycle); a job behind full queues
+  // waits for capacity, first in its queue's line.
+  ASSERT_EQ(system.Apply(Job("huge", "generic", {Member("worker", 1, 1, 9, "")}, "", "a")), 0);
+  ASSERT_EQ(system.Apply(Job("next", "generic", {Member("worker", 2, 2, 1, "")}, "", "b")), 0);
+  auto standing = [&](const std::string& job) {
+    const json object = system.Job(job);
+    json queue = object.is_object() && object.contains("status") && object["status"].is_object()
+                     ? object["status"].value("queue", json::object())
+                     : json::object();
+    return queue.is_object() ? queue : json::object();
+  };
+  ASSERT_TRUE(WaitFor([&] { return standing("huge").value("reason", "") == "NeverFits"; }, 30s))
+      << system.Job("huge").dump();
+  EXPECT_EQ(QueuedReason(system, "huge"), "NeverFits");
+  EXPECT_FALSE(standing("huge").contains("position")) << "a job that never fits is not in line";
+  ASSERT_TRUE(
+      WaitFor([&] { return standing("next").value("reason", "") == "InsufficientCapacity"; }, 30s))
+      << system.Job("next").dump();
+  EXPECT_EQ(standing("next"),
+            json({{"name", "b"}, {"position", 1}, {"reason", "InsufficientCapacity"}}));
+  std::string described;
+  ASSERT_EQ(system.Kubectl("describe hj huge", &described), 0);
+  EXPECT_TRUE(std::regex_search(described, std::regex(R"(Reason:\s+NeverFits)"))) << described;
+  EXPECT_TRUE(std::regex_search(described, std::regex(R"(Warning\s+NeverFits)"))) << described;
+  std::this_thread::sleep_for(3s);  // a few cycles (gangBackoffSeconds: 1)
+  EXPECT_EQ(CountEvents(system, "NeverFits"), 1);
 }
 
 // Bound GPUs of a namespace's pods (one GPU per member in these tests).

@@ -47,7 +47,9 @@ inline constexpr std::string_view kInvalidGroupReason = "InvalidGroup";
 // it is planned again.
 inline constexpr std::string_view kVolumeBindingReason = "WaitingForVolumes";
 // Other reasons name the scheduling policy's cause (WaitCauseName in
-// scheduler/policy_cycle.h): QueueLimit, NotAllowedInQueue, ...
+// scheduler/policy_cycle.h): OverQueueMax, NotAllowedInQueue, ... The code a
+// user reads (NeverFits, Fragmented, ...) is in the GangWaiting condition
+// (api/waiting.h).
 
 // Pod condition the gang scheduler sets (status True) on a member just before
 // it evicts it, with reason kReclaimedReason or kPreemptedReason: the job

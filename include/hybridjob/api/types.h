@@ -331,6 +331,16 @@ struct PreviousRun {
   friend bool operator==(const PreviousRun&, const PreviousRun&) = default;
 };
 
+// Where a job that waits to start stands (status.queue), as the
+// gang-scheduler last said (api/waiting.h).
+struct QueueStanding {
+  std::string name;      // the queue
+  int32_t position = 0;  // 1: the next of its queue to start; 0: not in line
+  std::string reason;    // a waiting reason code (waiting.h)
+
+  friend bool operator==(const QueueStanding&, const QueueStanding&) = default;
+};
+
 // status.previousRuns keeps the newest this many.
 inline constexpr size_t kMaxPreviousRuns = 10;
 
@@ -354,6 +364,8 @@ struct HybridJobStatus {
   // applied; absent before it starts and while the job is suspended. Edits
   // to spec apply to it only as spec_edits.h allows.
   std::optional<HybridJobSpec> run_spec;
+  // While the job waits to start: its queue, its place in it, and why.
+  std::optional<QueueStanding> queue;
 
   const Condition* FindCondition(std::string_view type) const;
   bool HasTrueCondition(std::string_view type) const;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/types.h>
 #include <hybridjob/controller/references.h>
 
 namespace hybridjob::controller {
@@ -39,6 +40,10 @@ struct ObservedPod {
   // waiting (Unschedulable, UnknownQueue, OverQueueMax, ...).
   std::string waiting_reason;
   std::string waiting_message;
+  // batch.hybridjob.io/GangWaiting=True (api/waiting.h): the gang waits to
+  // start, and this member carries where it stands; when the condition said it.
+  std::optional<api::QueueStanding> standing;
+  std::string standing_since;
   bool terminating = false;  // metadata.deletionTimestamp set
   // The first non-zero exit code among terminated app containers (0 if all
   // terminated containers exited 0); unset when no container terminated.

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -52,6 +53,8 @@
 #include <hybridjob/scheduler/status_reporter.h>
 
 namespace hybridjob::scheduler {
+
+struct DecisionCopy;  // a cycle's decision for one group, as the loop keeps it
 
 // A queue as the last cycle left it, with the evictions made for and from it.
 struct QueueReport {
@@ -105,6 +108,12 @@ class GangScheduler {
   bool AdvanceVolumeWaits();
   void PublishCacheFigures();
   void RunOneCycle();
+  // The GangWaiting condition to write on a waiting gang's carrier, when
+  // StandingNeedsWrite says so (recorded as written); a Warning Event on
+  // entering NeverFits.
+  std::optional<PodConditionWrite> NextStanding(const DecisionCopy& decision);
+  // The gang no longer waits: its carrier's GangWaiting condition goes False.
+  void ClearStanding(const std::string& key);
 
   k8s::ApiClient& client_;
   const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
@@ -162,7 +171,8 @@ class GangScheduler {
   std::unordered_map<std::string, VolumeWait> volume_waits_;  // by group key
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
-  std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
+  std::unordered_map<std::string, std::string> reported_;       // group key -> last reason said
+  std::unordered_map<std::string, StandingWritten> standings_;  // by group key
 };
 
 }  // namespace hybridjob::scheduler

@@ -112,6 +112,17 @@ struct RoleSummary {
   int32_t placed = 0;
 };
 
+// Why a waiting plan fell short, for the waiting reason codes (waiting.h).
+enum class Shortfall : uint8_t {
+  kNone,        // placed, or invalid
+  kMembers,     // member pods are missing for a minimum
+  kCapacity,    // the nodes that admit the members lack free capacity
+  kFragmented,  // those nodes have enough free in total, not where a member fits
+  kNeverFits,   // more than those nodes could hold even empty
+  kTopology,    // the cluster holds the minimum, no single required domain does
+  kVolumes,     // nodes have room, the members' claims get no volume there
+};
+
 struct GroupPlan {
   PlanOutcome outcome = PlanOutcome::kWait;
   // Role by role in group-spec order, lowest index first.
@@ -134,6 +145,7 @@ struct GroupPlan {
   // Why the group waits or is invalid, e.g.
   // "worker: 3 of min 4 placeable; 6 GPUs free, largest node has 2; ...".
   std::string reason;
+  Shortfall shortfall = Shortfall::kNone;
   // Where the next scan should start, to rotate through large clusters.
   uint32_t next_start_slot = 0;
 

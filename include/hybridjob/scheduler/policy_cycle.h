@@ -128,6 +128,14 @@ void OrderForMarking(std::vector<Eviction>& evictions);
 // "Assembling", "UnknownQueue", ...: for conditions and metrics.
 std::string_view WaitCauseName(WaitCause cause);
 
+// Why a group that has not reached its minimums waits, as users read it:
+// one of the codes of api/waiting.h, or empty for a group that is placed,
+// running, or still assembling its members. `holds_reservation`: nodes are
+// reserved for the group; `behind_reservations`: it would fit but for nodes
+// reserved for others.
+std::string_view WaitingReasonCode(WaitCause cause, Shortfall shortfall, bool holds_reservation,
+                                   bool behind_reservations);
+
 struct PolicyDecision {
   PodGroup group;
   // Placed: the assignments are committed to the snapshot (bind them). For a
@@ -140,6 +148,11 @@ struct PolicyDecision {
   WaitCause cause = WaitCause::kNone;
   // Assignments beyond the roles' minimums.
   int32_t grown = 0;
+  // For a group waiting to start: WaitingReasonCode's code, and its place in
+  // its queue's line (1 goes next; 0: not in line: held by a gate, refused
+  // by the queue, or never fitting).
+  std::string_view waiting_reason;
+  int32_t queue_position = 0;
 };
 
 // One row per queue, parents included: a parent's usage, shares and group

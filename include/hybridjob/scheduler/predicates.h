@@ -61,6 +61,12 @@ FilterResult CheckTaints(const PodInfo& pod, const NodeInfo& node);
 FilterResult CheckNodeSelector(const PodInfo& pod, const NodeInfo& node);
 FilterResult CheckRequiredNodeAffinity(const PodInfo& pod, const NodeInfo& node);
 FilterResult RunStaticFilters(const PodInfo& pod, const NodeState& node);
+// The static filters whose verdict lasts while the node exists: taints (but
+// those the node lifecycle sets and lifts: node.kubernetes.io/not-ready,
+// unreachable, unschedulable, memory-, disk- and pid-pressure,
+// network-unavailable), the node selector and required node affinity. A
+// cordoned or NotReady node may take the pod again later.
+FilterResult RunLastingFilters(const PodInfo& pod, const NodeInfo& node);
 
 // Predicates that depend on what already runs on the node.
 FilterResult CheckResources(const PodInfo& pod, const NodeState& node);

@@ -74,6 +74,11 @@ ResourceList operator-(ResourceList lhs, const ResourceList& rhs);
 std::string_view FirstInsufficientResource(const ResourceList& request, const ResourceList& used,
                                            const ResourceList& allocatable);
 
+// How many copies of `request` fit in `capacity`, at most `limit`: the
+// least quotient over the resources it asks for (a scalar the capacity lacks
+// counts as zero). `limit` when it asks for nothing.
+int64_t CopiesThatFit(const ResourceList& request, const ResourceList& capacity, int64_t limit);
+
 // Reads a core/v1 ResourceList object ({"cpu":"500m","memory":"1Gi",...}).
 // Values may be strings or JSON numbers; negative amounts are refused.
 Result<ResourceList> ParseResourceList(const nlohmann::json& resources);

@@ -6,13 +6,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/api_client.h>
@@ -26,6 +29,25 @@ struct PodConditionWrite {
   std::string reason;
   std::string message;
 };
+
+// What the loop last wrote of a waiting gang's standing (api/waiting.h).
+struct StandingWritten {
+  api::QueueStanding standing;
+  std::string pod;  // the member that carries it
+  std::chrono::steady_clock::time_point at;
+};
+
+// Whether a gang's standing must be written again. A new reason, queue or
+// carrier at once; a new position at most every `refresh`: a queue's line
+// moves with every start ahead in it, and writing each move would cost a
+// write per waiting gang per start.
+bool StandingNeedsWrite(const StandingWritten* last, const api::QueueStanding& standing,
+                        std::string_view pod, std::chrono::steady_clock::time_point now,
+                        std::chrono::steady_clock::duration refresh);
+// The GangWaiting condition of a gang that waits with `standing`, and of one
+// that no longer waits (placed).
+PodConditionWrite GangWaitingCondition(const api::QueueStanding& standing);
+PodConditionWrite GangPlacedCondition();
 
 // One strategic merge patch of the pod's status: conditions merge by type,
 // so these are set together and others are left alone.

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 #include <hybridjob/sim/provisioner.h>
@@ -307,15 +308,37 @@ TEST_F(GangSchedulerTest, GroupBelowItsMinimumBindsNothingAndSaysWhy) {
   const std::string message = ScheduledCondition("big-worker-0").second;
   EXPECT_NE(message.find("worker: 8 of min 10 placeable"), std::string::npos) << message;
   EXPECT_EQ(CountBound("big-worker-", 10), 0);
-  // And an Event says so too.
+  // The code a user reads, on the member that carries the gang's standing:
+  // 10 one-GPU members on 8 GPUs can never fit.
+  ASSERT_TRUE(WaitFor([&] {
+    return std::get<1>(Condition("big-worker-0", std::string(api::kGangWaitingCondition))) ==
+           "NeverFits";
+  }));
+  EXPECT_EQ(
+      Condition("big-worker-0", std::string(api::kGangWaitingCondition)),
+      std::make_tuple(std::string("True"), std::string("NeverFits"), std::string("queue default")));
+  EXPECT_EQ(Condition("big-worker-1", std::string(api::kGangWaitingCondition)),
+            std::make_tuple(std::string(), std::string(), std::string()));
+  // And Events say so too: why it waits on the pod, that it never fits on the job.
   k8s::ListOptions events;
   events.field_selector = "reason=FailedScheduling";
   EXPECT_TRUE(WaitFor([&] {
     auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
     return list.ok() && !list->items.empty();
   }));
+  events.field_selector = "reason=NeverFits";
+  EXPECT_TRUE(WaitFor([&] {
+    auto list = client_->List(k8s::resources::Events(), ns_->name(), events);
+    return list.ok() && list->items.size() == 1 &&
+           list->items[0]["involvedObject"].value("kind", "") == api::kKind &&
+           list->items[0]["involvedObject"].value("name", "") == "big";
+  }));
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(CountBound("big-worker-", 10), 0) << "a partial gang was bound";
+  auto never_fits = client_->List(k8s::resources::Events(), ns_->name(), events);
+  ASSERT_TRUE(never_fits.ok());
+  EXPECT_EQ(never_fits->items.size(), 1u) << "said again while nothing changed";
+  EXPECT_EQ(never_fits->items[0].value("count", 1), 1);
 }
 
 TEST_F(GangSchedulerTest, GroupWaitsForCapacityThenBinds) {

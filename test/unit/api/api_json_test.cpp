@@ -293,8 +293,10 @@ TEST(ApiJsonTest, StatusRoundTrips) {
                                   .start_time = "2024-04-30T12:00:00Z",
                                   .completion_time = "2024-04-30T13:00:00Z",
                                   .restart_count = 3});
+  status.queue = QueueStanding{.name = "team-a", .position = 3, .reason = "Fragmented"};
   json out = ToJson(status);
   EXPECT_EQ(out["phase"], "Restarting");
+  EXPECT_EQ(out["queue"], json({{"name", "team-a"}, {"position", 3}, {"reason", "Fragmented"}}));
   EXPECT_EQ(out["run"], 2);
   EXPECT_EQ(out["previousRuns"][0]["phase"], "Failed");
   EXPECT_EQ(out["previousRuns"][0]["restartCount"], 3);

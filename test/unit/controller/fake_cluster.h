@@ -15,6 +15,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/time.h>
+#include <hybridjob/api/waiting.h>
 #include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/planner.h>
 #include <hybridjob/controller/refused_creates.h>
@@ -193,6 +194,18 @@ class FakeCluster {
   void MarkWaiting(const std::string& name, const std::string& reason, const std::string& message) {
     PodRef(name)["status"]["conditions"] = {
         {{"type", "PodScheduled"}, {"status", "False"}, {"reason", reason}, {"message", message}}};
+  }
+
+  // The scheduler's GangWaiting condition on the member that carries a
+  // waiting gang's standing (api/waiting.h), beside its PodScheduled one.
+  void MarkStanding(const std::string& name, const api::QueueStanding& standing,
+                    const std::string& at) {
+    PodRef(name)["status"]["conditions"].push_back(
+        {{"type", std::string(api::kGangWaitingCondition)},
+         {"status", "True"},
+         {"reason", standing.reason},
+         {"message", api::FormatStanding(standing)},
+         {"lastTransitionTime", at}});
   }
 
   void Run(const std::string& name) { PodRef(name)["status"]["phase"] = "Running"; }

@@ -602,6 +602,44 @@ TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {
   EXPECT_FALSE(cluster.Status().HasTrueCondition("Queued"));
 }
 
+TEST(ControllerPlannerTest, StatusShowsTheQueueStandingTheSchedulerWrote) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  const std::string numbers = "worker: 1 of min 2 placeable; 3 GPUs free, largest node has 1";
+  for (const char* member : {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"}) {
+    cluster.MarkWaiting(member, "Unschedulable", numbers);
+  }
+  // An older standing left on another member, and the one the scheduler
+  // wrote last: the newest is what the job shows.
+  cluster.MarkStanding("mnist-worker-1", {"research", 7, "InsufficientCapacity"},
+                       "2024-05-01T12:00:01Z");
+  cluster.MarkStanding("mnist-ps-0", {"research", 3, "Fragmented"}, "2024-05-01T12:00:09Z");
+  cluster.Step(T0() + seconds(2));
+  api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kQueued);
+  ASSERT_TRUE(status.queue.has_value());
+  EXPECT_EQ(*status.queue, (api::QueueStanding{"research", 3, "Fragmented"}));
+  ASSERT_TRUE(status.HasTrueCondition("Queued"));
+  EXPECT_EQ(status.FindCondition("Queued")->reason, "Fragmented");
+  EXPECT_EQ(status.FindCondition("Queued")->message, numbers);
+
+  // Placed: no longer queued, and no standing left in the status.
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  cluster.Step(T0() + seconds(5));
+  EXPECT_FALSE(cluster.Status().queue.has_value());
+  EXPECT_FALSE(cluster.Status().HasTrueCondition("Queued"));
+}
+
+TEST(ControllerPlannerTest, AStandingTheSchedulerDidNotWriteIsIgnored) {
+  FakeCluster cluster(TfJob());
+  cluster.Step(T0());
+  cluster.MarkWaiting("mnist-worker-0", "Unschedulable", "0/3 nodes are available");
+  cluster.MarkStanding("mnist-worker-0", {"", 0, "NeverFits"}, "2024-05-01T12:00:01Z");
+  cluster.Step(T0() + seconds(2));
+  EXPECT_FALSE(cluster.Status().queue.has_value());
+  EXPECT_EQ(cluster.Status().FindCondition("Queued")->reason, "Unschedulable");
+}
+
 TEST(ControllerPlannerTest, PodsLeftOutOfALiveFrameworkWaitToGrowIt) {
   json object = TfJob();
   object["spec"]["framework"] = "generic";

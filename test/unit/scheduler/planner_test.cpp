@@ -130,7 +130,11 @@ TEST_F(PlannerTest, RoleBelowMinimumPlacesNothingAndExplainsWhy) {
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
   EXPECT_TRUE(plan.assignments.empty());
   EXPECT_TRUE(plan.surplus.empty());
+  // Three 2-GPU members are all these nodes could ever hold.
+  EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits);
   EXPECT_EQ(plan.reason,
+            "never fits: worker needs 4 more members (cpu=100m memory=1Gi nvidia.com/gpu=2 "
+            "pods=1 each), and the 4 nodes that admit it could hold 3 even empty; "
             "worker: 3 of min 4 placeable; 7 GPUs free, largest node has 2; "
             "0/4 nodes are available: 4 Insufficient nvidia.com/gpu");
   EXPECT_EQ(plan.roles[0].placed, 3);
@@ -175,6 +179,9 @@ TEST_F(PlannerTest, ReasonCountsEveryKindOfRejection) {
             "worker: 0 of min 1 placeable; 2 GPUs free, largest node has 1; "
             "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, "
             "1 node(s) had untolerated taint {dedicated}, 1 node(s) were unschedulable");
+  // The cordoned node may take it once uncordoned; the two GPUs free now are
+  // on two nodes.
+  EXPECT_EQ(plan.shortfall, Shortfall::kFragmented);
 }
 
 TEST_F(PlannerTest, MissingMembersForTheMinimum) {
@@ -590,7 +597,73 @@ TEST_F(PlannerTest, EmptyClusterWaits) {
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
   EXPECT_EQ(plan.reason,
+            "never fits: w needs 1 more member (cpu=100m memory=1Gi nvidia.com/gpu=1 pods=1 "
+            "each), and the 0 nodes that admit it could hold 0 even empty; "
             "w: 0 of min 1 placeable; 0 GPUs free, largest node has 0; 0/0 nodes are available");
+  EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits);
+}
+
+TEST_F(PlannerTest, ShortfallTellsCapacityFromFragmentsFromNever) {
+  AddNodes("n", 2, 4);
+  AddNode(NodeBuilder("tainted").Gpus(8).Taint("dedicated", "infra", TaintEffect::kNoSchedule));
+  AddNode(NodeBuilder("busy").Gpus(4));
+  GroupFixture running("running", MakeSpec({GroupRole{"w", 1, 1, 0}}));
+  running.AddMembers("w", 0, 1, [](PodBuilder& pod) { pod.Gpus(3); });
+  ASSERT_TRUE(CommitPlan(snapshot_, PlanGroup(snapshot_, running.Group(snapshot_), config_)).ok());
+  // Free now: 4 + 4 + 1 = 9 GPUs on the nodes that admit an untolerating pod.
+
+  GroupFixture five("five", MakeSpec({GroupRole{"w", 5, 5, 0}}));
+  five.AddMembers("w", 0, 5, TwoGpus);
+  GroupPlan plan = PlanGroup(snapshot_, five.Group(snapshot_), config_);
+  ASSERT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(plan.shortfall, Shortfall::kCapacity) << plan.reason;  // 10 > 9 free
+
+  // 3 x 3 GPUs = 9 <= 9 free, in pieces of 4, 4 and 1.
+  GroupFixture three("three", MakeSpec({GroupRole{"w", 3, 3, 0}}));
+  three.AddMembers("w", 0, 3, [](PodBuilder& pod) { pod.Gpus(3); });
+  plan = PlanGroup(snapshot_, three.Group(snapshot_), config_);
+  ASSERT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(plan.shortfall, Shortfall::kFragmented) << plan.reason;
+
+  // The tainted node's 8 GPUs never count for a pod that does not tolerate it.
+  GroupFixture big("big", MakeSpec({GroupRole{"w", 3, 3, 0}}));
+  big.AddMembers("w", 0, 3, [](PodBuilder& pod) { pod.Gpus(5); });
+  plan = PlanGroup(snapshot_, big.Group(snapshot_), config_);
+  EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits) << plan.reason;
+  EXPECT_THAT(plan.reason, HasSubstr("the 3 nodes that admit it could hold 0 even empty"));
+  GroupFixture tolerant("tolerant", MakeSpec({GroupRole{"w", 1, 1, 0}}));
+  tolerant.AddMembers("w", 0, 1, [](PodBuilder& pod) {
+    pod.Gpus(5).Tolerate(Toleration{"dedicated", TolerationOperator::kExists, "", {}});
+  });
+  plan = PlanGroup(snapshot_, tolerant.Group(snapshot_), config_);
+  EXPECT_EQ(plan.outcome, PlanOutcome::kPlaced) << plan.reason;
+
+  // Roles that each fit, but not together: the gang's sum never fits.
+  GroupFixture sum("sum", MakeSpec({GroupRole{"a", 2, 2, 0}, GroupRole{"b", 2, 2, 0}}));
+  sum.AddMembers("a", 0, 2, [](PodBuilder& pod) { pod.Gpus(4); });
+  sum.AddMembers("b", 0, 2, [](PodBuilder& pod) { pod.Gpus(4); });
+  plan = PlanGroup(snapshot_, sum.Group(snapshot_), config_);
+  EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits) << plan.reason;
+  EXPECT_THAT(plan.reason, HasSubstr("never fits: the minimum needs nvidia.com/gpu=16 more, and "
+                                     "the nodes that admit its members have nvidia.com/gpu=12"));
+}
+
+TEST_F(PlannerTest, ACordonedOrNotReadyNodeStillCountsForNeverFits) {
+  AddNode(NodeBuilder("cordoned").Gpus(8).Unschedulable());
+  AddNode(NodeBuilder("down").Gpus(8).NotReady());
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 2, 2, 0}}));
+  job.AddMembers("w", 0, 2, [](PodBuilder& pod) { pod.Gpus(8); });
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  ASSERT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(plan.shortfall, Shortfall::kCapacity) << plan.reason;
+}
+
+TEST_F(PlannerTest, MissingMembersAreTheirOwnShortfall) {
+  AddNodes("n", 2, 4);
+  GroupFixture job("job", MakeSpec({GroupRole{"w", 3, 3, 0}}));
+  job.AddMembers("w", 0, 2, OneGpu);
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  EXPECT_EQ(plan.shortfall, Shortfall::kMembers);
 }
 
 }  // namespace

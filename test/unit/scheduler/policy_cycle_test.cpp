@@ -661,6 +661,10 @@ TEST_F(QueueOrderTest, StrictFifoStartsNothingBehindAWaitingGang) {
             "queue line is StrictFIFO: waiting behind team/big, which goes first and waits "
             "(NoCapacity)");
   EXPECT_EQ(WaitCauseName(small->cause), "BehindQueueHead");
+  EXPECT_EQ(small->waiting_reason, "FairShareOrder");
+  EXPECT_EQ(small->queue_position, 2);
+  EXPECT_EQ(Find(result, "big")->waiting_reason, "InsufficientCapacity");
+  EXPECT_EQ(Find(result, "big")->queue_position, 1);
   EXPECT_TRUE(Find(result, "side")->plan.placed());
   EXPECT_EQ(QueueGpus("line"), 1);
 

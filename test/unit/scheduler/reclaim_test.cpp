@@ -122,6 +122,7 @@ TEST_F(ReclaimTest, ShrinksHighestIndicesOnlyAsMuchAsNeededAndDoesNotPlaceTheWai
   const PolicyDecision* big = Find(result, "big");
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(big->cause, WaitCause::kEvicting);
+  EXPECT_EQ(big->waiting_reason, "Evicting");
   EXPECT_FALSE(big->plan.placed());
   EXPECT_THAT(big->plan.assignments, IsEmpty());
   EXPECT_THAT(big->plan.reason, HasSubstr("evicting 3 pods to make room for it"));

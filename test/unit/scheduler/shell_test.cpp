@@ -302,7 +302,8 @@ class GangSchedulerShellTest : public ::testing::Test {
 
   // A HybridJob and its `count` one-cpu workers (min 2), as the controller
   // makes them; each mounts `claim` when one is named.
-  void CreateJob(const std::string& job, int count, const std::string& claim = "") {
+  void CreateJob(const std::string& job, int count, const std::string& claim = "",
+                 const std::string& cpus = "1") {
     json created = api_.Seed(
         k8s::resources::HybridJobs(),
         {{"apiVersion", api::kApiVersion},
@@ -345,7 +346,7 @@ class GangSchedulerShellTest : public ::testing::Test {
                              : json::array({{{"name", "data"},
                                              {"persistentVolumeClaim", {{"claimName", claim}}}}})},
              {"containers",
-              json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+              json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", cpus}}}}}}})}}},
            {"status", {{"phase", "Pending"}}}});
     }
   }
@@ -464,6 +465,82 @@ TEST_F(GangSchedulerShellTest, OnlyChangesThatMayChangeAPlanRunACycle) {
   EXPECT_EQ(scheduler_->stats().cycles.load(), cycles);
   CreateJob("next", 2);
   EXPECT_TRUE(Eventually([&] { return scheduler_->stats().cycles.load() > cycles; }));
+}
+
+std::string ConditionMessage(FakeApiClient& api, const std::string& pod, const std::string& type) {
+  auto object = api.Object(k8s::resources::Pods(), "team-a", pod);
+  for (const json& condition :
+       object ? (*object)["status"].value("conditions", json::array()) : json::array()) {
+    if (condition.value("type", "") == type) {
+      return condition.value("message", "");
+    }
+  }
+  return {};
+}
+
+// Event writes (creates and aggregating patches) that name `reason`.
+size_t EventWrites(FakeApiClient& api, const std::string& reason) {
+  size_t count = 0;
+  for (const auto& request : api.Requests()) {
+    count += request.resource == "events" &&
+                     request.body.dump().find("\"" + reason + "\"") != std::string::npos
+                 ? 1
+                 : 0;
+  }
+  return count;
+}
+
+// A waiting gang's standing goes on one member, the one with the lowest
+// index; a gang that can never fit gets one Warning Event on its job, not one
+// per cycle; the condition goes False once the gang is placed.
+TEST_F(GangSchedulerShellTest, AWaitingGangsStandingIsOnOneMemberAndNeverFitsIsSaidOnce) {
+  const std::string waiting(api::kGangWaitingCondition);
+  StartScheduler();
+  CreateJob("huge", 3, "", "5");  // 5-cpu members, 4-cpu nodes
+  ASSERT_TRUE(Eventually([&] { return ConditionReason(api_, "huge-worker-0", waiting) != ""; }));
+  EXPECT_EQ(ConditionReason(api_, "huge-worker-0", waiting), "NeverFits");
+  // Never fitting, it is not counted in the line.
+  EXPECT_EQ(ConditionMessage(api_, "huge-worker-0", waiting), "queue default");
+  EXPECT_EQ(ConditionReason(api_, "huge-worker-1", waiting), "");
+  EXPECT_EQ(ConditionReason(api_, "huge-worker-0", "PodScheduled"), "Unschedulable");
+  size_t carrier_patches = 0;
+  for (const auto& request : api_.Requests()) {
+    if (request.verb == "patch" && request.name == "huge-worker-0") {
+      ++carrier_patches;
+      EXPECT_EQ(request.body["status"]["conditions"].size(), 2u) << "one patch says both";
+    }
+  }
+  EXPECT_EQ(carrier_patches, 1u);
+  ASSERT_TRUE(Eventually([&] { return EventWrites(api_, "NeverFits") == 1; }));
+  for (const auto& request : api_.Requests()) {
+    if (request.resource == "events" && request.verb == "create" &&
+        request.body.value("reason", "") == "NeverFits") {
+      EXPECT_EQ(request.body["involvedObject"]["kind"], api::kKind);
+      EXPECT_EQ(request.body["involvedObject"]["name"], "huge");
+      EXPECT_EQ(request.body["type"], "Warning");
+    }
+  }
+
+  // Cycles that change nothing for it write nothing more of it.
+  CreateJob("train", 2, "", "4");  // at its minimum: nothing to reclaim from it
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+  CreateJob("next", 2);
+  ASSERT_TRUE(Eventually([&] { return ConditionReason(api_, "next-worker-0", waiting) != ""; }));
+  EXPECT_EQ(ConditionReason(api_, "next-worker-0", waiting), "InsufficientCapacity");
+  EXPECT_EQ(ConditionMessage(api_, "next-worker-0", waiting), "queue default, position 1")
+      << "the older gang that can never start is not ahead of it";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(EventWrites(api_, "NeverFits"), 1u);
+
+  // Room again: it is placed and no longer waiting.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(
+        api_.Delete(k8s::resources::Pods(), "team-a", "train-worker-" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return Bound("next", 2) == 2; }));
+  EXPECT_TRUE(
+      Eventually([&] { return ConditionReason(api_, "next-worker-0", waiting) == "Placed"; }));
+  EXPECT_EQ(ConditionReason(api_, "huge-worker-0", waiting), "NeverFits");
 }
 
 // A placed gang whose claim must be provisioned: the node is selected on the

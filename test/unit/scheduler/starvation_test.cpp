@@ -123,6 +123,7 @@ TEST_F(StarvationTest, AStarvedGroupGetsNodesReservedAndOthersStayOff) {
   ASSERT_EQ(reservation.nodes.size(), 1u);
   std::string reserved = reservation.nodes[0];
   EXPECT_THAT(Find(result, "gang")->plan.reason, HasSubstr("starved; nodes reserved for it: "));
+  EXPECT_EQ(Find(result, "gang")->waiting_reason, "Reserved");
 
   // A small group may not land on the reserved node, only on the other one.
   pods_.push_back(std::make_unique<PodInfo>(PodBuilder("small").Gpus(1).Created(500).Build()));
@@ -131,6 +132,14 @@ TEST_F(StarvationTest, AStarvedGroupGetsNodesReservedAndOthersStayOff) {
   ASSERT_NE(small, nullptr);
   ASSERT_TRUE(small->plan.placed());
   EXPECT_NE(small->plan.assignments[0].node_name, reserved);
+  // One that would fit only on the reserved node waits its turn.
+  pods_.push_back(std::make_unique<PodInfo>(PodBuilder("wide").Gpus(4).Created(500).Build()));
+  result = Run(At(500));
+  ASSERT_NE(Find(result, "wide"), nullptr);
+  EXPECT_EQ(Find(result, "wide")->cause, WaitCause::kNoCapacity);
+  EXPECT_EQ(Find(result, "wide")->waiting_reason, "FairShareOrder");
+  EXPECT_EQ(Find(result, "gang")->waiting_reason, "Reserved");
+  Forget("wide");
   ASSERT_EQ(result.reservations.size(), 1u);
   EXPECT_EQ(result.reservations[0].nodes[0], reserved);  // stable across cycles
   EXPECT_EQ(result.reservations[0].since, At(400));

@@ -279,6 +279,10 @@ TEST_F(TopologyPlannerTest, ARequiredGangLargerThanAnyRackWaitsSayingSoWhileAPre
   EXPECT_THAT(waiting.reason,
               HasSubstr("topology: no single example.com/rack domain holds the gang's minimum: "
                         "largest rack (z0-r0) has 8 GPUs free; the gang needs 12"));
+  // No rack has 12 GPUs even empty.
+  EXPECT_EQ(waiting.shortfall, Shortfall::kNeverFits);
+  EXPECT_THAT(waiting.reason,
+              HasSubstr("never fits: the largest example.com/rack domain has 8 GPUs even empty"));
   EXPECT_TRUE(waiting.assignments.empty());
   ASSERT_EQ(waiting.roles.size(), 1u);
 
@@ -290,6 +294,18 @@ TEST_F(TopologyPlannerTest, ARequiredGangLargerThanAnyRackWaitsSayingSoWhileAPre
   EXPECT_EQ(Racks(plan).size(), 2u);
   EXPECT_EQ(Zones(plan).size(), 1u) << "two racks of one zone, not two zones";
   EXPECT_EQ(plan.placement, "example.com/rack: 2 domains");
+}
+
+TEST_F(TopologyPlannerTest, ARequiredGangThatARackCouldHoldButNoneDoesNowIsUnsatisfiable) {
+  for (const char* rack : {"z0-r0", "z0-r1", "z1-r0", "z1-r1"}) {
+    Occupy(std::string(rack) + "-n0", 1);  // 7 GPUs free in each rack, 28 in all
+  }
+  GroupFixture job("job", TopologyBound({GroupRole{"worker", 2, 2, 0}}, TopologyMode::kRequired));
+  job.AddMembers("worker", 0, 2, FourGpus);
+  GroupPlan waiting = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  EXPECT_EQ(waiting.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(waiting.shortfall, Shortfall::kTopology) << waiting.reason;
+  EXPECT_THAT(waiting.reason, Not(HasSubstr("never fits")));
 }
 
 TEST(TopologyGpuWeightsTest, DomainCapacityCountsMigSlicesAsTheirFractionOfAGpu) {

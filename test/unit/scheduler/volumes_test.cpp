@@ -532,6 +532,7 @@ TEST_F(VolumePlannerTest, AGangWhoseVolumesFitNowhereWaitsNamingTheClaimAndLeave
 
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
+  EXPECT_EQ(plan.shortfall, Shortfall::kVolumes);
   EXPECT_THAT(plan.reason, HasSubstr("worker: 1 of min 2 placeable"));
   EXPECT_THAT(plan.reason,
               HasSubstr("3 node(s) didn't find available persistent volumes to bind (claim "
