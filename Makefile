@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
 .PHONY: all deps k8s k8s-demo configure build asan-build fuzz-build tsan-build test soak fuzz unit integration \
-	e2e fault bench demo demo-build format clean
+	e2e fault bench demo demo-build install format clean
 
 all: build
 
@@ -81,9 +81,9 @@ fault: k8s build
 bench: k8s build
 	@hack/bench.sh $(BUILD_DIR)
 
-# The demo runs only the three binaries: build those, not every test and
-# benchmark (`make build` builds everything).
-DEMO_TARGETS := hybridjob-sim gang-scheduler hybridjob-controller
+# The demo runs only the three binaries and the kubectl plugin: build those,
+# not every test and benchmark (`make build` builds everything).
+DEMO_TARGETS := hybridjob-sim gang-scheduler hybridjob-controller kubectl-hybridjob
 demo-build: configure
 	@echo "demo: building $(DEMO_TARGETS) in $(BUILD_DIR)" >&2
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
@@ -92,6 +92,14 @@ demo-build: configure
 # time (docs/benchmarks.md, "First demo").
 demo: k8s-demo demo-build
 	@hack/demo.sh $(BUILD_DIR)
+
+# The shipped binaries (the three programs and the kubectl plugin) into
+# $(PREFIX)/bin; with kubectl-hybridjob on the PATH, `kubectl hybridjob` works.
+PREFIX ?= /usr/local
+INSTALL_TARGETS := $(DEMO_TARGETS)
+install: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(INSTALL_TARGETS)
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 format:
 	@git ls-files '*.h' '*.cpp' | xargs clang-format -i

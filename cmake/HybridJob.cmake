@@ -61,6 +61,7 @@ function(hybridjob_binary name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${HYBRIDJOB_BIN_DIR}")
   hybridjob_target_defaults(${name})
+  install(TARGETS ${name} RUNTIME DESTINATION bin OPTIONAL)
 endfunction()
 
 # hybridjob_test(NAME LABEL unit|integration|e2e|fault SOURCES ... DEPS ...)

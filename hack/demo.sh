@@ -50,6 +50,16 @@ show_placement() {
     sed 's/^/        /'
 }
 
+# The kubectl plugin (build/bin/kubectl-hybridjob) as a user runs it. The demo's
+# scheduler runs with its defaults, not a ConfigMap: the plugin's note on that
+# is left out.
+show_plugin() {
+  say "kubectl hybridjob queues"
+  PATH="$BIN:$PATH" k hybridjob queues 2>/dev/null | sed 's/^/        /'
+  say "kubectl hybridjob nodes"
+  PATH="$BIN:$PATH" k hybridjob nodes 2>/dev/null | sed 's/^/        /'
+}
+
 k apply -f "$ROOT/crds/" >/dev/null
 k wait --for condition=established --timeout=60s crd/hybridjobs.batch.hybridjob.io >/dev/null
 
@@ -99,6 +109,7 @@ if [ "${DEMO_EXEC:-}" = 1 ]; then
   done
   say "pytorch-ddp succeeded: the loss fell while the ranks trained together."
   k get hj pytorch-ddp | sed 's/^/        /'
+  show_plugin
   exit 0
 fi
 
@@ -176,6 +187,12 @@ while [ $((SECONDS - START)) -lt "$TIMEOUT" ]; do
       show_placement "$job"
       show_surplus "$job"
       [ "$job" = tf-mnist ] && show_cluster_spec "$job"
+      if [ "$job" = resnet-ddp ]; then
+        say "kubectl hybridjob nodes   (who holds which GPUs now)"
+        PATH="$BIN:$PATH" k hybridjob nodes 2>/dev/null | sed 's/^/        /'
+        say "kubectl hybridjob queues"
+        PATH="$BIN:$PATH" k hybridjob queues 2>/dev/null | sed 's/^/        /'
+      fi
     fi
   done
   if [ "${PHASE[tf-mnist]:-}" = Succeeded ] && [ "${PHASE[resnet-ddp]:-}" = Succeeded ]; then
@@ -186,6 +203,7 @@ while [ $((SECONDS - START)) -lt "$TIMEOUT" ]; do
     say "tf-mnist parameter servers left: $left"
     k get events --field-selector involvedObject.kind=HybridJob --sort-by=.lastTimestamp \
       -o custom-columns='JOB:.involvedObject.name,REASON:.reason,MESSAGE:.message' | sed 's/^/        /'
+    show_plugin
     exit 0
   fi
   sleep 0.5

@@ -101,17 +101,29 @@ Status FlagSet::Parse(int argc, const char* const* argv, int first) {
       }
       break;
     }
-    if (arg.rfind("--", 0) != 0) {
-      positional_.push_back(arg);
-      continue;
-    }
-    std::string name = arg.substr(2);
+    std::string name;
     std::string value;
     bool has_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
+    if (arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
+      auto shorthand = shorthands_.find(arg[1]);
+      if (shorthand == shorthands_.end()) {
+        return InvalidArgument("unknown flag -" + std::string(1, arg[1]) + " (see --help)");
+      }
+      name = shorthand->second;
+      if (arg.size() > 2) {
+        value = arg.substr(arg[2] == '=' ? 3 : 2);
+        has_value = true;
+      }
+    } else if (arg.rfind("--", 0) != 0) {
+      positional_.push_back(arg);
+      continue;
+    } else {
+      name = arg.substr(2);
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
     }
     auto it = flags_.find(name);
     if (it == flags_.end()) {
@@ -133,23 +145,32 @@ Status FlagSet::Parse(int argc, const char* const* argv, int first) {
   return Status::Ok();
 }
 
+void FlagSet::Shorthand(char letter, const std::string& name) {
+  shorthands_[letter] = name;
+}
+
 std::string FlagSet::Usage() const {
   std::ostringstream out;
-  out << "Usage: " << program_ << " [flags]\n";
+  out << "Usage: " << program_ << (synopsis_.empty() ? "" : " " + synopsis_) << " [flags]\n";
   if (!summary_.empty()) {
     out << "\n" << summary_ << "\n";
   }
   out << "\nFlags:\n";
   for (const auto& [name, flag] : flags_) {
-    std::string left = "  --" + name;
+    std::string left = "      --" + name;
+    for (const auto& [letter, long_name] : shorthands_) {
+      if (long_name == name) {
+        left = "  -" + std::string(1, letter) + ", --" + name;
+      }
+    }
     if (flag.kind != Kind::kBool) {
       left += " value";
     }
     out << left;
-    if (left.size() < 30) {
-      out << std::string(30 - left.size(), ' ');
+    if (left.size() < 32) {
+      out << std::string(32 - left.size(), ' ');
     } else {
-      out << "\n" << std::string(30, ' ');
+      out << "\n" << std::string(32, ' ');
     }
     out << flag.help;
     if (!flag.default_text.empty()) {
@@ -157,7 +178,7 @@ std::string FlagSet::Usage() const {
     }
     out << "\n";
   }
-  out << "  -h, --help                  show this help\n";
+  out << "  -h, --help                    show this help\n";
   return out.str();
 }
 
@@ -172,7 +193,7 @@ int FailStartup(const std::string& program, const std::string& message) {
 }
 
 std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const* argv,
-                                    const LoggingFlags& logging) {
+                                    const LoggingFlags& logging, bool positional_allowed) {
   if (Status status = flags.Parse(argc, argv); !status.ok()) {
     return FailStartup(flags.program(), status.message());
   }
@@ -180,7 +201,7 @@ std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const*
     std::cout << flags.Usage();
     return 0;
   }
-  if (!flags.positional().empty()) {
+  if (!positional_allowed && !flags.positional().empty()) {
     return FailStartup(flags.program(),
                        "unexpected argument \"" + flags.positional().front() + "\" (see --help)");
   }

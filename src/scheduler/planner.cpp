@@ -685,8 +685,10 @@ Shortfall GroupPlanner::ClassifyShortfall(const RejectionCounts& counts, std::st
       }
     }
     if (fit_empty < missing) {
+      ResourceList each = pod.requests;
+      each.pods = 0;  // every pod asks for one: not news
       never_fits = "never fits: " + role.spec->name + " needs " + std::to_string(missing) +
-                   " more member" + (missing == 1 ? "" : "s") + " (" + pod.requests.ToString() +
+                   " more member" + (missing == 1 ? "" : "s") + " (" + each.ToString() +
                    " each), and the " + std::to_string(admitting) + " node" +
                    (admitting == 1 ? "" : "s") + " that admit" + (admitting == 1 ? "s" : "") +
                    " it could hold " + std::to_string(fit_empty) + " even empty";

@@ -24,6 +24,12 @@ class FlagSet {
   void Double(const std::string& name, double* target, std::string help);
   void Bool(const std::string& name, bool* target, std::string help);
   void Duration(const std::string& name, std::chrono::milliseconds* target, std::string help);
+  // What the usage line shows between the program and [flags], e.g.
+  // "COMMAND [JOB]", for a program that takes positional arguments.
+  void Arguments(std::string synopsis) { synopsis_ = std::move(synopsis); }
+  // A one-letter form of a registered flag, as kubectl's -n and -o: "-n ns",
+  // "-n=ns" and "-nns".
+  void Shorthand(char letter, const std::string& name);
 
   // Parses argv[first..]; positional arguments are collected.
   Status Parse(int argc, const char* const* argv, int first = 1);
@@ -48,6 +54,8 @@ class FlagSet {
   std::string program_;
   std::string summary_;
   std::map<std::string, Flag> flags_;
+  std::map<char, std::string> shorthands_;
+  std::string synopsis_;
   std::vector<std::string> positional_;
   bool help_requested_ = false;
 };
@@ -60,8 +68,9 @@ struct LoggingFlags {
   std::string format = "text";
 };
 void AddLoggingFlags(FlagSet& flags, LoggingFlags* logging);
+// Positional arguments are refused unless `positional_allowed`.
 std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const* argv,
-                                    const LoggingFlags& logging);
+                                    const LoggingFlags& logging, bool positional_allowed = false);
 
 // Prints "program: message" to stderr and returns 1, for main()'s early exits.
 int FailStartup(const std::string& program, const std::string& message);

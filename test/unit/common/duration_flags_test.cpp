@@ -70,6 +70,34 @@ TEST(FlagSetTest, ParsesEveryKindAndPositionals) {
   EXPECT_FALSE(flags.help_requested());
 }
 
+TEST(FlagSetTest, ShorthandsTakeTheirValueAsKubectlDoes) {
+  std::string ns = "default";
+  std::string output;
+  bool all = false;
+  FlagSet flags("tool");
+  flags.String("namespace", &ns, "namespace");
+  flags.String("output", &output, "format");
+  flags.Bool("all-namespaces", &all, "all");
+  flags.Shorthand('n', "namespace");
+  flags.Shorthand('o', "output");
+  flags.Shorthand('A', "all-namespaces");
+  const char* argv[] = {"tool", "status", "-n", "team-a", "-ojson", "-A", "job", "-"};
+  ASSERT_TRUE(flags.Parse(8, argv).ok());
+  EXPECT_EQ(ns, "team-a");
+  EXPECT_EQ(output, "json");
+  EXPECT_TRUE(all);
+  EXPECT_EQ(flags.positional(), (std::vector<std::string>{"status", "job", "-"}));
+  const char* equals[] = {"tool", "-n=team-b"};
+  ASSERT_TRUE(flags.Parse(2, equals).ok());
+  EXPECT_EQ(ns, "team-b");
+  EXPECT_NE(flags.Usage().find("-n, --namespace value"), std::string::npos) << flags.Usage();
+
+  const char* unknown[] = {"tool", "-x"};
+  EXPECT_NE(flags.Parse(2, unknown).message().find("unknown flag -x"), std::string::npos);
+  const char* missing[] = {"tool", "-n"};
+  EXPECT_NE(flags.Parse(2, missing).message().find("--namespace needs a value"), std::string::npos);
+}
+
 TEST(FlagSetTest, ErrorsNameTheFlag) {
   int64_t nodes = 1;
   bool keep = false;

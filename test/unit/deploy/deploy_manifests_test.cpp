@@ -250,7 +250,8 @@ TEST(DeployKustomizeTest, HoldsEveryObjectOfAnInstall) {
           "RoleBinding/" + ns + "/hybridjob-controller-leader-election",
           "RoleBinding/" + ns + "/gang-scheduler-leader-election",
           "ConfigMap/" + ns + "/gang-scheduler-config",
-          "Deployment/" + ns + "/hybridjob-controller", "Deployment/" + ns + "/gang-scheduler"));
+          "Deployment/" + ns + "/hybridjob-controller", "Deployment/" + ns + "/gang-scheduler",
+          "ClusterRole//hybridjob-viewer", "Role/" + ns + "/hybridjob-viewer"));
 }
 
 TEST(DeployKustomizeTest, CrdCopiesAreTheCanonicalCrd) {
@@ -326,6 +327,26 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
     }
   }
   EXPECT_NE(FindRule(controller, "hybridjobs/finalizers"), nullptr);
+
+  // kubectl hybridjob's reader: reads only, and only the scheduler's own
+  // ConfigMap; no binding ships with it.
+  const json& viewer = Get(base, "ClusterRole//hybridjob-viewer");
+  ASSERT_FALSE(viewer.is_null());
+  for (const char* resource : {"pods", "nodes", "namespaces", "hybridjobs", "priorityclasses"}) {
+    EXPECT_EQ(Verbs(viewer, resource), (Set{"get", "list", "watch"})) << resource;
+  }
+  EXPECT_EQ(Verbs(viewer, "pods/log"), (Set{"get"}));
+  EXPECT_THAT(Verbs(viewer, "secrets"), IsEmpty());
+  EXPECT_THAT(Verbs(viewer, "configmaps"), IsEmpty());
+  const json& config_reader = Get(base, "Role/" + std::string(kNamespace) + "/hybridjob-viewer");
+  ASSERT_FALSE(config_reader.is_null());
+  EXPECT_EQ(Verbs(config_reader, "configmaps"), (Set{"get"}));
+  EXPECT_EQ(config_reader["rules"][0]["resourceNames"], json::array({"gang-scheduler-config"}));
+  for (const auto& [key, object] : base.by_key) {
+    if (object.contains("roleRef")) {
+      EXPECT_NE(object["roleRef"]["name"], "hybridjob-viewer") << key;
+    }
+  }
 }
 
 void ExpectHardenedDeployment(const json& deployment, const std::string& image, int health_port,

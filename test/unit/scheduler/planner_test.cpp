@@ -134,7 +134,7 @@ TEST_F(PlannerTest, RoleBelowMinimumPlacesNothingAndExplainsWhy) {
   EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits);
   EXPECT_EQ(plan.reason,
             "never fits: worker needs 4 more members (cpu=100m memory=1Gi nvidia.com/gpu=2 "
-            "pods=1 each), and the 4 nodes that admit it could hold 3 even empty; "
+            "each), and the 4 nodes that admit it could hold 3 even empty; "
             "worker: 3 of min 4 placeable; 7 GPUs free, largest node has 2; "
             "0/4 nodes are available: 4 Insufficient nvidia.com/gpu");
   EXPECT_EQ(plan.roles[0].placed, 3);
@@ -597,8 +597,8 @@ TEST_F(PlannerTest, EmptyClusterWaits) {
   GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
   EXPECT_EQ(plan.outcome, PlanOutcome::kWait);
   EXPECT_EQ(plan.reason,
-            "never fits: w needs 1 more member (cpu=100m memory=1Gi nvidia.com/gpu=1 pods=1 "
-            "each), and the 0 nodes that admit it could hold 0 even empty; "
+            "never fits: w needs 1 more member (cpu=100m memory=1Gi nvidia.com/gpu=1 each), "
+            "and the 0 nodes that admit it could hold 0 even empty; "
             "w: 0 of min 1 placeable; 0 GPUs free, largest node has 0; 0/0 nodes are available");
   EXPECT_EQ(plan.shortfall, Shortfall::kNeverFits);
 }

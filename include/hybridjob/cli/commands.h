@@ -1,0 +1,51 @@
+// The commands of `kubectl hybridjob`: each reads what it needs through the
+// project's client library and returns the text to print. Errors say which
+// object could not be read and why, in the API server's words.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <hybridjob/cli/output.h>
+#include <hybridjob/common/status.h>
+#include <hybridjob/k8s/api_client.h>
+#include <hybridjob/scheduler/config.h>
+
+namespace hybridjob::cli {
+
+// Where the gang-scheduler's configuration lives, as deploy/ and the chart
+// install it: a ConfigMap's config.yaml.
+inline constexpr std::string_view kDefaultSchedulerConfig =
+    "hybridjob-system/gang-scheduler-config";
+
+struct CommandOptions {
+  std::string namespace_name = "default";  // -n, else the context's namespace
+  OutputFormat format = OutputFormat::kTable;
+  std::string scheduler_config = std::string(kDefaultSchedulerConfig);  // NAMESPACE/NAME
+  // logs
+  std::string role;
+  int64_t index = -1;
+  int64_t tail = -1;  // lines from the end; -1: all
+  std::string container;
+};
+
+// The scheduler's configuration from its ConfigMap. When the ConfigMap is
+// absent or may not be read, the defaults (one `default` queue, nvidia.com/gpu)
+// with `*note` saying so; a configuration that does not parse is an error.
+Result<scheduler::SchedulerConfig> ReadSchedulerConfig(k8s::ApiClient& client,
+                                                       const std::string& reference,
+                                                       std::string* note);
+
+Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
+                              const CommandOptions& options);
+Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& options,
+                              std::string* note);
+Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& options,
+                             std::string* note);
+// The members' logs, each line prefixed "[pod/<name>] " when more than one
+// member is shown, written to `out` member by member.
+Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
+               std::ostream& out);
+
+}  // namespace hybridjob::cli

@@ -1,0 +1,235 @@
+#include <hybridjob/api/labels.h>
+#include <hybridjob/cli/commands.h>
+#include <hybridjob/controller/observed.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/resource.h>
+
+namespace hybridjob::cli {
+namespace {
+
+using nlohmann::json;
+
+// Every object of a list, page by page.
+Result<std::vector<json>> ListAll(k8s::ApiClient& client, const k8s::Resource& resource,
+                                  const std::string& namespace_name,
+                                  const std::string& label_selector = "") {
+  std::vector<json> items;
+  k8s::ListOptions options;
+  options.label_selector = label_selector;
+  options.limit = 500;
+  while (true) {
+    Result<k8s::ObjectList> page = client.List(resource, namespace_name, options);
+    if (!page.ok()) {
+      std::string where =
+          namespace_name.empty() ? "in all namespaces" : "in namespace " + namespace_name;
+      return Status(page.status().code(), "cannot list " + resource.plural + " " + where + ": " +
+                                              page.status().message());
+    }
+    for (json& item : page->items) {
+      items.push_back(std::move(item));
+    }
+    if (page->continue_token.empty()) {
+      return items;
+    }
+    options.continue_token = page->continue_token;
+  }
+}
+
+// What the cluster-wide views read. Namespaces and PriorityClasses only
+// refine queue and priority resolution: without them the view still stands.
+Result<ClusterObjects> ReadCluster(k8s::ApiClient& client) {
+  ClusterObjects objects;
+  for (auto [resource, into] : {std::pair{k8s::resources::Nodes(), &objects.nodes},
+                                std::pair{k8s::resources::Pods(), &objects.pods},
+                                std::pair{k8s::resources::HybridJobs(), &objects.jobs}}) {
+    Result<std::vector<json>> items = ListAll(client, resource, "");
+    if (!items.ok()) {
+      return items.status();
+    }
+    *into = std::move(*items);
+  }
+  for (auto [resource, into] :
+       {std::pair{k8s::resources::Namespaces(), &objects.namespaces},
+        std::pair{k8s::resources::PriorityClasses(), &objects.priority_classes}}) {
+    if (Result<std::vector<json>> items = ListAll(client, resource, ""); items.ok()) {
+      *into = std::move(*items);
+    }
+  }
+  return objects;
+}
+
+std::string DefaultContainer(const json& pod) {
+  const json& metadata = pod.value("metadata", json::object());
+  const json annotations = metadata.value("annotations", json::object());
+  if (annotations.is_object()) {
+    if (auto it = annotations.find("kubectl.kubernetes.io/default-container");
+        it != annotations.end() && it->is_string()) {
+      return it->get<std::string>();
+    }
+  }
+  const json spec = pod.value("spec", json::object());
+  const json containers = spec.is_object() ? spec.value("containers", json::array()) : json();
+  if (containers.is_array() && !containers.empty() && containers[0].is_object()) {
+    return containers[0].value("name", "");
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<scheduler::SchedulerConfig> ReadSchedulerConfig(k8s::ApiClient& client,
+                                                       const std::string& reference,
+                                                       std::string* note) {
+  const size_t slash = reference.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == reference.size()) {
+    return InvalidArgument("--scheduler-config: want NAMESPACE/NAME of a ConfigMap, got \"" +
+                           reference + "\"");
+  }
+  const std::string ns = reference.substr(0, slash);
+  const std::string name = reference.substr(slash + 1);
+  Result<json> config_map = client.Get(k8s::resources::ConfigMaps(), ns, name);
+  if (!config_map.ok()) {
+    if (k8s::IsNotFound(config_map.status()) || k8s::IsForbidden(config_map.status())) {
+      *note = "the gang-scheduler's configuration (ConfigMap " + reference +
+              ") could not be read (" + config_map.status().message() +
+              "): showing the defaults, one queue `default`; see --scheduler-config";
+      return scheduler::ParseSchedulerConfig("{}");
+    }
+    return Status(config_map.status().code(),
+                  "cannot read ConfigMap " + reference + ": " + config_map.status().message());
+  }
+  const json data = config_map->value("data", json::object());
+  if (!data.is_object() || !data.contains("config.yaml") || !data["config.yaml"].is_string()) {
+    return InvalidArgument("ConfigMap " + reference + " has no data.config.yaml");
+  }
+  Result<scheduler::SchedulerConfig> config =
+      scheduler::ParseSchedulerConfig(data["config.yaml"].get<std::string>());
+  if (!config.ok()) {
+    return InvalidArgument("ConfigMap " + reference + ": " + config.status().message());
+  }
+  return config;
+}
+
+Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
+                              const CommandOptions& options) {
+  Result<json> object = client.Get(k8s::resources::HybridJobs(), options.namespace_name, job);
+  if (!object.ok()) {
+    if (k8s::IsNotFound(object.status())) {
+      return NotFound("no HybridJob \"" + job + "\" in namespace " + options.namespace_name);
+    }
+    return Status(object.status().code(), "cannot read HybridJob " + options.namespace_name + "/" +
+                                              job + ": " + object.status().message());
+  }
+  Result<std::vector<json>> pods = ListAll(client, k8s::resources::Pods(), options.namespace_name,
+                                           std::string(api::kJobNameLabel) + "=" + job);
+  if (!pods.ok()) {
+    return pods.status();
+  }
+  // GPUs as the scheduler's defaults count them: a per-cluster weighting
+  // needs its configuration, which a namespace's user may not read.
+  Result<JobStatusReport> report =
+      BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+  if (!report.ok()) {
+    return report.status();
+  }
+  return Format(*report, options.format);
+}
+
+Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& options,
+                              std::string* note) {
+  Result<scheduler::SchedulerConfig> config =
+      ReadSchedulerConfig(client, options.scheduler_config, note);
+  if (!config.ok()) {
+    return config.status();
+  }
+  Result<ClusterObjects> objects = ReadCluster(client);
+  if (!objects.ok()) {
+    return objects.status();
+  }
+  return Format(BuildQueuesReport(*objects, *config), options.format);
+}
+
+Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& options,
+                             std::string* note) {
+  Result<scheduler::SchedulerConfig> config =
+      ReadSchedulerConfig(client, options.scheduler_config, note);
+  if (!config.ok()) {
+    return config.status();
+  }
+  Result<ClusterObjects> objects = ReadCluster(client);
+  if (!objects.ok()) {
+    return objects.status();
+  }
+  return Format(BuildNodesReport(*objects, *config), options.format);
+}
+
+Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
+               std::ostream& out) {
+  Result<json> object = client.Get(k8s::resources::HybridJobs(), options.namespace_name, job);
+  if (!object.ok()) {
+    return k8s::IsNotFound(object.status())
+               ? NotFound("no HybridJob \"" + job + "\" in namespace " + options.namespace_name)
+               : object.status();
+  }
+  Result<std::vector<json>> pods = ListAll(client, k8s::resources::Pods(), options.namespace_name,
+                                           std::string(api::kJobNameLabel) + "=" + job);
+  if (!pods.ok()) {
+    return pods.status();
+  }
+  Result<JobStatusReport> report =
+      BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+  if (!report.ok()) {
+    return report.status();
+  }
+  std::vector<const MemberRow*> chosen;
+  for (const MemberRow& member : report->members) {
+    if ((options.role.empty() || member.role == options.role) &&
+        (options.index < 0 || member.index == options.index)) {
+      chosen.push_back(&member);
+    }
+  }
+  if (chosen.empty()) {
+    return NotFound("job " + job + " has no member" +
+                    (options.role.empty() ? "" : " of role " + options.role) +
+                    (options.index < 0 ? "" : " with index " + std::to_string(options.index)));
+  }
+  Status first_error;
+  for (const MemberRow* member : chosen) {
+    std::string container = options.container;
+    if (container.empty()) {
+      for (const json& pod : *pods) {
+        if (pod["metadata"].value("name", "") == member->name) {
+          container = DefaultContainer(pod);
+        }
+      }
+    }
+    std::string path = "/api/v1/namespaces/" + options.namespace_name + "/pods/" + member->name +
+                       "/log?container=" + container;
+    if (options.tail >= 0) {
+      path += "&tailLines=" + std::to_string(options.tail);
+    }
+    Result<std::string> text = client.GetRaw(path);
+    const std::string prefix = chosen.size() > 1 ? "[pod/" + member->name + "] " : "";
+    if (!text.ok()) {
+      // A member that has not started has no log yet: say so, go on.
+      out << prefix << "(no log: " << text.status().message() << ")\n";
+      if (first_error.ok() && !member->node.empty()) {
+        first_error = text.status();
+      }
+      continue;
+    }
+    size_t start = 0;
+    while (start < text->size()) {
+      size_t end = text->find('\n', start);
+      if (end == std::string::npos) {
+        end = text->size();
+      }
+      out << prefix << std::string_view(*text).substr(start, end - start) << "\n";
+      start = end + 1;
+    }
+  }
+  out.flush();
+  return first_error;
+}
+
+}  // namespace hybridjob::cli

@@ -1,0 +1,377 @@
+#include <algorithm>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include <hybridjob/cli/output.h>
+#include <hybridjob/common/strings.h>
+
+namespace hybridjob::cli {
+namespace {
+
+using nlohmann::json;
+using scheduler::FormatMilliGpus;
+using scheduler::ResourceList;
+
+// Columns padded to their widest cell, three spaces apart, as kubectl prints.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string Render(const std::string& indent = "") const {
+    std::vector<size_t> widths;
+    for (const auto& row : rows_) {
+      widths.resize(std::max(widths.size(), row.size()), 0);
+      for (size_t i = 0; i < row.size(); ++i) {
+        widths[i] = std::max(widths[i], row[i].size());
+      }
+    }
+    std::string out;
+    for (const auto& row : rows_) {
+      std::string line = indent;
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += row[i];
+        if (i + 1 < row.size()) {
+          line += std::string(widths[i] - row[i].size() + 3, ' ');
+        }
+      }
+      out += line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "cpu=4 memory=16Gi nvidia.com/gpu=8": the pods count left out; "-" for none.
+std::string Resources(ResourceList list) {
+  list.pods = 0;
+  const std::string text = list.ToString();
+  return text.empty() ? "-" : text;
+}
+
+json ResourcesJson(const ResourceList& list) {
+  json out = json::object();
+  if (list.milli_cpu != 0) {
+    out["cpu"] = std::to_string(list.milli_cpu) + "m";
+  }
+  if (list.memory != 0) {
+    out["memory"] = std::to_string(list.memory);
+  }
+  if (list.ephemeral_storage != 0) {
+    out["ephemeral-storage"] = std::to_string(list.ephemeral_storage);
+  }
+  for (const auto& scalar : list.scalars()) {
+    if (scalar.amount != 0) {
+      out[scalar.name] = std::to_string(scalar.amount);
+    }
+  }
+  return out;
+}
+
+std::string Dash(const std::string& text) {
+  return text.empty() ? "-" : text;
+}
+
+std::string Weight(double weight) {
+  std::ostringstream out;
+  out << weight;
+  return out.str();
+}
+
+// "rack" for example.com/rack: a level's column header.
+std::string LevelHeader(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+  std::transform(name.begin(), name.end(), name.begin(), ::toupper);
+  return name;
+}
+
+void EmitYaml(YAML::Emitter& out, const json& value) {
+  if (value.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [key, item] : value.items()) {
+      out << YAML::Key << key << YAML::Value;
+      EmitYaml(out, item);
+    }
+    out << YAML::EndMap;
+  } else if (value.is_array()) {
+    out << YAML::BeginSeq;
+    for (const json& item : value) {
+      EmitYaml(out, item);
+    }
+    out << YAML::EndSeq;
+  } else if (value.is_string()) {
+    out << YAML::DoubleQuoted << value.get<std::string>();
+  } else if (value.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << value.dump();
+  }
+}
+
+}  // namespace
+
+Result<OutputFormat> ParseOutputFormat(std::string_view text) {
+  if (text.empty() || text == "table") {
+    return OutputFormat::kTable;
+  }
+  if (text == "json") {
+    return OutputFormat::kJson;
+  }
+  if (text == "yaml") {
+    return OutputFormat::kYaml;
+  }
+  return InvalidArgument("--output: unknown format \"" + std::string(text) +
+                         "\"; use json or yaml (or leave it out for a table)");
+}
+
+std::string FormatData(const json& data, OutputFormat format) {
+  if (format == OutputFormat::kYaml) {
+    YAML::Emitter out;
+    EmitYaml(out, data);
+    return std::string(out.c_str()) + "\n";
+  }
+  return data.dump(2) + "\n";
+}
+
+json ToJson(const JobStatusReport& report) {
+  json out = {{"name", report.name},
+              {"namespace", report.namespace_name},
+              {"phase", report.phase},
+              {"readyMembers", report.ready},
+              {"run", report.run},
+              {"restarts", report.restarts},
+              {"gpus", FormatMilliGpus(report.milli_gpus)},
+              {"gpusOnNodes", FormatMilliGpus(report.bound_milli_gpus)},
+              {"roles", json::array()},
+              {"members", json::array()}};
+  if (!report.queue.empty()) {
+    out["queue"] = {{"name", report.queue}};
+    if (report.position > 0) {
+      out["queue"]["position"] = report.position;
+    }
+  }
+  if (!report.reason.empty()) {
+    out["waiting"] = {{"reason", report.reason}, {"message", report.message}};
+  }
+  if (!report.placement.empty()) {
+    out["placement"] = report.placement;
+  }
+  for (const RoleRow& role : report.roles) {
+    out["roles"].push_back({{"name", role.name},
+                            {"minReplicas", role.min_replicas},
+                            {"maxReplicas", role.max_replicas},
+                            {"members", role.members},
+                            {"active", role.active},
+                            {"succeeded", role.succeeded},
+                            {"failed", role.failed},
+                            {"restarts", role.restarts}});
+  }
+  for (const MemberRow& member : report.members) {
+    json row = {{"name", member.name},
+                {"role", member.role},
+                {"index", member.index},
+                {"phase", member.phase},
+                {"gpus", FormatMilliGpus(member.milli_gpus)},
+                {"restarts", member.restarts}};
+    if (!member.node.empty()) {
+      row["node"] = member.node;
+    }
+    if (!member.waiting.empty()) {
+      row["waiting"] = member.waiting;
+    }
+    out["members"].push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string FormatTable(const JobStatusReport& report) {
+  std::string queue = Dash(report.queue);
+  if (report.position > 0) {
+    queue += " (position " + std::to_string(report.position) + ")";
+  }
+  Table head({"Name:", report.name});
+  head.Add({"Namespace:", report.namespace_name});
+  head.Add({"Phase:", Dash(report.phase)});
+  head.Add({"Ready:", Dash(report.ready)});
+  head.Add({"Queue:", queue});
+  if (!report.reason.empty()) {
+    head.Add({"Waiting:", report.reason + (report.message.empty() ? "" : ": " + report.message)});
+  }
+  if (!report.placement.empty()) {
+    head.Add({"Placement:", report.placement});
+  }
+  head.Add({"GPUs:", FormatMilliGpus(report.bound_milli_gpus) + " on nodes, of " +
+                         FormatMilliGpus(report.milli_gpus) + " asked"});
+  head.Add({"Restarts:", std::to_string(report.restarts)});
+  if (report.run != 0) {
+    head.Add({"Run:", std::to_string(report.run)});
+  }
+  Table roles({"ROLE", "MIN", "MAX", "MEMBERS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS"});
+  for (const RoleRow& role : report.roles) {
+    roles.Add({role.name, std::to_string(role.min_replicas), std::to_string(role.max_replicas),
+               std::to_string(role.members), std::to_string(role.active),
+               std::to_string(role.succeeded), std::to_string(role.failed),
+               std::to_string(role.restarts)});
+  }
+  std::string out = head.Render() + "\n" + roles.Render();
+  if (!report.members.empty()) {
+    Table members({"MEMBER", "ROLE", "INDEX", "PHASE", "NODE", "GPUS", "RESTARTS", "WAITING"});
+    for (const MemberRow& member : report.members) {
+      members.Add({member.name, member.role, std::to_string(member.index), member.phase,
+                   Dash(member.node), FormatMilliGpus(member.milli_gpus),
+                   std::to_string(member.restarts), Dash(member.waiting)});
+    }
+    out += "\n" + members.Render();
+  }
+  return out;
+}
+
+json ToJson(const QueuesReport& report) {
+  json out = {{"capacity", ResourcesJson(report.capacity)}, {"queues", json::array()}};
+  for (const QueueRow& queue : report.queues) {
+    json max = json::object();
+    for (const auto& limit : queue.max.limits()) {
+      ResourceList one;
+      one.Set(limit.name, limit.amount);
+      max.update(ResourcesJson(one));
+    }
+    json row = {{"name", queue.name},
+                {"leaf", queue.leaf},
+                {"configured", queue.configured},
+                {"order", queue.order},
+                {"weight", queue.weight},
+                {"guaranteed", ResourcesJson(queue.guaranteed)},
+                {"used", ResourcesJson(queue.used)},
+                {"max", max},
+                {"gpusUsed", FormatMilliGpus(report.gpus.MilliGpus(queue.used))},
+                {"pods", queue.pods},
+                {"waiting", json::array()}};
+    if (!queue.parent.empty()) {
+      row["parent"] = queue.parent;
+    }
+    for (const WaitingJob& job : queue.waiting) {
+      json waiting = {
+          {"namespace", job.namespace_name}, {"name", job.name}, {"reason", job.reason}};
+      if (job.position > 0) {
+        waiting["position"] = job.position;
+      }
+      row["waiting"].push_back(std::move(waiting));
+    }
+    out["queues"].push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string FormatTable(const QueuesReport& report) {
+  Table table({"QUEUE", "PARENT", "WEIGHT", "ORDER", "GUARANTEED", "USED", "MAX", "WAITING"});
+  for (const QueueRow& queue : report.queues) {
+    table.Add({queue.name + (queue.configured ? "" : " (not configured)"), Dash(queue.parent),
+               Weight(queue.weight), queue.leaf ? Dash(queue.order) : "-",
+               Resources(queue.guaranteed), Resources(queue.used), queue.max.ToString(),
+               std::to_string(queue.waiting.size())});
+  }
+  std::string out = table.Render();
+  for (const QueueRow& queue : report.queues) {
+    if (queue.waiting.empty()) {
+      continue;
+    }
+    Table waiting({"POSITION", "JOB", "REASON"});
+    for (const WaitingJob& job : queue.waiting) {
+      waiting.Add({job.position > 0 ? std::to_string(job.position) : "-",
+                   job.namespace_name + "/" + job.name, Dash(job.reason)});
+    }
+    out += "\nWaiting in " + queue.name + ":\n" + waiting.Render("  ");
+  }
+  return out;
+}
+
+json ToJson(const NodesReport& report) {
+  json out = {{"levels", report.levels},
+              {"gpus", FormatMilliGpus(report.milli_gpus)},
+              {"usedGpus", FormatMilliGpus(report.used_milli_gpus)},
+              {"freeGpusInPieces", FormatMilliGpus(report.fragmented_free)},
+              {"largestFreeOnANode", FormatMilliGpus(report.largest_free)},
+              {"nodes", json::array()},
+              {"domains", json::array()}};
+  for (const NodeRow& node : report.nodes) {
+    json row = {{"name", node.name},
+                {"ready", node.ready},
+                {"schedulable", node.schedulable},
+                {"gpus", FormatMilliGpus(node.milli_gpus)},
+                {"usedGpus", FormatMilliGpus(node.used_milli_gpus)},
+                {"jobs", json::array()}};
+    json domains = json::object();
+    for (size_t i = 0; i < report.levels.size() && i < node.domains.size(); ++i) {
+      domains[report.levels[i]] = node.domains[i];
+    }
+    row["domains"] = std::move(domains);
+    for (const GpuHolder& holder : node.holders) {
+      row["jobs"].push_back({{"job", holder.job}, {"gpus", FormatMilliGpus(holder.milli_gpus)}});
+    }
+    out["nodes"].push_back(std::move(row));
+  }
+  for (const DomainRow& domain : report.domains) {
+    out["domains"].push_back({{"level", domain.level},
+                              {"value", domain.value},
+                              {"nodes", domain.nodes},
+                              {"gpus", FormatMilliGpus(domain.milli_gpus)},
+                              {"usedGpus", FormatMilliGpus(domain.used_milli_gpus)},
+                              {"largestFreeOnANode", FormatMilliGpus(domain.largest_free)}});
+  }
+  return out;
+}
+
+std::string FormatTable(const NodesReport& report) {
+  std::vector<std::string> header = {"NODE"};
+  for (const std::string& level : report.levels) {
+    header.push_back(LevelHeader(level));
+  }
+  for (const char* column : {"GPUS", "USED", "FREE", "STATUS", "JOBS"}) {
+    header.emplace_back(column);
+  }
+  Table nodes(header);
+  for (const NodeRow& node : report.nodes) {
+    std::vector<std::string> row = {node.name};
+    for (const std::string& domain : node.domains) {
+      row.push_back(Dash(domain));
+    }
+    std::string jobs;
+    for (const GpuHolder& holder : node.holders) {
+      jobs += (jobs.empty() ? "" : ",") + holder.job + ":" + FormatMilliGpus(holder.milli_gpus);
+    }
+    std::string status = node.ready ? "Ready" : "NotReady";
+    if (!node.schedulable) {
+      status += ",SchedulingDisabled";
+    }
+    row.push_back(FormatMilliGpus(node.milli_gpus));
+    row.push_back(FormatMilliGpus(node.used_milli_gpus));
+    row.push_back(FormatMilliGpus(std::max<int64_t>(node.milli_gpus - node.used_milli_gpus, 0)));
+    row.push_back(status);
+    row.push_back(Dash(jobs));
+    nodes.Add(std::move(row));
+  }
+  std::string out = nodes.Render();
+  if (!report.domains.empty()) {
+    Table domains({"LEVEL", "DOMAIN", "NODES", "GPUS", "USED", "FREE", "LARGEST FREE"});
+    for (const DomainRow& domain : report.domains) {
+      domains.Add(
+          {domain.level, domain.value, std::to_string(domain.nodes),
+           FormatMilliGpus(domain.milli_gpus), FormatMilliGpus(domain.used_milli_gpus),
+           FormatMilliGpus(std::max<int64_t>(domain.milli_gpus - domain.used_milli_gpus, 0)),
+           FormatMilliGpus(domain.largest_free)});
+    }
+    out += "\n" + domains.Render();
+  }
+  const int64_t free = std::max<int64_t>(report.milli_gpus - report.used_milli_gpus, 0);
+  out += "\nGPUs: " + FormatMilliGpus(report.milli_gpus) + ", " +
+         FormatMilliGpus(report.used_milli_gpus) + " used, " + FormatMilliGpus(free) + " free (" +
+         FormatMilliGpus(report.fragmented_free) +
+         " of them on nodes in use; the most on one node: " + FormatMilliGpus(report.largest_free) +
+         ")\n";
+  return out;
+}
+
+}  // namespace hybridjob::cli

@@ -1,0 +1,276 @@
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <hybridjob/api/json.h>
+#include <hybridjob/api/labels.h>
+#include <hybridjob/api/waiting.h>
+#include <hybridjob/cli/reports.h>
+#include <hybridjob/controller/observed.h>
+#include <hybridjob/scheduler/cache.h>
+#include <hybridjob/scheduler/deltas.h>
+#include <hybridjob/scheduler/fair_share.h>
+#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/tenancy.h>
+
+namespace hybridjob::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string PodPhaseName(controller::PodPhase phase) {
+  switch (phase) {
+    case controller::PodPhase::kPending:
+      return "Pending";
+    case controller::PodPhase::kRunning:
+      return "Running";
+    case controller::PodPhase::kSucceeded:
+      return "Succeeded";
+    case controller::PodPhase::kFailed:
+      return "Failed";
+    case controller::PodPhase::kUnknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+// The objects of one kind that parse; the others are left out, as the
+// scheduler's informers leave them out.
+template <class T, class Parse>
+std::vector<T> ParseAll(const std::vector<json>& objects, Parse parse) {
+  std::vector<T> out;
+  for (const json& object : objects) {
+    Result<T> parsed = parse(object);
+    if (parsed.ok()) {
+      out.push_back(std::move(*parsed));
+    }
+  }
+  return out;
+}
+
+// The scheduler's cache, fed what the plugin listed, in the order its
+// informers sync: who may claim what first, then nodes, then pods.
+std::unique_ptr<scheduler::SchedulerCache> CacheOf(const ClusterObjects& objects,
+                                                   const scheduler::SchedulerConfig& config) {
+  using namespace scheduler;
+  auto cache = std::make_unique<SchedulerCache>(config.scheduler_name);
+  cache->Apply(Relist<TrustedJob>{ParseAll<TrustedJob>(objects.jobs, ParseTrustedJob)});
+  cache->Apply(
+      Relist<NamespaceInfo>{ParseAll<NamespaceInfo>(objects.namespaces, ParseNamespaceInfo)});
+  cache->Apply(Relist<PriorityClassInfo>{
+      ParseAll<PriorityClassInfo>(objects.priority_classes, ParsePriorityClassInfo)});
+  cache->Apply(Relist<NodeInfo>{
+      ParseAll<NodeInfo>(objects.nodes, [](const json& node) { return ParseNode(node); })});
+  cache->Apply(Relist<PodInfo>{
+      ParseAll<PodInfo>(objects.pods, [](const json& pod) { return ParsePod(pod); })});
+  return cache;
+}
+
+}  // namespace
+
+Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<json>& pods,
+                                       const scheduler::GpuResources& gpus) {
+  Result<api::HybridJob> parsed = api::ParseHybridJob(object);
+  api::HybridJob job;
+  if (parsed.ok()) {
+    job = std::move(*parsed);
+  } else if (object.is_object() && object.contains("metadata")) {
+    // An invalid job still has a name and a status to show.
+    job.metadata = api::ParseObjectMeta(object);
+    if (object.contains("status")) {
+      job.status = api::ParseHybridJobStatus(object["status"]);
+    }
+  } else {
+    return parsed.status();
+  }
+  JobStatusReport report;
+  report.name = job.metadata.name;
+  report.namespace_name = job.metadata.namespace_name;
+  report.phase = job.status.phase ? std::string(api::ToString(*job.status.phase)) : "";
+  report.ready = job.status.ready_members;
+  report.run = job.status.run;
+  report.restarts = job.status.restart_count;
+  report.placement = job.status.placement;
+  report.queue = job.spec.queue.value_or("");
+  if (job.status.queue) {
+    report.queue = job.status.queue->name;
+    report.position = job.status.queue->position;
+    report.reason = job.status.queue->reason;
+  }
+  if (const api::Condition* queued = job.status.FindCondition(api::kConditionQueued);
+      queued != nullptr && queued->status == "True") {
+    report.reason = report.reason.empty() ? queued->reason : report.reason;
+    report.message = queued->message;
+  }
+  std::map<std::string, size_t> role_order;
+  for (const api::ReplicaSpec& role : job.spec.replica_specs) {
+    RoleRow row;
+    row.name = role.name;
+    row.min_replicas = role.min_replicas;
+    row.max_replicas = role.EffectiveMaxReplicas();
+    if (const api::ReplicaStatus* status = job.status.FindReplicaStatus(role.name)) {
+      row.members = status->members;
+      row.active = status->active;
+      row.succeeded = status->succeeded;
+      row.failed = status->failed;
+      row.restarts = status->restarts;
+    }
+    role_order.emplace(role.name, report.roles.size());
+    report.roles.push_back(std::move(row));
+  }
+  for (const json& pod : pods) {
+    const controller::ObservedPod observed = controller::ObservePod(pod);
+    if (observed.job_name != report.name || observed.run != report.run) {
+      continue;
+    }
+    MemberRow member;
+    member.name = observed.name;
+    member.role = observed.role;
+    member.index = observed.index;
+    member.phase = observed.terminating ? "Terminating" : PodPhaseName(observed.phase);
+    member.node = observed.node_name;
+    member.restarts = observed.restarts;
+    member.waiting = observed.bound() ? "" : observed.waiting_reason;
+    if (Result<scheduler::ResourceList> requests = scheduler::ParsePodRequests(pod);
+        requests.ok()) {
+      member.milli_gpus = gpus.MilliGpus(*requests);
+    }
+    if (observed.active() && !observed.terminating) {
+      report.milli_gpus += member.milli_gpus;
+      report.bound_milli_gpus += observed.bound() ? member.milli_gpus : 0;
+    }
+    report.members.push_back(std::move(member));
+  }
+  auto rank = [&role_order](const MemberRow& row) {
+    auto it = role_order.find(row.role);
+    return std::make_tuple(it == role_order.end() ? role_order.size() : it->second, row.index,
+                           row.name);
+  };
+  std::sort(report.members.begin(), report.members.end(),
+            [&](const MemberRow& a, const MemberRow& b) { return rank(a) < rank(b); });
+  return report;
+}
+
+QueuesReport BuildQueuesReport(const ClusterObjects& objects,
+                               const scheduler::SchedulerConfig& config) {
+  using namespace scheduler;
+  std::unique_ptr<SchedulerCache> cache = CacheOf(objects, config);
+  const PolicyConfig policy = PolicyConfigFrom(config);
+  const QueueTable table(policy.queues);
+  const FairShare share =
+      FairShare::FromSnapshot(cache->snapshot(), table, policy, config.gpu_resources);
+  QueuesReport report;
+  report.capacity = share.capacity();
+  report.gpus = config.gpu_resources;
+  std::map<std::string, size_t> row_of;
+  for (const QueueAccount& account : share.accounts()) {
+    QueueRow row;
+    row.name = account.spec.name;
+    row.parent = account.spec.parent;
+    row.leaf = account.leaf;
+    row.configured = account.configured;
+    row.order = std::string(QueueOrderName(account.spec.order));
+    row.weight = account.spec.weight;
+    row.guaranteed = account.spec.guaranteed;
+    row.max = account.spec.max;
+    row.used = account.used;
+    row.pods = account.pods;
+    row_of.emplace(row.name, report.queues.size());
+    report.queues.push_back(std::move(row));
+  }
+  for (const json& object : objects.jobs) {
+    Result<api::HybridJob> job = api::ParseHybridJob(object);
+    if (!job.ok() || !job->status.queue || job->status.queue->name.empty()) {
+      continue;
+    }
+    const api::QueueStanding& standing = *job->status.queue;
+    auto [it, added] = row_of.emplace(standing.name, report.queues.size());
+    if (added) {
+      QueueRow unknown;
+      unknown.name = standing.name;
+      unknown.configured = false;
+      report.queues.push_back(std::move(unknown));
+    }
+    report.queues[it->second].waiting.push_back(WaitingJob{
+        job->metadata.namespace_name, job->metadata.name, standing.position, standing.reason});
+  }
+  for (QueueRow& row : report.queues) {
+    std::sort(row.waiting.begin(), row.waiting.end(), [](const WaitingJob& a, const WaitingJob& b) {
+      auto rank = [](const WaitingJob& job) {
+        return std::make_tuple(job.position == 0, job.position, job.namespace_name, job.name);
+      };
+      return rank(a) < rank(b);
+    });
+  }
+  std::sort(report.queues.begin(), report.queues.end(),
+            [](const QueueRow& a, const QueueRow& b) { return a.name < b.name; });
+  return report;
+}
+
+NodesReport BuildNodesReport(const ClusterObjects& objects,
+                             const scheduler::SchedulerConfig& config) {
+  using namespace scheduler;
+  std::unique_ptr<SchedulerCache> cache = CacheOf(objects, config);
+  const GpuResources& gpus = config.gpu_resources;
+  NodesReport report;
+  report.levels = config.topology.levels;
+  std::map<std::tuple<size_t, std::string>, DomainRow> domains;
+  for (const NodeState& node : cache->snapshot().slots()) {
+    if (!node.schedulable_slot()) {
+      continue;
+    }
+    NodeRow row;
+    row.name = node.info.name;
+    row.ready = node.info.ready;
+    row.schedulable = !node.info.unschedulable;
+    row.milli_gpus = gpus.MilliGpus(node.info.allocatable);
+    row.used_milli_gpus = gpus.MilliGpus(node.requested);
+    std::map<std::string, int64_t> held;
+    for (const PodInfo* pod : node.pods) {
+      const int64_t milli = gpus.MilliGpus(pod->requests);
+      if (milli > 0) {
+        held[pod->namespace_name + "/" + (pod->job_name.empty() ? pod->name : pod->job_name)] +=
+            milli;
+      }
+    }
+    for (const auto& [job, milli] : held) {
+      row.holders.push_back(GpuHolder{job, milli});
+    }
+    std::stable_sort(
+        row.holders.begin(), row.holders.end(),
+        [](const GpuHolder& a, const GpuHolder& b) { return a.milli_gpus > b.milli_gpus; });
+    const int64_t free = row.ready && row.schedulable
+                             ? std::max<int64_t>(row.milli_gpus - row.used_milli_gpus, 0)
+                             : 0;
+    report.milli_gpus += row.milli_gpus;
+    report.used_milli_gpus += row.used_milli_gpus;
+    report.largest_free = std::max(report.largest_free, free);
+    if (row.used_milli_gpus > 0) {
+      report.fragmented_free += free;
+    }
+    for (size_t level = 0; level < report.levels.size(); ++level) {
+      const std::string* value = node.info.labels.Find(report.levels[level]);
+      row.domains.push_back(value != nullptr ? *value : "");
+      if (value == nullptr) {
+        continue;
+      }
+      DomainRow& domain = domains[{level, *value}];
+      domain.level = report.levels[level];
+      domain.value = *value;
+      ++domain.nodes;
+      domain.milli_gpus += row.milli_gpus;
+      domain.used_milli_gpus += row.used_milli_gpus;
+      domain.largest_free = std::max(domain.largest_free, free);
+    }
+    report.nodes.push_back(std::move(row));
+  }
+  std::sort(report.nodes.begin(), report.nodes.end(), [](const NodeRow& a, const NodeRow& b) {
+    return std::tie(a.domains, a.name) < std::tie(b.domains, b.name);
+  });
+  for (auto& [key, domain] : domains) {
+    report.domains.push_back(std::move(domain));
+  }
+  return report;
+}
+
+}  // namespace hybridjob::cli

@@ -1,0 +1,133 @@
+// kubectl-hybridjob: the `kubectl hybridjob` plugin. Flags, the kubeconfig
+// and the client only; the commands live in hybridjob_cli.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <hybridjob/cli/commands.h>
+#include <hybridjob/common/flags.h>
+#include <hybridjob/common/logging.h>
+#include <hybridjob/k8s/config.h>
+#include <hybridjob/k8s/rest_client.h>
+
+namespace {
+
+constexpr const char* kProgram = "kubectl hybridjob";
+constexpr const char* kSummary =
+    "Shows HybridJobs, the gang-scheduler's queues and the cluster's GPUs.\n"
+    "\n"
+    "Commands:\n"
+    "  status JOB    roles, members, nodes, GPUs, phase, restarts, and why the job waits\n"
+    "  queues        per queue: guaranteed, in use and max per resource, weight, order,\n"
+    "                and the jobs waiting in it, in line order\n"
+    "  nodes         the GPU map: per node (and per topology domain) GPUs, used, free,\n"
+    "                the jobs that hold them, and how fragmented the free GPUs are\n"
+    "  logs JOB      the members' logs (--role, --index, --tail, --container)\n"
+    "\n"
+    "queues and nodes read nodes, pods, HybridJobs, namespaces and PriorityClasses in all\n"
+    "namespaces, and the gang-scheduler's ConfigMap (--scheduler-config).";
+
+int Fail(const std::string& message, int code = 1) {
+  std::cerr << "error: " << message << "\n";
+  return code;
+}
+
+// kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
+std::string KubeconfigPath(const std::string& flag) {
+  if (!flag.empty()) {
+    return flag;
+  }
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    return "";  // ResolveClientConfig reads it
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    const std::filesystem::path path = std::filesystem::path(home) / ".kube" / "config";
+    std::error_code error;
+    if (std::filesystem::exists(path, error)) {
+      return path.string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string kubeconfig;
+  std::string context;
+  std::string ns;
+  std::string output;
+  hybridjob::cli::CommandOptions options;
+  hybridjob::LoggingFlags logging;
+  logging.level = "warn";
+  hybridjob::FlagSet flags(kProgram, kSummary);
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file (else $KUBECONFIG, ~/.kube/config)");
+  flags.String("context", &context, "kubeconfig context (else its current-context)");
+  flags.String("namespace", &ns, "the job's namespace (else the context's)");
+  flags.String("output", &output, "json or yaml (else a table)");
+  flags.String(
+      "scheduler-config", &options.scheduler_config,
+      "NAMESPACE/NAME of the gang-scheduler's ConfigMap (queues, GPU resources, topology)");
+  flags.String("role", &options.role, "logs: only this role's members");
+  flags.Int("index", &options.index, "logs: only the member with this index (-1: every one)");
+  flags.Int("tail", &options.tail, "logs: lines from the end of each log (-1: all)");
+  flags.String("container", &options.container, "logs: this container (else the main one)");
+  flags.Shorthand('n', "namespace");
+  flags.Shorthand('o', "output");
+  flags.Shorthand('c', "container");
+  hybridjob::AddLoggingFlags(flags, &logging);
+  flags.Arguments("COMMAND [JOB]");
+  if (std::optional<int> exit =
+          hybridjob::ParseCommandLine(flags, argc, argv, logging, /*positional_allowed=*/true)) {
+    return *exit;
+  }
+  const std::vector<std::string>& args = flags.positional();
+  if (args.empty()) {
+    std::cerr << flags.Usage();
+    return 1;
+  }
+  const std::string& command = args[0];
+  const bool takes_job = command == "status" || command == "logs";
+  if (command != "status" && command != "logs" && command != "queues" && command != "nodes") {
+    return Fail("unknown command \"" + command + "\": use status, queues, nodes or logs");
+  }
+  if (takes_job ? args.size() != 2 : args.size() != 1) {
+    return Fail(takes_job ? command + " needs one job name: kubectl hybridjob " + command + " JOB"
+                          : command + " takes no arguments");
+  }
+  auto format = hybridjob::cli::ParseOutputFormat(output);
+  if (!format.ok()) {
+    return Fail(format.status().message());
+  }
+  options.format = *format;
+
+  auto config = hybridjob::k8s::ResolveClientConfig(KubeconfigPath(kubeconfig), context);
+  if (!config.ok()) {
+    return Fail(config.status().message());
+  }
+  options.namespace_name = ns.empty() ? config->namespace_name : ns;
+  config->user_agent = "kubectl-hybridjob";
+  auto client = hybridjob::k8s::RestClient::Create(*config);
+  if (!client.ok()) {
+    return Fail(client.status().message());
+  }
+  hybridjob::k8s::ApiClient& api = **client;
+
+  if (command == "logs") {
+    hybridjob::Status status = hybridjob::cli::RunLogs(api, args[1], options, std::cout);
+    return status.ok() ? 0 : Fail(status.message());
+  }
+  std::string note;
+  hybridjob::Result<std::string> text =
+      command == "status"   ? hybridjob::cli::RunStatus(api, args[1], options)
+      : command == "queues" ? hybridjob::cli::RunQueues(api, options, &note)
+                            : hybridjob::cli::RunNodes(api, options, &note);
+  if (!note.empty()) {
+    std::cerr << "note: " << note << "\n";
+  }
+  if (!text.ok()) {
+    return Fail(text.status().message());
+  }
+  std::cout << *text;
+  return 0;
+}

@@ -1,0 +1,230 @@
+// `kubectl hybridjob status|queues|nodes|logs` run by kubectl itself (the
+// plugin on its PATH) against the real API server: jobs, their members bound
+// on simulated GPU nodes, the standing a waiting job's status carries, and
+// the gang-scheduler's configuration in a ConfigMap.
+#include <memory>
+#include <regex>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/resource.h>
+#include <hybridjob/sim/simulator.h>
+
+#include "crd.h"
+#include "test_cluster.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class PluginTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    client_ = AdminClient().release();
+    ASSERT_TRUE(EnsureHybridJobCrd(*client_).ok());
+    ns_ = new TestNamespace(*client_, "plugin");
+    const std::string ns = ns_->name();
+    sim::SimulatorOptions options;
+    options.nodes.name_prefix = ns;
+    options.nodes.count = 2;
+    options.nodes.gpus_per_node = 8;
+    options.nodes.labels = {{"example.com/rack", ns + "-rack"}};
+    options.heartbeat_interval = 30s;
+    sim_ = new sim::Simulator(*client_, options);
+    ASSERT_TRUE(sim_->Start().ok());
+    // The scheduler's configuration: this suite's own queues, so that what
+    // other tests run in the cluster does not show in their rows.
+    const std::string config = "topology:\n  levels: [example.com/rack]\nqueues:\n  - name: " + ns +
+                               "-train\n    weight: 2\n    guaranteed: {nvidia.com/gpu: 8}\n" +
+                               "  - name: " + ns + "-batch\n    max: {nvidia.com/gpu: 4}\n";
+    ASSERT_TRUE(client_
+                    ->Create(k8s::resources::ConfigMaps(), ns,
+                             {{"apiVersion", "v1"},
+                              {"kind", "ConfigMap"},
+                              {"metadata", {{"name", "scheduler"}}},
+                              {"data", {{"config.yaml", config}}}})
+                    .ok());
+    CreateJob("resnet", ns + "-train", 2, 6, {ns + "-0", ns + "-1"});
+    CreateJob("wide", ns + "-batch", 1, 6, {});
+    // What the controller writes for a job the scheduler keeps waiting.
+    json job = *client_->Get(k8s::resources::HybridJobs(), ns, "wide");
+    job["status"] = {
+        {"phase", "Queued"},
+        {"queue", {{"name", ns + "-batch"}, {"position", 1}, {"reason", "QueueLimit"}}},
+        {"conditions", json::array({{{"type", "Queued"},
+                                     {"status", "True"},
+                                     {"reason", "QueueLimit"},
+                                     {"message", "queue " + ns +
+                                                     "-batch would use nvidia.com/gpu=6 over its "
+                                                     "max nvidia.com/gpu=4 with this group's "
+                                                     "minimum"}}})}};
+    ASSERT_TRUE(client_->Update(k8s::resources::HybridJobs(), job, "status").ok());
+  }
+
+  static void TearDownTestSuite() {
+    if (sim_ != nullptr) {
+      sim_->Stop();
+    }
+    delete sim_;
+    delete ns_;
+    delete client_;
+  }
+
+  // A HybridJob of one worker role and its members of `gpus` GPUs, bound to
+  // `nodes` in order (pending when there are fewer nodes than members).
+  static void CreateJob(const std::string& name, const std::string& queue, int members, int gpus,
+                        const std::vector<std::string>& nodes) {
+    const std::string ns = ns_->name();
+    auto created = client_->Create(
+        k8s::resources::HybridJobs(), ns,
+        {{"apiVersion", api::kApiVersion},
+         {"kind", api::kKind},
+         {"metadata", {{"name", name}}},
+         {"spec",
+          {{"queue", queue},
+           {"replicaSpecs",
+            json::array({{{"name", "worker"},
+                          {"minReplicas", members},
+                          {"template",
+                           {{"spec",
+                             {{"containers",
+                               json::array({{{"name", "main"}, {"image", "trainer"}}})}}}}}}})}}}});
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const json spec = {
+        {"roles",
+         json::array({{{"name", "worker"}, {"min", members}, {"max", members}, {"priority", 0}}})},
+        {"queue", queue}};
+    for (int i = 0; i < members; ++i) {
+      json pod = {
+          {"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name + "-worker-" + std::to_string(i)},
+            {"labels",
+             {{std::string(api::kJobNameLabel), name},
+              {std::string(api::kRoleLabel), "worker"},
+              {std::string(api::kIndexLabel), std::to_string(i)}}},
+            {"annotations", {{std::string(api::kGroupSpecAnnotation), spec.dump()}}},
+            {"ownerReferences", json::array({{{"apiVersion", api::kApiVersion},
+                                              {"kind", api::kKind},
+                                              {"name", name},
+                                              {"uid", (*created)["metadata"]["uid"]},
+                                              {"controller", true}}})}}},
+          {"spec",
+           {{"schedulerName", "gang-scheduler"},
+            {"containers",
+             json::array(
+                 {{{"name", "main"},
+                   {"image", "trainer"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}}};
+      if (static_cast<size_t>(i) < nodes.size()) {
+        pod["spec"]["nodeName"] = nodes[i];
+      }
+      ASSERT_TRUE(client_->Create(k8s::resources::Pods(), ns, pod).ok());
+    }
+  }
+
+  // kubectl hybridjob ARGS, with the plugin on kubectl's PATH.
+  static int Plugin(const std::string& args, std::string* output) {
+    return RunCommand("PATH=" + BinaryDir() + ":$PATH " + KubernetesBinDir() +
+                          "/kubectl hybridjob " + args + " --kubeconfig " + KubeconfigPath() +
+                          " --scheduler-config " + ns_->name() + "/scheduler 2>&1",
+                      output);
+  }
+
+  static k8s::RestClient* client_;
+  static TestNamespace* ns_;
+  static sim::Simulator* sim_;
+};
+
+k8s::RestClient* PluginTest::client_ = nullptr;
+TestNamespace* PluginTest::ns_ = nullptr;
+sim::Simulator* PluginTest::sim_ = nullptr;
+
+TEST_F(PluginTest, StatusShowsMembersNodesAndWhyAJobWaits) {
+  const std::string ns = ns_->name();
+  std::string out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Plugin("status resnet -n " + ns, &out) == 0 &&
+               out.find("Running   " + ns + "-1") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_THAT(out, HasSubstr("Name:        resnet\n"));
+  EXPECT_THAT(out, HasSubstr("GPUs:        12 on nodes, of 12 asked\n"));
+  EXPECT_THAT(out, HasSubstr("resnet-worker-0   worker   0       Running   " + ns + "-0   6"));
+
+  ASSERT_EQ(Plugin("status wide -n " + ns, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("Queue:       " + ns + "-batch (position 1)\n"));
+  EXPECT_THAT(out, HasSubstr("Waiting:     QueueLimit: queue " + ns + "-batch would use"));
+
+  ASSERT_EQ(Plugin("status wide -n " + ns + " -o json", &out), 0) << out;
+  const json data = json::parse(out);
+  EXPECT_EQ(data["waiting"]["reason"], "QueueLimit");
+  EXPECT_EQ(data["members"][0]["name"], "wide-worker-0");
+
+  EXPECT_NE(Plugin("status nope -n " + ns, &out), 0);
+  EXPECT_THAT(out, HasSubstr("error: no HybridJob \"nope\" in namespace " + ns));
+}
+
+TEST_F(PluginTest, QueuesShowUsageAgainstGuaranteesAndCeilingsAndTheLine) {
+  const std::string ns = ns_->name();
+  std::string out;
+  ASSERT_EQ(Plugin("queues", &out), 0) << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(ns + R"(-train\s+-\s+2\s+BestEffortFIFO\s+nvidia.com/gpu=8\s+)"
+                           R"(nvidia.com/gpu=12\s+unlimited\s+0)")))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(ns + R"(-batch\s+-\s+1\s+BestEffortFIFO\s+-\s+-\s+nvidia.com/gpu=4\s+1)")))
+      << out;
+  EXPECT_THAT(out, HasSubstr("Waiting in " + ns + "-batch:\n  POSITION   JOB"));
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(  1\s+)" + ns + R"(/wide\s+QueueLimit)")))
+      << out;
+
+  ASSERT_EQ(Plugin("queues -o yaml", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("name: \"" + ns + "-train\""));
+}
+
+TEST_F(PluginTest, NodesShowTheGpuMapByRack) {
+  const std::string ns = ns_->name();
+  std::string out;
+  ASSERT_EQ(Plugin("nodes", &out), 0) << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(ns + "-0\\s+" + ns + R"(-rack\s+8\s+6\s+2\s+Ready\s+)" + ns + "/resnet:6")))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(R"(example.com/rack\s+)" + ns + R"(-rack\s+2\s+16\s+12\s+4\s+2)")))
+      << out;
+  ASSERT_EQ(Plugin("nodes -o json", &out), 0) << out;
+  const json data = json::parse(out);
+  bool found = false;
+  for (const json& node : data["nodes"]) {
+    if (node["name"] == ns + "-1") {
+      found = true;
+      EXPECT_EQ(node["usedGpus"], "6");
+      EXPECT_EQ(node["jobs"][0]["job"], ns + "/resnet");
+    }
+  }
+  EXPECT_TRUE(found) << out;
+}
+
+TEST_F(PluginTest, BadFlagsAndContextsAreRefusedClearly) {
+  std::string out;
+  EXPECT_NE(Plugin("queues -o wide", &out), 0);
+  EXPECT_THAT(out, HasSubstr("error: --output: unknown format \"wide\""));
+  EXPECT_NE(Plugin("queues --context nowhere", &out), 0);
+  EXPECT_THAT(out, HasSubstr("nowhere"));
+  EXPECT_NE(Plugin("frobnicate", &out), 0);
+  EXPECT_THAT(out, HasSubstr("unknown command \"frobnicate\""));
+}
+
+}  // namespace
+}  // namespace hybridjob::testing

@@ -1,0 +1,131 @@
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <hybridjob/cli/commands.h>
+#include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/resource.h>
+
+#include "cluster_objects.h"
+#include "k8s/fake_api_client.h"
+
+namespace hybridjob::cli {
+namespace {
+
+using k8s::testing::FakeApiClient;
+using ::testing::HasSubstr;
+using testing::Job;
+using testing::Member;
+using testing::Node;
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  CommandsTest() {
+    options_.namespace_name = "team";
+    api_.Seed(k8s::resources::Nodes(), Node("n0", 8));
+    api_.Seed(k8s::resources::HybridJobs(), Job("team", "bert", "default", 2, 2));
+    api_.Seed(k8s::resources::Pods(), Member("team", "bert", "default", 0, 4, "n0", 2, 2));
+    api_.Seed(k8s::resources::Pods(), Member("team", "bert", "default", 1, 4, "n0", 2, 2));
+  }
+
+  void SeedSchedulerConfig(const std::string& yaml) {
+    api_.Seed(k8s::resources::ConfigMaps(),
+              {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata", {{"name", "gang-scheduler-config"}, {"namespace", "hybridjob-system"}}},
+               {"data", {{"config.yaml", yaml}}}});
+  }
+
+  FakeApiClient api_;
+  CommandOptions options_;
+};
+
+TEST_F(CommandsTest, StatusReadsTheJobAndItsPods) {
+  Result<std::string> text = RunStatus(api_, "bert", options_);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(*text, HasSubstr("Name:        bert\n"));
+  EXPECT_THAT(*text, HasSubstr("bert-worker-1   worker   1       Running   n0"));
+  options_.format = OutputFormat::kJson;
+  text = RunStatus(api_, "bert", options_);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(nlohmann::json::parse(*text)["members"].size(), 2u);
+
+  Result<std::string> missing = RunStatus(api_, "nope", options_);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "no HybridJob \"nope\" in namespace team");
+}
+
+TEST_F(CommandsTest, QueuesUseTheSchedulersConfigurationOrSayTheyCannot) {
+  std::string note;
+  Result<std::string> text = RunQueues(api_, options_, &note);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(note, HasSubstr("ConfigMap hybridjob-system/gang-scheduler-config) could not be "
+                              "read"));
+  EXPECT_THAT(*text, HasSubstr("default"));
+
+  SeedSchedulerConfig("queues:\n  - name: research\n    weight: 3\n");
+  note.clear();
+  text = RunQueues(api_, options_, &note);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(note, "");
+  EXPECT_THAT(*text, HasSubstr("research   -        3"));
+
+  SeedSchedulerConfig("queues: [{name: a, weight: -1}]\n");
+  Result<std::string> broken = RunQueues(api_, options_, &note);
+  EXPECT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(),
+              HasSubstr("ConfigMap hybridjob-system/gang-scheduler-config"));
+
+  options_.scheduler_config = "no-slash";
+  EXPECT_THAT(RunQueues(api_, options_, &note).status().message(),
+              HasSubstr("want NAMESPACE/NAME"));
+}
+
+TEST_F(CommandsTest, ACallerWhoMayNotListNodesIsToldWhatWasRefused) {
+  api_.SetFault([](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "list" && request.resource == "nodes") {
+      return Status(StatusCode::kForbidden, "nodes is forbidden: User \"alice\" cannot list")
+          .WithHttp(403, "Forbidden");
+    }
+    return std::nullopt;
+  });
+  std::string note;
+  Result<std::string> text = RunNodes(api_, options_, &note);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().message(),
+            "cannot list nodes in all namespaces: nodes is forbidden: User \"alice\" cannot list");
+}
+
+TEST_F(CommandsTest, LogsOfEveryMemberOrOneRoleAndIndexPrefixedByPod) {
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-0/log?container=main", "a\nb\n");
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-1/log?container=main", "c\n");
+  std::ostringstream out;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, out).ok());
+  EXPECT_EQ(out.str(), "[pod/bert-worker-0] a\n[pod/bert-worker-0] b\n[pod/bert-worker-1] c\n");
+
+  options_.index = 1;
+  std::ostringstream one;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, one).ok());
+  EXPECT_EQ(one.str(), "c\n");
+
+  options_.tail = 5;
+  std::ostringstream tail;
+  EXPECT_FALSE(RunLogs(api_, "bert", options_, tail).ok()) << "a path with tailLines was asked";
+  bool asked = false;
+  for (const auto& request : api_.Requests()) {
+    asked |= request.subresource ==
+             "/api/v1/namespaces/team/pods/bert-worker-1/log?container=main&tailLines=5";
+  }
+  EXPECT_TRUE(asked);
+
+  options_.tail = -1;
+  options_.role = "ps";
+  std::ostringstream none;
+  EXPECT_EQ(RunLogs(api_, "bert", options_, none).message(),
+            "job bert has no member of role ps with index 1");
+}
+
+}  // namespace
+}  // namespace hybridjob::cli
