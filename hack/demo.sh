@@ -80,13 +80,16 @@ until [ "$(k get nodes --no-headers 2>/dev/null | grep -c ' Ready')" -eq 4 ]; do
 say "4 simulated nodes ready, 4 GPUs each (16 GPUs):"
 k get nodes -o custom-columns='NODE:.metadata.name,GPUS:.status.allocatable.nvidia\.com/gpu,STATUS:.status.conditions[?(@.type=="Ready")].type' | sed 's/^/        /'
 
+# The scheduler's dashboard on a free loopback port.
+DASHBOARD_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$BIN/gang-scheduler" --metrics-addr 127.0.0.1:0 --health-addr 0 \
-  >"$LOG_DIR/gang-scheduler.log" 2>&1 &
+  --dashboard-addr "127.0.0.1:$DASHBOARD_PORT" >"$LOG_DIR/gang-scheduler.log" 2>&1 &
 PIDS+=($!)
 "$BIN/hybridjob-controller" --metrics-addr 0 --health-addr 0 \
   >"$LOG_DIR/hybridjob-controller.log" 2>&1 &
 PIDS+=($!)
 say "gang-scheduler and hybridjob-controller started"
+say "dashboard: http://127.0.0.1:$DASHBOARD_PORT/   (queues, jobs and why they wait, the GPU map; open it while the demo runs)"
 
 if [ "${DEMO_EXEC:-}" = 1 ]; then
   say "kubectl apply -f examples/exec/pytorch-ddp.yaml   (master + 3 workers, real PyTorch DDP on CPU)"

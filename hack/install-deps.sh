@@ -23,8 +23,13 @@ WORKLOAD_PACKAGES=(
   python3-torch openmpi-bin python3-mpi4py openssh-server openssh-client curl
 )
 
+# The e2e test of the gang-scheduler's dashboard loads it in a headless browser.
+UI_PACKAGES=(
+  chromium
+)
+
 missing=()
-for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}" "${WORKLOAD_PACKAGES[@]}"; do
+for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}" "${WORKLOAD_PACKAGES[@]}" "${UI_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

@@ -51,25 +51,6 @@ std::string Resources(ResourceList list) {
   return text.empty() ? "-" : text;
 }
 
-json ResourcesJson(const ResourceList& list) {
-  json out = json::object();
-  if (list.milli_cpu != 0) {
-    out["cpu"] = std::to_string(list.milli_cpu) + "m";
-  }
-  if (list.memory != 0) {
-    out["memory"] = std::to_string(list.memory);
-  }
-  if (list.ephemeral_storage != 0) {
-    out["ephemeral-storage"] = std::to_string(list.ephemeral_storage);
-  }
-  for (const auto& scalar : list.scalars()) {
-    if (scalar.amount != 0) {
-      out[scalar.name] = std::to_string(scalar.amount);
-    }
-  }
-  return out;
-}
-
 std::string Dash(const std::string& text) {
   return text.empty() ? "-" : text;
 }
@@ -230,37 +211,9 @@ std::string FormatTable(const JobStatusReport& report) {
 }
 
 json ToJson(const QueuesReport& report) {
-  json out = {{"capacity", ResourcesJson(report.capacity)}, {"queues", json::array()}};
+  json out = {{"capacity", scheduler::ResourcesJson(report.capacity)}, {"queues", json::array()}};
   for (const QueueRow& queue : report.queues) {
-    json max = json::object();
-    for (const auto& limit : queue.max.limits()) {
-      ResourceList one;
-      one.Set(limit.name, limit.amount);
-      max.update(ResourcesJson(one));
-    }
-    json row = {{"name", queue.name},
-                {"leaf", queue.leaf},
-                {"configured", queue.configured},
-                {"order", queue.order},
-                {"weight", queue.weight},
-                {"guaranteed", ResourcesJson(queue.guaranteed)},
-                {"used", ResourcesJson(queue.used)},
-                {"max", max},
-                {"gpusUsed", FormatMilliGpus(report.gpus.MilliGpus(queue.used))},
-                {"pods", queue.pods},
-                {"waiting", json::array()}};
-    if (!queue.parent.empty()) {
-      row["parent"] = queue.parent;
-    }
-    for (const WaitingJob& job : queue.waiting) {
-      json waiting = {
-          {"namespace", job.namespace_name}, {"name", job.name}, {"reason", job.reason}};
-      if (job.position > 0) {
-        waiting["position"] = job.position;
-      }
-      row["waiting"].push_back(std::move(waiting));
-    }
-    out["queues"].push_back(std::move(row));
+    out["queues"].push_back(scheduler::ToJson(queue, report.gpus));
   }
   return out;
 }
@@ -288,42 +241,6 @@ std::string FormatTable(const QueuesReport& report) {
   return out;
 }
 
-json ToJson(const NodesReport& report) {
-  json out = {{"levels", report.levels},
-              {"gpus", FormatMilliGpus(report.milli_gpus)},
-              {"usedGpus", FormatMilliGpus(report.used_milli_gpus)},
-              {"freeGpusInPieces", FormatMilliGpus(report.fragmented_free)},
-              {"largestFreeOnANode", FormatMilliGpus(report.largest_free)},
-              {"nodes", json::array()},
-              {"domains", json::array()}};
-  for (const NodeRow& node : report.nodes) {
-    json row = {{"name", node.name},
-                {"ready", node.ready},
-                {"schedulable", node.schedulable},
-                {"gpus", FormatMilliGpus(node.milli_gpus)},
-                {"usedGpus", FormatMilliGpus(node.used_milli_gpus)},
-                {"jobs", json::array()}};
-    json domains = json::object();
-    for (size_t i = 0; i < report.levels.size() && i < node.domains.size(); ++i) {
-      domains[report.levels[i]] = node.domains[i];
-    }
-    row["domains"] = std::move(domains);
-    for (const GpuHolder& holder : node.holders) {
-      row["jobs"].push_back({{"job", holder.job}, {"gpus", FormatMilliGpus(holder.milli_gpus)}});
-    }
-    out["nodes"].push_back(std::move(row));
-  }
-  for (const DomainRow& domain : report.domains) {
-    out["domains"].push_back({{"level", domain.level},
-                              {"value", domain.value},
-                              {"nodes", domain.nodes},
-                              {"gpus", FormatMilliGpus(domain.milli_gpus)},
-                              {"usedGpus", FormatMilliGpus(domain.used_milli_gpus)},
-                              {"largestFreeOnANode", FormatMilliGpus(domain.largest_free)}});
-  }
-  return out;
-}
-
 std::string FormatTable(const NodesReport& report) {
   std::vector<std::string> header = {"NODE"};
   for (const std::string& level : report.levels) {
@@ -333,13 +250,13 @@ std::string FormatTable(const NodesReport& report) {
     header.emplace_back(column);
   }
   Table nodes(header);
-  for (const NodeRow& node : report.nodes) {
+  for (const scheduler::NodeView& node : report.nodes) {
     std::vector<std::string> row = {node.name};
     for (const std::string& domain : node.domains) {
       row.push_back(Dash(domain));
     }
     std::string jobs;
-    for (const GpuHolder& holder : node.holders) {
+    for (const scheduler::GpuHolder& holder : node.holders) {
       jobs += (jobs.empty() ? "" : ",") + holder.job + ":" + FormatMilliGpus(holder.milli_gpus);
     }
     std::string status = node.ready ? "Ready" : "NotReady";
@@ -356,7 +273,7 @@ std::string FormatTable(const NodesReport& report) {
   std::string out = nodes.Render();
   if (!report.domains.empty()) {
     Table domains({"LEVEL", "DOMAIN", "NODES", "GPUS", "USED", "FREE", "LARGEST FREE"});
-    for (const DomainRow& domain : report.domains) {
+    for (const scheduler::DomainView& domain : report.domains) {
       domains.Add(
           {domain.level, domain.value, std::to_string(domain.nodes),
            FormatMilliGpus(domain.milli_gpus), FormatMilliGpus(domain.used_milli_gpus),

@@ -162,115 +162,28 @@ QueuesReport BuildQueuesReport(const ClusterObjects& objects,
   QueuesReport report;
   report.capacity = share.capacity();
   report.gpus = config.gpu_resources;
-  std::map<std::string, size_t> row_of;
-  for (const QueueAccount& account : share.accounts()) {
-    QueueRow row;
-    row.name = account.spec.name;
-    row.parent = account.spec.parent;
-    row.leaf = account.leaf;
-    row.configured = account.configured;
-    row.order = std::string(QueueOrderName(account.spec.order));
-    row.weight = account.spec.weight;
-    row.guaranteed = account.spec.guaranteed;
-    row.max = account.spec.max;
-    row.used = account.used;
-    row.pods = account.pods;
-    row_of.emplace(row.name, report.queues.size());
-    report.queues.push_back(std::move(row));
-  }
+  report.queues = BuildQueueViews(share);
   for (const json& object : objects.jobs) {
     Result<api::HybridJob> job = api::ParseHybridJob(object);
     if (!job.ok() || !job->status.queue || job->status.queue->name.empty()) {
       continue;
     }
     const api::QueueStanding& standing = *job->status.queue;
-    auto [it, added] = row_of.emplace(standing.name, report.queues.size());
-    if (added) {
-      QueueRow unknown;
-      unknown.name = standing.name;
-      unknown.configured = false;
-      report.queues.push_back(std::move(unknown));
+    std::string message;
+    if (const api::Condition* queued = job->status.FindCondition(api::kConditionQueued)) {
+      message = queued->message;
     }
-    report.queues[it->second].waiting.push_back(WaitingJob{
-        job->metadata.namespace_name, job->metadata.name, standing.position, standing.reason});
+    AddWaiting(report.queues, standing.name,
+               WaitingJob{job->metadata.namespace_name, job->metadata.name, standing.position,
+                          standing.reason, std::move(message)});
   }
-  for (QueueRow& row : report.queues) {
-    std::sort(row.waiting.begin(), row.waiting.end(), [](const WaitingJob& a, const WaitingJob& b) {
-      auto rank = [](const WaitingJob& job) {
-        return std::make_tuple(job.position == 0, job.position, job.namespace_name, job.name);
-      };
-      return rank(a) < rank(b);
-    });
-  }
-  std::sort(report.queues.begin(), report.queues.end(),
-            [](const QueueRow& a, const QueueRow& b) { return a.name < b.name; });
   return report;
 }
 
 NodesReport BuildNodesReport(const ClusterObjects& objects,
                              const scheduler::SchedulerConfig& config) {
-  using namespace scheduler;
-  std::unique_ptr<SchedulerCache> cache = CacheOf(objects, config);
-  const GpuResources& gpus = config.gpu_resources;
-  NodesReport report;
-  report.levels = config.topology.levels;
-  std::map<std::tuple<size_t, std::string>, DomainRow> domains;
-  for (const NodeState& node : cache->snapshot().slots()) {
-    if (!node.schedulable_slot()) {
-      continue;
-    }
-    NodeRow row;
-    row.name = node.info.name;
-    row.ready = node.info.ready;
-    row.schedulable = !node.info.unschedulable;
-    row.milli_gpus = gpus.MilliGpus(node.info.allocatable);
-    row.used_milli_gpus = gpus.MilliGpus(node.requested);
-    std::map<std::string, int64_t> held;
-    for (const PodInfo* pod : node.pods) {
-      const int64_t milli = gpus.MilliGpus(pod->requests);
-      if (milli > 0) {
-        held[pod->namespace_name + "/" + (pod->job_name.empty() ? pod->name : pod->job_name)] +=
-            milli;
-      }
-    }
-    for (const auto& [job, milli] : held) {
-      row.holders.push_back(GpuHolder{job, milli});
-    }
-    std::stable_sort(
-        row.holders.begin(), row.holders.end(),
-        [](const GpuHolder& a, const GpuHolder& b) { return a.milli_gpus > b.milli_gpus; });
-    const int64_t free = row.ready && row.schedulable
-                             ? std::max<int64_t>(row.milli_gpus - row.used_milli_gpus, 0)
-                             : 0;
-    report.milli_gpus += row.milli_gpus;
-    report.used_milli_gpus += row.used_milli_gpus;
-    report.largest_free = std::max(report.largest_free, free);
-    if (row.used_milli_gpus > 0) {
-      report.fragmented_free += free;
-    }
-    for (size_t level = 0; level < report.levels.size(); ++level) {
-      const std::string* value = node.info.labels.Find(report.levels[level]);
-      row.domains.push_back(value != nullptr ? *value : "");
-      if (value == nullptr) {
-        continue;
-      }
-      DomainRow& domain = domains[{level, *value}];
-      domain.level = report.levels[level];
-      domain.value = *value;
-      ++domain.nodes;
-      domain.milli_gpus += row.milli_gpus;
-      domain.used_milli_gpus += row.used_milli_gpus;
-      domain.largest_free = std::max(domain.largest_free, free);
-    }
-    report.nodes.push_back(std::move(row));
-  }
-  std::sort(report.nodes.begin(), report.nodes.end(), [](const NodeRow& a, const NodeRow& b) {
-    return std::tie(a.domains, a.name) < std::tie(b.domains, b.name);
-  });
-  for (auto& [key, domain] : domains) {
-    report.domains.push_back(std::move(domain));
-  }
-  return report;
+  std::unique_ptr<scheduler::SchedulerCache> cache = CacheOf(objects, config);
+  return scheduler::BuildGpuMap(cache->snapshot(), config.gpu_resources, config.topology.levels);
 }
 
 }  // namespace hybridjob::cli

@@ -414,6 +414,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   HJ_RETURN_IF_ERROR(reader.Read("volumeBindTimeoutSeconds", &config.volume_bind_timeout_seconds));
   HJ_RETURN_IF_ERROR(reader.Read("metricsAddr", &config.metrics_addr));
   HJ_RETURN_IF_ERROR(reader.Read("healthAddr", &config.health_addr));
+  HJ_RETURN_IF_ERROR(reader.Read("dashboardAddr", &config.dashboard_addr));
   HJ_RETURN_IF_ERROR(ParseLeaderElection(reader.Child("leaderElection"), &config.leader_election));
   HJ_RETURN_IF_ERROR(ParseQueues(reader.Child("queues"), &config.queues));
   HJ_RETURN_IF_ERROR(ParseReclaim(reader.Child("reclaim"), &config.reclaim));
@@ -463,6 +464,7 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   }
   HJ_RETURN_IF_ERROR(ValidateAddress("metricsAddr", config.metrics_addr));
   HJ_RETURN_IF_ERROR(ValidateAddress("healthAddr", config.health_addr));
+  HJ_RETURN_IF_ERROR(ValidateAddress("dashboardAddr", config.dashboard_addr));
   return config;
 }
 

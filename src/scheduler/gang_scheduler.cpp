@@ -10,7 +10,9 @@
 #include <hybridjob/api/time.h>
 #include <hybridjob/api/waiting.h>
 #include <hybridjob/common/strings.h>
+#include <hybridjob/scheduler/cluster_view.h>
 #include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/fair_share.h>
 #include <hybridjob/scheduler/gang_scheduler.h>
 
 namespace hybridjob::scheduler {
@@ -50,6 +52,8 @@ using SteadyClock = std::chrono::steady_clock;
 // A waiting gang's place in its queue is written again at most this often
 // (StandingNeedsWrite).
 constexpr auto kPositionRefresh = std::chrono::seconds{10};
+// The dashboard's state is published at most this often.
+constexpr auto kDashboardInterval = std::chrono::seconds{1};
 
 // The member that carries a waiting gang's standing: the lowest index, then
 // the name, so it stays the same while the gang waits.
@@ -158,6 +162,7 @@ std::vector<std::string> GangScheduler::Reconfigure(const SchedulerConfig& confi
   needs_restart("bindConcurrency", &SchedulerConfig::bind_concurrency);
   needs_restart("metricsAddr", &SchedulerConfig::metrics_addr);
   needs_restart("healthAddr", &SchedulerConfig::health_addr);
+  needs_restart("dashboardAddr", &SchedulerConfig::dashboard_addr);
   needs_restart("leaderElection", &SchedulerConfig::leader_election);
   PlannerConfig planner;
   planner.packing = config.scoring;
@@ -393,6 +398,9 @@ void GangScheduler::Loop() {
     for (const auto& [key, wait] : volume_waits_) {
       wake_at = std::min(wake_at, wait.deadline);  // to give it up on time
     }
+    if (dashboard_pending_) {
+      wake_at = std::min(wake_at, dashboard_published_ + kDashboardInterval);
+    }
     const bool changed = TakeInbox(wake_at);
     bool requested = false;
     bool active = false;
@@ -407,6 +415,7 @@ void GangScheduler::Loop() {
       interval = cycle_interval_;
     }
     PublishCacheFigures();
+    PublishDashboard();
     if (!active || !cache_.HasSynced()) {
       next_cycle = SteadyClock::now() + interval;
       continue;
@@ -417,6 +426,7 @@ void GangScheduler::Loop() {
     }
     RunOneCycle();
     PublishCacheFigures();
+    PublishDashboard();
     next_cycle = SteadyClock::now() + interval;
   }
 }
@@ -556,6 +566,51 @@ void GangScheduler::ClearStanding(const std::string& key) {
   standings_.erase(it);
 }
 
+std::shared_ptr<const DashboardState> GangScheduler::Dashboard() const {
+  MutexLock lock(mu_);
+  return dashboard_;
+}
+
+void GangScheduler::PublishDashboard() {
+  const auto now = SteadyClock::now();
+  if (!dashboard_enabled_ || !cache_.HasSynced()) {
+    return;
+  }
+  if (now - dashboard_published_ < kDashboardInterval) {
+    dashboard_pending_ = true;  // the loop wakes to publish it
+    return;
+  }
+  dashboard_published_ = now;
+  dashboard_pending_ = false;
+  PolicyConfig policy;
+  std::vector<std::string> levels;
+  bool leading = false;
+  {
+    MutexLock lock(mu_);
+    policy = policy_config_;
+    levels = planner_config_.topology_levels;
+    leading = active_;
+  }
+  auto state = std::make_shared<DashboardState>();
+  state->at =
+      api::FormatTime(std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now()));
+  state->leading = leading;
+  state->gpus = config_.gpu_resources;
+  const Snapshot& snapshot = cache_.snapshot();
+  state->map = BuildGpuMap(snapshot, config_.gpu_resources, levels);
+  const QueueTable table(policy.queues);
+  state->queues =
+      BuildQueueViews(FairShare::FromSnapshot(snapshot, table, policy, config_.gpu_resources));
+  if (leading) {
+    for (const auto& [queue, waiting] : last_waiting_) {
+      AddWaiting(state->queues, queue, waiting);
+    }
+  }
+  state->running = BuildRunningJobs(snapshot, config_.gpu_resources);
+  MutexLock lock(mu_);
+  dashboard_ = std::move(state);
+}
+
 void GangScheduler::RunOneCycle() {
   const auto started = SteadyClock::now();
   const Timestamp now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
@@ -656,6 +711,18 @@ void GangScheduler::RunOneCycle() {
     queue_reports_ = std::move(queues);
   }
 
+  if (dashboard_enabled_) {
+    last_waiting_.clear();
+    for (const DecisionCopy& decision : decisions) {
+      if (decision.outcome != PlanOutcome::kPlaced && !decision.started &&
+          !decision.waiting_reason.empty()) {
+        last_waiting_.emplace_back(
+            decision.queue,
+            WaitingJob{decision.namespace_name, decision.group_name, decision.queue_position,
+                       decision.waiting_reason, decision.reason});
+      }
+    }
+  }
   uint64_t waiting = 0;
   for (auto& decision : decisions) {
     std::erase_if(decision.pending, [this](const PodRef& member) {

@@ -244,7 +244,12 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
       "queues:\n"
       "  - name: a\n    weight: 1\n    guaranteed: {nvidia.com/gpu: 8}\n"
       "  - name: b\n    weight: 1\n    guaranteed: {nvidia.com/gpu: 8}\n";
-  System system({.nodes = 2, .gpus_per_node = 8, .scheduler_config = config});
+  const int dashboard_port = FreeLoopbackPort();
+  ASSERT_GT(dashboard_port, 0);
+  const std::string dashboard = "http://127.0.0.1:" + std::to_string(dashboard_port) + "/";
+  System system(
+      {.nodes = 2, .gpus_per_node = 8, .scheduler_config = config},
+      {.scheduler_args = {"--dashboard-addr", "127.0.0.1:" + std::to_string(dashboard_port)}});
   ASSERT_TRUE(system.ok());
   ASSERT_EQ(system.Apply(Job("borrower", "generic", {Member("worker", 2, 16, 1, "")}, "", "a")), 0);
   ASSERT_TRUE(WaitFor([&] { return Members(system, "borrower", "worker") == 16; }, 60s))
@@ -298,6 +303,62 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
   EXPECT_TRUE(std::regex_search(described, std::regex(R"(Warning\s+NeverFits)"))) << described;
   std::this_thread::sleep_for(3s);  // a few cycles (gangBackoffSeconds: 1)
   EXPECT_EQ(CountEvents(system, "NeverFits"), 1);
+
+  // The scheduler's dashboard shows the same: its state as JSON, and the
+  // page in a headless browser (a screenshot under build/test-output/).
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text.clear();
+        return RunCommand("curl -sf " + dashboard + "api/state", &text) == 0 &&
+               text.find("\"next\"") != std::string::npos;
+      },
+      15s))
+      << text;
+  const json state = json::parse(text);
+  EXPECT_EQ(state["leading"], true);
+  std::set<std::string> running;
+  for (const json& job : state["running"]) {
+    running.insert(job["name"].get<std::string>());
+  }
+  EXPECT_EQ(running, (std::set<std::string>{"borrower", "owner"}));
+  std::map<std::string, std::string> reasons;
+  for (const json& queue : state["queues"]) {
+    for (const json& job : queue["waiting"]) {
+      reasons[job["name"].get<std::string>()] = job["reason"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(reasons["huge"], "NeverFits");
+  EXPECT_EQ(reasons["next"], "InsufficientCapacity");
+  EXPECT_EQ(state["gpuMap"]["usedGpus"], "16");
+
+  const std::string out_dir = BinaryDir() + "/../test-output";
+  const std::string profile = out_dir + "/chromium-profile";
+  const std::string screenshot = out_dir + "/dashboard.png";
+  ASSERT_EQ(RunCommand("mkdir -p " + out_dir + " && rm -rf " + profile + " " + screenshot), 0);
+  const std::string chromium =
+      "chromium --headless --no-sandbox --disable-gpu "
+      "--disable-dev-shm-usage --user-data-dir=" +
+      profile + " --virtual-time-budget=5000 --window-size=1280,1400 ";
+  std::string dom;
+  ASSERT_EQ(RunCommand("(" + chromium + "--dump-dom " + dashboard + " 2>/dev/null)", &dom), 0)
+      << dom;
+  EXPECT_NE(dom.find("default/borrower"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("default/huge"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("NeverFits"), std::string::npos) << dom;
+  size_t used_gpus = 0;
+  for (size_t at = dom.find("class=\"gpu used\""); at != std::string::npos;
+       at = dom.find("class=\"gpu used\"", at + 1)) {
+    ++used_gpus;
+  }
+  EXPECT_EQ(used_gpus, 16u) << "every GPU of the map drawn as held";
+  std::string shot;
+  EXPECT_EQ(RunCommand("(" + chromium + "--screenshot=" + screenshot + " " + dashboard +
+                           " 2>/dev/null) && test -s " + screenshot,
+                       &shot),
+            0)
+      << shot;
+  EXPECT_EQ(RunCommand("rm -rf " + profile), 0);
 }
 
 // Bound GPUs of a namespace's pods (one GPU per member in these tests).

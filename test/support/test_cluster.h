@@ -76,6 +76,10 @@ std::string BinaryDir();
 // The repository's hack/local-cluster.sh.
 std::string LocalClusterScript();
 
+// A TCP port on 127.0.0.1 that nothing listened on a moment ago, for a
+// listener a test starts (the binaries take no port 0).
+int FreeLoopbackPort();
+
 // Runs a command, returns its exit code; stdout+stderr into *output if given.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 

@@ -19,7 +19,7 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text);
 
 nlohmann::json ToJson(const JobStatusReport& report);
 nlohmann::json ToJson(const QueuesReport& report);
-nlohmann::json ToJson(const NodesReport& report);
+// NodesReport (scheduler::GpuMap): scheduler::ToJson, the dashboard's shape.
 
 std::string FormatTable(const JobStatusReport& report);
 std::string FormatTable(const QueuesReport& report);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/cluster_view.h>
 #include <hybridjob/scheduler/config.h>
 #include <hybridjob/scheduler/gpu_resources.h>
 #include <hybridjob/scheduler/queues.h>
@@ -75,28 +76,11 @@ Result<JobStatusReport> BuildJobStatus(const nlohmann::json& job,
                                        const std::vector<nlohmann::json>& pods,
                                        const scheduler::GpuResources& gpus);
 
-// --- kubectl hybridjob queues -------------------------------------------------
+// --- kubectl hybridjob queues and nodes: the scheduler's views -----------------
 
-struct WaitingJob {
-  std::string namespace_name;
-  std::string name;
-  int32_t position = 0;  // 0: not in line
-  std::string reason;
-};
-
-struct QueueRow {
-  std::string name;
-  std::string parent;
-  bool leaf = true;
-  bool configured = true;  // named by pods, absent from the configuration
-  std::string order;       // BestEffortFIFO / StrictFIFO
-  double weight = 1.0;
-  scheduler::ResourceList guaranteed;
-  scheduler::ResourceCeiling max;
-  scheduler::ResourceList used;  // bound members of the queue (its subtree for a parent)
-  int64_t pods = 0;
-  std::vector<WaitingJob> waiting;  // in line order, then those not in line
-};
+using QueueRow = scheduler::QueueView;
+using WaitingJob = scheduler::WaitingJob;
+using NodesReport = scheduler::GpuMap;
 
 struct QueuesReport {
   std::vector<QueueRow> queues;  // by name
@@ -104,45 +88,10 @@ struct QueuesReport {
   scheduler::GpuResources gpus;
 };
 
+// The queues as the scheduler's fair share counts them, with the jobs whose
+// status says they wait in each (status.queue).
 QueuesReport BuildQueuesReport(const ClusterObjects& objects,
                                const scheduler::SchedulerConfig& config);
-
-// --- kubectl hybridjob nodes --------------------------------------------------
-
-struct GpuHolder {
-  std::string job;  // namespace/name, or namespace/pod for a pod of no job
-  int64_t milli_gpus = 0;
-};
-
-struct NodeRow {
-  std::string name;
-  std::vector<std::string> domains;  // the node's value per topology level ("" if unlabelled)
-  bool ready = true;
-  bool schedulable = true;
-  int64_t milli_gpus = 0;  // allocatable
-  int64_t used_milli_gpus = 0;
-  std::vector<GpuHolder> holders;  // most GPUs first
-};
-
-struct DomainRow {
-  std::string level;
-  std::string value;
-  int32_t nodes = 0;
-  int64_t milli_gpus = 0;
-  int64_t used_milli_gpus = 0;
-  int64_t largest_free = 0;  // on one node
-};
-
-struct NodesReport {
-  std::vector<std::string> levels;  // topology levels, outermost first
-  std::vector<NodeRow> nodes;       // by domains, then name
-  std::vector<DomainRow> domains;   // per level, by value
-  int64_t milli_gpus = 0;
-  int64_t used_milli_gpus = 0;
-  // Free GPUs on nodes some pod already uses part of: free, but in pieces.
-  int64_t fragmented_free = 0;
-  int64_t largest_free = 0;
-};
 
 NodesReport BuildNodesReport(const ClusterObjects& objects,
                              const scheduler::SchedulerConfig& config);

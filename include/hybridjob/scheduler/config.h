@@ -57,6 +57,8 @@ struct SchedulerConfig {
   LeaderElectionSettings leader_election;
   std::string metrics_addr = "0.0.0.0:10261";
   std::string health_addr = "0.0.0.0:10262";
+  // The read-only web dashboard (dashboard.h); "" or "0": off.
+  std::string dashboard_addr;
   // Policies (docs/scheduler-policies.md). No queues configured: every group
   // runs in the implicit `default` queue.
   std::vector<QueueSpec> queues;

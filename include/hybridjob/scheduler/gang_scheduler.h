@@ -46,6 +46,7 @@
 #include <hybridjob/scheduler/cache.h>
 #include <hybridjob/scheduler/claim_writer.h>
 #include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/dashboard.h>
 #include <hybridjob/scheduler/delta_feed.h>
 #include <hybridjob/scheduler/evictor.h>
 #include <hybridjob/scheduler/policy_cycle.h>
@@ -89,6 +90,10 @@ class GangScheduler {
   std::map<std::string, std::pair<double, double>> ResourceTotals() const;
   // Per queue, sorted by name: configured queues and those named by pods.
   std::vector<QueueReport> QueueReports() const;
+  // The dashboard's state: published by the loop, at most once a second,
+  // once EnableDashboard was called (before Start); null until the first.
+  void EnableDashboard() { dashboard_enabled_ = true; }
+  std::shared_ptr<const DashboardState> Dashboard() const;
   const GpuResources& gpu_resources() const { return config_.gpu_resources; }
 
   // Takes the parts of a changed configuration file that apply without a
@@ -107,6 +112,7 @@ class GangScheduler {
   // Whether any was given up (its members are pending again).
   bool AdvanceVolumeWaits();
   void PublishCacheFigures();
+  void PublishDashboard();
   void RunOneCycle();
   // The GangWaiting condition to write on a waiting gang's carrier, when
   // StandingNeedsWrite says so (recorded as written); a Warning Event on
@@ -151,6 +157,7 @@ class GangScheduler {
   bool synced_ HJ_GUARDED_BY(mu_) = false;
   size_t pending_pods_ HJ_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::pair<double, double>> resource_totals_ HJ_GUARDED_BY(mu_);
+  std::shared_ptr<const DashboardState> dashboard_ HJ_GUARDED_BY(mu_);
 
   // Loop thread only.
   SchedulerCache cache_;
@@ -173,6 +180,11 @@ class GangScheduler {
   PolicyState policy_state_;
   std::unordered_map<std::string, std::string> reported_;       // group key -> last reason said
   std::unordered_map<std::string, StandingWritten> standings_;  // by group key
+  bool dashboard_enabled_ = false;                              // set before Start
+  // What the last cycle said of the groups waiting to start, by queue.
+  std::vector<std::pair<std::string, WaitingJob>> last_waiting_;
+  std::chrono::steady_clock::time_point dashboard_published_{};
+  bool dashboard_pending_ = false;  // changed since, not published yet
 };
 
 }  // namespace hybridjob::scheduler

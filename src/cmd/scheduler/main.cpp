@@ -41,12 +41,15 @@ int main(int argc, char** argv) {
   bool leader_elect = false;
   std::string metrics_addr;
   std::string health_addr;
+  std::string dashboard_addr;
   hybridjob::FlagSet flags("gang-scheduler", kSummary);
   flags.String("kubeconfig", &kubeconfig, "kubeconfig file (else $KUBECONFIG, else in-cluster)");
   flags.String("config", &config_path, "scheduler configuration file (YAML)");
   flags.Bool("leader-elect", &leader_elect, "campaign for leadership (overrides the config file)");
   flags.String("metrics-addr", &metrics_addr, "overrides metricsAddr of the config file");
   flags.String("health-addr", &health_addr, "overrides healthAddr of the config file");
+  flags.String("dashboard-addr", &dashboard_addr,
+               "overrides dashboardAddr of the config file: the read-only web dashboard");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
@@ -61,6 +64,9 @@ int main(int argc, char** argv) {
     }
     if (flags.WasSet("health-addr")) {
       config.health_addr = health_addr;
+    }
+    if (flags.WasSet("dashboard-addr")) {
+      config.dashboard_addr = dashboard_addr;
     }
   };
   namespace obs = hybridjob::observability;
@@ -119,6 +125,10 @@ int main(int argc, char** argv) {
   running = &scheduler;
   std::atomic<bool> leading{false};
   hybridjob::scheduler::ExportSchedulerMetrics(registry, scheduler, leading);
+  const bool dashboard_on = !config.dashboard_addr.empty() && config.dashboard_addr != "0";
+  if (dashboard_on) {
+    scheduler.EnableDashboard();
+  }
   scheduler.Start();
   obs::ServingEndpoints endpoints;
   if (auto status = endpoints.Start(
@@ -127,6 +137,17 @@ int main(int argc, char** argv) {
       !status.ok()) {
     scheduler.Stop();
     return Fail(status.message());
+  }
+  obs::HttpServer dashboard;
+  if (dashboard_on) {
+    hybridjob::scheduler::AddDashboardEndpoints(dashboard,
+                                                [&scheduler] { return scheduler.Dashboard(); });
+    if (auto status = dashboard.Start(config.dashboard_addr); !status.ok()) {
+      endpoints.Stop();
+      scheduler.Stop();
+      return Fail("dashboardAddr: " + status.message());
+    }
+    spdlog::info("dashboard at http://{}/", config.dashboard_addr);
   }
   if (!scheduler.WaitForCacheSync(std::chrono::minutes(2))) {
     scheduler.Stop();
@@ -175,6 +196,7 @@ int main(int argc, char** argv) {
   if (elector) {
     elector->Stop();
   }
+  dashboard.Stop();
   endpoints.Stop();
   scheduler.Stop();
   return 0;

@@ -137,10 +137,11 @@ TEST(QueuesReportTest, UsageGuaranteesCeilingsAndTheLineAsTheSchedulerCountsThem
   const nlohmann::json data = ToJson(report);
   EXPECT_EQ(data["queues"][2]["name"], "prod");
   EXPECT_EQ(data["queues"][2]["max"], nlohmann::json({{"nvidia.com/gpu", "12"}}));
-  EXPECT_EQ(
-      data["queues"][2]["waiting"][0],
-      nlohmann::json(
-          {{"namespace", "team"}, {"name", "early"}, {"reason", "QueueLimit"}, {"position", 1}}));
+  EXPECT_EQ(data["queues"][2]["waiting"][0], nlohmann::json({{"namespace", "team"},
+                                                             {"name", "early"},
+                                                             {"reason", "QueueLimit"},
+                                                             {"position", 1},
+                                                             {"message", "the numbers"}}));
 }
 
 TEST(NodesReportTest, TheGpuMapByDomainWithItsHoldersAndFragments) {

@@ -1,8 +1,10 @@
 // Checks of deploy/: the kustomize base, the Helm-style chart (rendered here
 // without helm, see chart_render.h), the CRD copies and the Dockerfiles.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -584,6 +586,24 @@ TEST(DeployChartTest, ValuesOverrideWhatTheyName) {
   EXPECT_EQ(config->gpu_resources.entries().back(),
             (scheduler::GpuResource{"nvidia.com/mig-1g.10gb", 125}));
 
+  // The dashboard: off by default (the base has neither the field nor the
+  // port), on with its port named.
+  EXPECT_EQ(config->dashboard_addr, "");
+  release.set["scheduler.dashboard.enabled"] = "true";
+  const Objects with_dashboard = RenderChart(release);
+  ASSERT_THAT(with_dashboard.errors, IsEmpty());
+  config = scheduler::ParseSchedulerConfig(
+      Get(with_dashboard, "ConfigMap/" + ns + "/gang-scheduler-config")["data"]["config.yaml"]
+          .get<std::string>());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->dashboard_addr, "0.0.0.0:10263");
+  const json& ports = Get(
+      with_dashboard,
+      "Deployment/" + ns + "/gang-scheduler")["spec"]["template"]["spec"]["containers"][0]["ports"];
+  EXPECT_EQ(ports.back()["name"], "dashboard");
+  EXPECT_EQ(ports.back()["containerPort"], 10263);
+  release.set.erase("scheduler.dashboard.enabled");
+
   release.set["scheduler.config.gpuResources"] = "[nvidia.com/gpu, amd.com/gpu]";
   EXPECT_THAT(RenderChart(release).errors,
               ::testing::ElementsAre(::testing::HasSubstr("not a single value")));
@@ -684,6 +704,47 @@ TEST(DeployDocsTest, SchedulerConfigExampleParses) {
   auto config = scheduler::ParseSchedulerConfig(blocks.front());
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_TRUE(config->leader_election.enabled);
+}
+
+// --- the Grafana dashboard -------------------------------------------------------
+
+// Every series a panel plots is a metric the binaries export, as
+// docs/admin-guide.md documents them (histograms through _bucket).
+TEST(DeployGrafanaTest, PanelsPlotDocumentedMetrics) {
+  const json dashboard =
+      json::parse(ReadFile(SourcePath("deploy/grafana/hybridjob-dashboard.json")));
+  EXPECT_EQ(dashboard["uid"], "hybridjob");
+  ASSERT_TRUE(dashboard["panels"].is_array());
+  EXPECT_GE(dashboard["panels"].size(), 10u);
+  const std::string guide = ReadFile(SourcePath("docs/admin-guide.md"));
+  const std::regex metric("hybridjob_[a-z_]+");
+  std::set<std::string> plotted;
+  std::set<int> ids;
+  for (const json& panel : dashboard["panels"]) {
+    EXPECT_TRUE(ids.insert(panel["id"].get<int>()).second) << "panel ids are unique";
+    EXPECT_EQ(panel["datasource"]["uid"], "${datasource}") << panel["title"];
+    ASSERT_FALSE(panel["targets"].empty()) << panel["title"];
+    for (const json& target : panel["targets"]) {
+      const std::string expr = target["expr"];
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), metric);
+           it != std::sregex_iterator(); ++it) {
+        std::string name = it->str();
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+          if (name.size() > std::strlen(suffix) && name.ends_with(suffix)) {
+            name.resize(name.size() - std::strlen(suffix));
+          }
+        }
+        plotted.insert(name);
+        EXPECT_NE(guide.find("`" + name + "`"), std::string::npos)
+            << name << " (panel " << panel["title"] << ") is not documented";
+      }
+    }
+  }
+  for (const char* needed :
+       {"hybridjob_jobs", "hybridjob_queue_allocated", "hybridjob_queue_pending_groups",
+        "hybridjob_scheduler_allocatable", "hybridjob_scheduler_gang_latency_seconds"}) {
+    EXPECT_TRUE(plotted.contains(needed)) << needed;
+  }
 }
 
 // --- the Dockerfiles ------------------------------------------------------------

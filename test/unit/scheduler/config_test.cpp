@@ -66,6 +66,7 @@ bindConcurrency: 8
 volumeBindTimeoutSeconds: 120
 metricsAddr: 127.0.0.1:9000
 healthAddr: "0"
+dashboardAddr: 127.0.0.1:9002
 leaderElection:
   enabled: true
   leaseName: sched
@@ -98,6 +99,7 @@ topology:
 )");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->scheduler_name, "batch-scheduler");
+  EXPECT_EQ(config->dashboard_addr, "127.0.0.1:9002");
   EXPECT_THAT(config->gpu_resources.Names(), ElementsAre("nvidia.com/gpu", "amd.com/gpu"));
   EXPECT_EQ(config->scoring, PackingPolicy::kSpread);
   EXPECT_EQ(config->percentage_of_nodes_to_score, 30);
@@ -235,6 +237,7 @@ TEST(SchedulerConfigTest, BadValuesNameTheField) {
   EXPECT_EQ(Refusal("gpuResources: [{a: b}]\n"),
             "gpuResources: every entry must be a non-empty string");
   EXPECT_EQ(Refusal("metricsAddr: nowhere\n"), "metricsAddr: \"nowhere\" must be host:port");
+  EXPECT_EQ(Refusal("dashboardAddr: \":70000\"\n"), "dashboardAddr: \":70000\" has no valid port");
   EXPECT_EQ(Refusal("healthAddr: \":99999\"\n"), "healthAddr: \":99999\" has no valid port");
   EXPECT_EQ(Refusal("healthAddr: \"a:99999999999999999999\"\n"),
             "healthAddr: \"a:99999999999999999999\" has no valid port");

@@ -288,13 +288,16 @@ class GangSchedulerShellTest : public ::testing::Test {
     }
   }
 
-  void StartScheduler(int64_t volume_bind_timeout_seconds = 600) {
+  void StartScheduler(int64_t volume_bind_timeout_seconds = 600, bool dashboard = false) {
     SchedulerConfig config;
     config.scheduler_name = "gang-scheduler";
     config.gang_backoff_seconds = 60;  // no periodic cycle during a test
     config.bind_concurrency = 2;
     config.volume_bind_timeout_seconds = volume_bind_timeout_seconds;
     scheduler_ = std::make_unique<GangScheduler>(api_, config);
+    if (dashboard) {
+      scheduler_->EnableDashboard();
+    }
     scheduler_->Start();
     ASSERT_TRUE(scheduler_->WaitForCacheSync(10s));
     scheduler_->SetActive(true);
@@ -541,6 +544,50 @@ TEST_F(GangSchedulerShellTest, AWaitingGangsStandingIsOnOneMemberAndNeverFitsIsS
   EXPECT_TRUE(
       Eventually([&] { return ConditionReason(api_, "next-worker-0", waiting) == "Placed"; }));
   EXPECT_EQ(ConditionReason(api_, "huge-worker-0", waiting), "NeverFits");
+}
+
+// The dashboard's state: what runs, what waits and why, the GPU map and the
+// queues, as the loop last published it; nothing without EnableDashboard.
+TEST_F(GangSchedulerShellTest, TheLoopPublishesTheDashboardsState) {
+  StartScheduler(600, /*dashboard=*/true);
+  CreateJob("train", 2, "", "4");
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+  CreateJob("next", 2);
+  std::shared_ptr<const DashboardState> state;
+  ASSERT_TRUE(Eventually([&] {
+    state = scheduler_->Dashboard();
+    if (!state || state->running.size() != 1 || state->queues.empty()) {
+      return false;
+    }
+    for (const QueueView& queue : state->queues) {
+      if (!queue.waiting.empty()) {
+        return true;
+      }
+    }
+    return false;
+  })) << (state ? ToJson(*state).dump() : "no state");
+  EXPECT_TRUE(state->leading);
+  EXPECT_EQ(state->running[0].name, "train");
+  EXPECT_EQ(state->running[0].members, 2);
+  ASSERT_EQ(state->queues.size(), 1u);
+  EXPECT_EQ(state->queues[0].name, "default");
+  EXPECT_EQ(state->queues[0].used.milli_cpu, 8000);
+  ASSERT_EQ(state->queues[0].waiting.size(), 1u);
+  EXPECT_EQ(state->queues[0].waiting[0].name, "next");
+  EXPECT_EQ(state->queues[0].waiting[0].reason, "InsufficientCapacity");
+  EXPECT_EQ(state->queues[0].waiting[0].position, 1);
+  EXPECT_EQ(state->map.nodes.size(), 2u);
+  const nlohmann::json shown = ToJson(*state);
+  EXPECT_EQ(shown["queues"][0]["waiting"][0]["reason"], "InsufficientCapacity");
+  EXPECT_EQ(shown["running"][0]["members"], 2);
+  EXPECT_NE(DashboardPage().find("api/state"), std::string_view::npos);
+}
+
+TEST_F(GangSchedulerShellTest, WithoutTheDashboardNothingIsPublished) {
+  StartScheduler();
+  CreateJob("train", 2);
+  ASSERT_TRUE(Eventually([&] { return Bound("train", 2) == 2; }));
+  EXPECT_EQ(scheduler_->Dashboard(), nullptr);
 }
 
 // A placed gang whose claim must be provisioned: the node is selected on the
