@@ -152,7 +152,9 @@ TEST_F(PluginTest, StatusShowsMembersNodesAndWhyAJobWaits) {
   std::string out;
   ASSERT_TRUE(WaitFor(
       [&] {
+        // Both members Running: the simulated kubelet has started them.
         return Plugin("status resnet -n " + ns, &out) == 0 &&
+               out.find("Running   " + ns + "-0") != std::string::npos &&
                out.find("Running   " + ns + "-1") != std::string::npos;
       },
       30s))
@@ -169,6 +171,24 @@ TEST_F(PluginTest, StatusShowsMembersNodesAndWhyAJobWaits) {
   const json data = json::parse(out);
   EXPECT_EQ(data["waiting"]["reason"], "QueueLimit");
   EXPECT_EQ(data["members"][0]["name"], "wide-worker-0");
+
+  // kubectl describe shows the same code, in the status and the condition.
+  // (kubectl's discovery may lag a CRD established a moment ago.)
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return RunCommand(KubernetesBinDir() + "/kubectl describe hybridjobs wide -n " + ns +
+                              " --kubeconfig " + KubeconfigPath(),
+                          &out) == 0;
+      },
+      30s))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out,
+      std::regex(R"(Queue:\s+Name:\s+)" + ns + R"(-batch\s+Position:\s+1\s+Reason:\s+QueueLimit)")))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(R"(Reason:\s+QueueLimit\s+Status:\s+True\s+Type:\s+Queued)")))
+      << out;
 
   EXPECT_NE(Plugin("status nope -n " + ns, &out), 0);
   EXPECT_THAT(out, HasSubstr("error: no HybridJob \"nope\" in namespace " + ns));

@@ -127,6 +127,35 @@ TEST_F(WaitingReasonTest, QueueRulesHaveTheirOwnCodes) {
   EXPECT_EQ(Decision(result, "upper").waiting_reason, api::kReasonParentQueue);
 }
 
+TEST_F(WaitingReasonTest, ARequiredRackWithoutRoomAndClaimsWithoutVolumes) {
+  planner_.topology_levels = {"example.com/rack"};
+  for (const char* name : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    ASSERT_TRUE(snapshot_
+                    .UpsertNode(NodeBuilder(name)
+                                    .Gpus(4)
+                                    .Label("example.com/rack", std::string(name).substr(0, 2))
+                                    .Build())
+                    .ok());
+  }
+  policy_.reclaim.enabled = false;
+  AddRunning("busy", QueueSpecFor("default", {GroupRole{"w", 2, 2, 0}}), "w", 0, 1, 1, "r0-n0");
+  AddRunning("busy", QueueSpecFor("default", {GroupRole{"w", 2, 2, 0}}), "w", 1, 1, 1, "r1-n0");
+  // 7 GPUs free in each rack, 14 in all: 8 in one rack is not there now.
+  GroupSpec racked = QueueSpecFor("default", {GroupRole{"w", 2, 2, 0}});
+  racked.topology = api::TopologySpec{"example.com/rack", api::TopologyMode::kRequired};
+  AddPending("racked", racked, "w", 0, 2, 4);
+  // A claim nobody made: nodes have room, the member gets no volume.
+  snapshot_.storage().set_tracked(true);
+  AddPending("stored", QueueSpecFor("default", {GroupRole{"w", 1, 1, 0}}), "w", 0, 1, 1);
+  pods_.back()->claims = {"nowhere"};
+
+  PolicyCycleResult result = Run();
+  EXPECT_EQ(Decision(result, "racked").waiting_reason, api::kReasonTopologyUnsatisfiable)
+      << Decision(result, "racked").plan.reason;
+  EXPECT_EQ(Decision(result, "stored").waiting_reason, api::kReasonWaitingForVolumes)
+      << Decision(result, "stored").plan.reason;
+}
+
 TEST_F(WaitingReasonTest, GatedUnsupportedAndInvalidGroups) {
   AddNodes("n", 1, 8);
   AddPending("gated", QueueSpecFor("default", {GroupRole{"w", 1, 1, 0}}), "w", 0, 1, 1);
