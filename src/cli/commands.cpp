@@ -135,8 +135,13 @@ Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
   return Format(*report, options.format);
 }
 
-Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& options,
-                              std::string* note) {
+namespace {
+
+// A cluster-wide view: the scheduler's configuration, everything listed,
+// then `build` and the output format.
+template <class Build>
+Result<std::string> RunClusterView(k8s::ApiClient& client, const CommandOptions& options,
+                                   std::string* note, Build build) {
   Result<scheduler::SchedulerConfig> config =
       ReadSchedulerConfig(client, options.scheduler_config, note);
   if (!config.ok()) {
@@ -146,21 +151,19 @@ Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& opti
   if (!objects.ok()) {
     return objects.status();
   }
-  return Format(BuildQueuesReport(*objects, *config), options.format);
+  return Format(build(*objects, *config), options.format);
+}
+
+}  // namespace
+
+Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& options,
+                              std::string* note) {
+  return RunClusterView(client, options, note, BuildQueuesReport);
 }
 
 Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& options,
                              std::string* note) {
-  Result<scheduler::SchedulerConfig> config =
-      ReadSchedulerConfig(client, options.scheduler_config, note);
-  if (!config.ok()) {
-    return config.status();
-  }
-  Result<ClusterObjects> objects = ReadCluster(client);
-  if (!objects.ok()) {
-    return objects.status();
-  }
-  return Format(BuildNodesReport(*objects, *config), options.format);
+  return RunClusterView(client, options, note, BuildNodesReport);
 }
 
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,

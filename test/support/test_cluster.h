@@ -76,8 +76,9 @@ std::string BinaryDir();
 // The repository's hack/local-cluster.sh.
 std::string LocalClusterScript();
 
-// A TCP port on 127.0.0.1 that nothing listened on a moment ago, for a
-// listener a test starts (the binaries take no port 0).
+// A TCP port on 127.0.0.1 that nothing listened on a moment ago and that
+// this process has not handed out before, for a listener a test starts (the
+// binaries take no port 0); -1 when none is found.
 int FreeLoopbackPort();
 
 // Runs a command, returns its exit code; stdout+stderr into *output if given.

@@ -44,31 +44,6 @@ k8s::Resource ClusterRoleBindings() {
   return {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false};
 }
 
-// A loopback port nobody listens on right now, and not handed out before by
-// this process (the kernel may offer a just-closed port again).
-int FreePort() {
-  static std::set<int> given;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = 0;
-    socklen_t length = sizeof(address);
-    int port = -1;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port = ntohs(address.sin_port);
-    }
-    close(fd);
-    if (port > 0 && given.insert(port).second) {
-      return port;
-    }
-  }
-  ADD_FAILURE() << "no free loopback port";
-  return -1;
-}
-
 std::string Address(int port) {
   return "127.0.0.1:" + std::to_string(port);
 }
@@ -521,12 +496,13 @@ TEST_F(DeployTest, KustomizeBaseRendersDryRunsAndAppliesIdempotently) {
 TEST_F(DeployTest, BinariesRunAJobWithTheServiceAccountsRights) {
   ASSERT_NO_FATAL_FAILURE(ApplyDeploy());
   ASSERT_NO_FATAL_FAILURE(StartNodes());
-  const int controller_health = FreePort();
-  const int scheduler_health = FreePort();
+  const int controller_health = FreeLoopbackPort();
+  const int scheduler_health = FreeLoopbackPort();
   ChildProcess& scheduler = StartSchedulerAsDeployed(
-      "gang-scheduler", KubeconfigFor("gang-scheduler"), FreePort(), scheduler_health);
-  ChildProcess& controller = StartControllerAsDeployed(
-      "hybridjob-controller", KubeconfigFor("hybridjob-controller"), FreePort(), controller_health);
+      "gang-scheduler", KubeconfigFor("gang-scheduler"), FreeLoopbackPort(), scheduler_health);
+  ChildProcess& controller =
+      StartControllerAsDeployed("hybridjob-controller", KubeconfigFor("hybridjob-controller"),
+                                FreeLoopbackPort(), controller_health);
   // Ready (caches synced) and alive, as the Deployments' probes ask.
   for (const int port : {controller_health, scheduler_health}) {
     int code = 0;
@@ -588,7 +564,7 @@ TEST_F(DeployTest, SchedulerWithoutBindingReportsForbiddenAndBindsNothing) {
       "gang-scheduler", {BinaryDir() + "/gang-scheduler", "--kubeconfig", kubeconfig,
                          "--metrics-addr", "0", "--health-addr", "0", "--log-format", "text"});
   StartControllerAsDeployed("hybridjob-controller", KubeconfigFor("hybridjob-controller"),
-                            FreePort(), FreePort());
+                            FreeLoopbackPort(), FreeLoopbackPort());
   TestNamespace ns(*admin_, "forbidden");
   ASSERT_NO_FATAL_FAILURE(SubmitJob(ns.name(), "unbound"));
   const std::string expected = "cannot create resource \"pods/binding\"";
@@ -626,12 +602,12 @@ TEST_F(DeployTest, SchedulerWithoutBindingReportsForbiddenAndBindsNothing) {
 TEST_F(DeployTest, MetricsOfBothBinariesAreValidPrometheusText) {
   ASSERT_NO_FATAL_FAILURE(ApplyDeploy());
   ASSERT_NO_FATAL_FAILURE(StartNodes());
-  const int controller_metrics = FreePort();
-  const int scheduler_metrics = FreePort();
+  const int controller_metrics = FreeLoopbackPort();
+  const int scheduler_metrics = FreeLoopbackPort();
   StartSchedulerAsDeployed("gang-scheduler", KubeconfigFor("gang-scheduler"), scheduler_metrics,
-                           FreePort());
+                           FreeLoopbackPort());
   StartControllerAsDeployed("hybridjob-controller", KubeconfigFor("hybridjob-controller"),
-                            controller_metrics, FreePort());
+                            controller_metrics, FreeLoopbackPort());
   TestNamespace ns(*admin_, "metrics");
   ASSERT_NO_FATAL_FAILURE(SubmitJob(ns.name(), "measured"));
   ASSERT_TRUE(WaitForPhase(ns.name(), "measured", "Running")) << Logs();
@@ -727,7 +703,7 @@ TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
   std::vector<Replica> controllers;
   std::vector<Replica> schedulers;
   for (int i = 0; i < 2; ++i) {
-    const int port = FreePort();
+    const int port = FreeLoopbackPort();
     std::vector<std::string> argv = {BinaryDir() + "/hybridjob-controller",
                                      "--kubeconfig",
                                      controller_kubeconfig,
@@ -741,7 +717,7 @@ TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
     controllers.push_back({&Start(name, argv), port, name});
   }
   for (int i = 0; i < 2; ++i) {
-    const int port = FreePort();
+    const int port = FreeLoopbackPort();
     const std::string name = "gang-scheduler-" + std::to_string(i);
     schedulers.push_back({&Start(name, {BinaryDir() + "/gang-scheduler", "--kubeconfig",
                                         scheduler_kubeconfig, "--config", scheduler_config,
