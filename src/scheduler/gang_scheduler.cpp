@@ -490,6 +490,8 @@ bool GangScheduler::AdvanceVolumeWaits() {
     const GangBind& gang = wait.gang;
     spdlog::warn("gang {}: volumes not bound ({}); planning it again", gang.key,
                  failure.ToString());
+    // Counted before the reporter may write what anyone can see.
+    ++stats_.groups_rolled_back;
     for (const PodRef& member : gang.members) {
       (void)cache_.ForgetAssumed(member.namespace_name, member.name);
       reporter_->Mark(member.namespace_name, member.name,
@@ -500,7 +502,6 @@ bool GangScheduler::AdvanceVolumeWaits() {
       surplus_.erase(PodKey(member.namespace_name, member.name));
     }
     RestoreClaimDecisions(cache_.snapshot().storage(), wait.decisions);
-    ++stats_.groups_rolled_back;
     events_->Record(PodReference(gang.members.front()), k8s::EventType::kWarning, "FailedBinding",
                     "gang " + gang.group_name + " placed, but its volumes were not bound: " +
                         failure.message() + "; it is planned again");
