@@ -110,8 +110,11 @@ Result<scheduler::SchedulerConfig> ReadSchedulerConfig(k8s::ApiClient& client,
   return config;
 }
 
-Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
-                              const CommandOptions& options) {
+namespace {
+
+// The job and its member pods (into *pods), as `status` shows them.
+Result<JobStatusReport> ReadJobStatus(k8s::ApiClient& client, const std::string& job,
+                                      const CommandOptions& options, std::vector<json>* pods) {
   Result<json> object = client.Get(k8s::resources::HybridJobs(), options.namespace_name, job);
   if (!object.ok()) {
     if (k8s::IsNotFound(object.status())) {
@@ -120,15 +123,23 @@ Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
     return Status(object.status().code(), "cannot read HybridJob " + options.namespace_name + "/" +
                                               job + ": " + object.status().message());
   }
-  Result<std::vector<json>> pods = ListAll(client, k8s::resources::Pods(), options.namespace_name,
-                                           std::string(api::kJobNameLabel) + "=" + job);
-  if (!pods.ok()) {
-    return pods.status();
+  Result<std::vector<json>> listed = ListAll(client, k8s::resources::Pods(), options.namespace_name,
+                                             std::string(api::kJobNameLabel) + "=" + job);
+  if (!listed.ok()) {
+    return listed.status();
   }
+  *pods = std::move(*listed);
   // GPUs as the scheduler's defaults count them: a per-cluster weighting
   // needs its configuration, which a namespace's user may not read.
-  Result<JobStatusReport> report =
-      BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+  return BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+}
+
+}  // namespace
+
+Result<std::string> RunStatus(k8s::ApiClient& client, const std::string& job,
+                              const CommandOptions& options) {
+  std::vector<json> pods;
+  Result<JobStatusReport> report = ReadJobStatus(client, job, options, &pods);
   if (!report.ok()) {
     return report.status();
   }
@@ -168,19 +179,8 @@ Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& optio
 
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
                std::ostream& out) {
-  Result<json> object = client.Get(k8s::resources::HybridJobs(), options.namespace_name, job);
-  if (!object.ok()) {
-    return k8s::IsNotFound(object.status())
-               ? NotFound("no HybridJob \"" + job + "\" in namespace " + options.namespace_name)
-               : object.status();
-  }
-  Result<std::vector<json>> pods = ListAll(client, k8s::resources::Pods(), options.namespace_name,
-                                           std::string(api::kJobNameLabel) + "=" + job);
-  if (!pods.ok()) {
-    return pods.status();
-  }
-  Result<JobStatusReport> report =
-      BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+  std::vector<json> pods;
+  Result<JobStatusReport> report = ReadJobStatus(client, job, options, &pods);
   if (!report.ok()) {
     return report.status();
   }
@@ -200,7 +200,7 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
   for (const MemberRow* member : chosen) {
     std::string container = options.container;
     if (container.empty()) {
-      for (const json& pod : *pods) {
+      for (const json& pod : pods) {
         if (pod["metadata"].value("name", "") == member->name) {
           container = DefaultContainer(pod);
         }
