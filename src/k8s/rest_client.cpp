@@ -1,18 +1,16 @@
 #include <atomic>
-#include <boost/asio/ssl.hpp>
+#include <charconv>
 #include <mutex>
 #include <optional>
 #include <semaphore>
 #include <string>
 #include <thread>
 
-#include <cpprest/containerstream.h>
-#include <cpprest/http_client.h>
-
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/credential_source.h>
+#include <hybridjob/k8s/http_transport.h>
 #include <hybridjob/k8s/rate_limiter.h>
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/k8s/warnings.h>
@@ -22,7 +20,6 @@
 namespace hybridjob::k8s {
 namespace {
 
-namespace http = web::http;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kMaxRetryAfterAttempts = 3;
@@ -30,31 +27,28 @@ constexpr std::chrono::seconds kMaxRetryAfterDelay{10};
 // A watch lives at most its timeoutSeconds; the transport gives up only well after.
 constexpr std::chrono::seconds kWatchTransportSlack{90};
 
-// The HTTP clients for one client certificate. Replaced as a whole when an
-// exec plugin rotates the certificate (cpprestsdk fixes the TLS context when
-// a client is made); requests and watches in flight keep the one they began
-// with alive.
+// The connections for one client certificate. Replaced as a whole when an
+// exec plugin rotates the certificate (a TLS context holds one); requests
+// in flight keep the one they began with alive.
 struct Transport {
-  std::shared_ptr<http::client::http_client> client;
-  std::shared_ptr<http::client::http_client> watch_client;
+  std::shared_ptr<http::Transport> http;
   uint64_t cert_generation = 0;
 };
 
 struct HttpReply {
   int status = 0;
   std::string body;
+  std::optional<std::chrono::seconds> retry_after;
 };
 
-std::optional<std::chrono::seconds> RetryAfter(const http::http_headers& headers) {
-  auto it = headers.find("Retry-After");
-  if (it == headers.end()) {
+std::optional<std::chrono::seconds> RetryAfter(const http::ResponseHead& head) {
+  const std::string value = head.Get("Retry-After");
+  int seconds = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || seconds < 0) {
     return std::nullopt;
   }
-  try {
-    return std::chrono::seconds(std::stoi(it->second));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return std::chrono::seconds(seconds);
 }
 
 Result<nlohmann::json> ParseJson(const std::string& body) {
@@ -86,27 +80,26 @@ void AppendQuery(std::string& path, std::string_view key, std::string_view value
   path += UrlEncode(value);
 }
 
-// Applies the TLS material; throws on bad PEM (the caller converts).
-void ConfigureSsl(boost::asio::ssl::context& ctx, const std::string& ca_pem,
-                  const std::string& cert_pem, const std::string& key_pem) {
-  if (!ca_pem.empty()) {
-    ctx.add_certificate_authority(boost::asio::buffer(ca_pem.data(), ca_pem.size()));
+Result<std::shared_ptr<http::Transport>> MakeHttpTransport(const ClientConfig& config,
+                                                           const std::string& cert_pem,
+                                                           const std::string& key_pem) {
+  http::TlsOptions tls;
+  tls.ca_pem = config.ca_pem;
+  tls.client_cert_pem = cert_pem;
+  tls.client_key_pem = key_pem;
+  tls.insecure_skip_verify = config.insecure_skip_tls_verify;
+  tls.server_name = config.tls_server_name;
+  auto made = http::Transport::Create(config.server, tls,
+                                      static_cast<size_t>(std::max(config.max_in_flight, 1)));
+  if (!made) {
+    return made.status();
   }
-  if (!cert_pem.empty()) {
-    ctx.use_certificate_chain(boost::asio::buffer(cert_pem.data(), cert_pem.size()));
-    ctx.use_private_key(boost::asio::buffer(key_pem.data(), key_pem.size()),
-                        boost::asio::ssl::context::pem);
-  }
+  return std::shared_ptr<http::Transport>(std::move(*made));
 }
 
 class RestWatchStream final : public WatchStream {
  public:
-  RestWatchStream(std::shared_ptr<const Transport> transport, http::http_response response,
-                  pplx::cancellation_token_source cts)
-      : transport_(std::move(transport)),
-        response_(std::move(response)),
-        cts_(std::move(cts)),
-        body_(response_.body()) {}
+  explicit RestWatchStream(std::unique_ptr<http::BodyReader> body) : body_(std::move(body)) {}
 
   ~RestWatchStream() override { Cancel(); }
 
@@ -146,7 +139,7 @@ class RestWatchStream final : public WatchStream {
 
   void Cancel() override {
     if (!cancelled_.exchange(true)) {
-      cts_.cancel();
+      body_->Cancel();
     }
   }
 
@@ -167,44 +160,25 @@ class RestWatchStream final : public WatchStream {
     return line;
   }
 
-  // Appends what the stream has to `pending_`: waits for one byte, then takes
-  // everything else already there in one go (the body's buffer locks once per
-  // read, so reading a line byte by byte costs a lock per byte). False at the
-  // end of the stream.
+  // Appends what the stream has to `pending_`, waiting for at least one
+  // byte. False at the end of the stream.
   Result<bool> ReadMore() {
-    try {
-      concurrency::streams::streambuf<uint8_t> buffer = body_.streambuf();
-      const auto first = buffer.bumpc().get();
-      if (first == concurrency::streams::streambuf<uint8_t>::traits::eof()) {
-        return false;
-      }
-      if (start_ > 0) {  // drop the lines already returned
-        pending_.erase(0, start_);
-        scanned_ -= start_;
-        start_ = 0;
-      }
-      pending_.push_back(static_cast<char>(first));
-      const size_t available = buffer.in_avail();
-      if (available > 0) {
-        const size_t before = pending_.size();
-        pending_.resize(before + available);
-        const size_t read =
-            buffer.getn(reinterpret_cast<uint8_t*>(pending_.data() + before), available).get();
-        pending_.resize(before + read);
-      }
-      return true;
-    } catch (const std::exception& e) {
-      if (cancelled_.load()) {
+    if (start_ > 0) {  // drop the lines already returned
+      pending_.erase(0, start_);
+      scanned_ -= start_;
+      start_ = 0;
+    }
+    auto more = body_->ReadSome(pending_);
+    if (!more) {
+      if (cancelled_.load() || more.status().code() == StatusCode::kCancelled) {
         return Cancelled("watch cancelled");
       }
-      return Unavailable(std::string("watch stream broken: ") + e.what());
+      return Unavailable("watch stream broken: " + more.status().message());
     }
+    return *more;
   }
 
-  std::shared_ptr<const Transport> transport_;  // outlives the response read from it
-  http::http_response response_;
-  pplx::cancellation_token_source cts_;
-  concurrency::streams::istream body_;
+  std::unique_ptr<http::BodyReader> body_;
   std::string pending_;  // read from the stream; [start_, end) not yet returned
   size_t start_ = 0;
   size_t scanned_ = 0;  // pending_[start_, scanned_) holds no newline
@@ -216,40 +190,15 @@ class RestWatchStream final : public WatchStream {
 
 class RestClient::Impl {
  public:
-  explicit Impl(ClientConfig config)
+  // `transport` carries the kubeconfig's own certificate (generation 0), if any.
+  Impl(ClientConfig config, std::shared_ptr<http::Transport> transport)
       : config_(std::move(config)),
         credentials_(CredentialSource::ForConfig(config_)),
         limiter_(config_.qps, config_.burst),
-        in_flight_(std::max(config_.max_in_flight, 1)) {
-    // Generation 0 is the kubeconfig's own certificate (if any).
-    transport_ = MakeTransport(config_.client_cert_pem, config_.client_key_pem, 0);
-  }
+        in_flight_(std::max(config_.max_in_flight, 1)),
+        transport_(std::make_shared<Transport>(Transport{std::move(transport), 0})) {}
 
-  std::shared_ptr<const Transport> MakeTransport(const std::string& cert, const std::string& key,
-                                                 uint64_t cert_generation) const {
-    auto transport = std::make_shared<Transport>();
-    transport->client = std::make_shared<http::client::http_client>(
-        config_.server, MakeHttpConfig(config_.request_timeout, cert, key));
-    transport->watch_client = std::make_shared<http::client::http_client>(
-        config_.server,
-        MakeHttpConfig(std::chrono::seconds(600) + kWatchTransportSlack, cert, key));
-    transport->cert_generation = cert_generation;
-    return transport;
-  }
-
-  http::client::http_client_config MakeHttpConfig(std::chrono::seconds timeout,
-                                                  const std::string& cert,
-                                                  const std::string& key) const {
-    http::client::http_client_config cfg;
-    cfg.set_timeout(timeout);
-    cfg.set_validate_certificates(!config_.insecure_skip_tls_verify);
-    cfg.set_ssl_context_callback([ca = config_.ca_pem, cert, key](boost::asio::ssl::context& ctx) {
-      ConfigureSsl(ctx, ca, cert, key);
-    });
-    return cfg;
-  }
-
-  // The clients for the certificate in `credentials`: the current ones, or new
+  // The connections for the certificate in `credentials`: the current ones, or new
   // ones when an exec plugin returned a different certificate.
   struct Authenticated {
     Credentials credentials;
@@ -275,42 +224,42 @@ class RestClient::Impl {
     if (transport_->cert_generation == credentials.cert_generation) {
       return transport_;
     }
-    try {
-      // Bad PEM from a plugin is an error for this request, not a throw
-      // inside cpprestsdk's handshake.
-      boost::asio::ssl::context probe(boost::asio::ssl::context::sslv23_client);
-      ConfigureSsl(probe, "", credentials.client_cert_pem, credentials.client_key_pem);
-      transport_ = MakeTransport(credentials.client_cert_pem, credentials.client_key_pem,
-                                 credentials.cert_generation);
-    } catch (const std::exception& e) {
+    // Bad PEM from a plugin is an error for this request.
+    auto made = MakeHttpTransport(config_, credentials.client_cert_pem, credentials.client_key_pem);
+    if (!made) {
       return Status(
           StatusCode::kUnauthorized,
-          std::string("exec plugin returned an unusable client certificate or key: ") + e.what());
+          "exec plugin returned an unusable client certificate or key: " + made.status().message());
     }
+    transport_ =
+        std::make_shared<Transport>(Transport{std::move(*made), credentials.cert_generation});
     return transport_;
   }
 
-  http::http_request MakeRequest(const http::method& method, const std::string& path_and_query,
-                                 const Credentials& credentials) const {
-    http::http_request request(method);
-    request.set_request_uri(path_and_query);
-    request.headers().add("Accept", "application/json");
-    request.headers().add("User-Agent", config_.user_agent);
+  std::vector<http::Header> RequestHeaders(const Credentials& credentials,
+                                           std::string_view content_type) const {
+    std::vector<http::Header> headers;
+    headers.reserve(4);
+    headers.push_back({"Accept", "application/json"});
+    headers.push_back({"User-Agent", config_.user_agent});
     if (!credentials.token.empty()) {
-      request.headers().add("Authorization", "Bearer " + credentials.token);
+      headers.push_back({"Authorization", "Bearer " + credentials.token});
     } else if (!config_.username.empty()) {
-      request.headers().add("Authorization",
-                            "Basic " + Base64Encode(config_.username + ":" + config_.password));
+      headers.push_back(
+          {"Authorization", "Basic " + Base64Encode(config_.username + ":" + config_.password)});
     }
-    return request;
+    if (!content_type.empty()) {
+      headers.push_back({"Content-Type", std::string(content_type)});
+    }
+    return headers;
   }
 
   // One request with flow control, Retry-After handling and, with an exec
   // plugin, one retry with fresh credentials after a 401. Non-2xx answers
   // come back as a Status carrying the server's reason.
-  Result<HttpReply> Send(const http::method& method, std::string_view verb,
-                         std::string_view resource, const std::string& path_and_query,
-                         const std::string& body = {}, std::string_view content_type = {}) {
+  Result<HttpReply> Send(std::string_view method, std::string_view verb, std::string_view resource,
+                         const std::string& path_and_query, const std::string& body = {},
+                         std::string_view content_type = {}) {
     bool refreshed = false;
     for (int attempt = 1;; ++attempt) {
       Credentials used;
@@ -321,13 +270,12 @@ class RestClient::Impl {
       if (reply->status >= 200 && reply->status < 300) {
         return reply;
       }
-      if (reply->status == http::status_codes::Unauthorized && !refreshed &&
-          credentials_->RefreshAfterUnauthorized(used)) {
+      if (reply->status == 401 && !refreshed && credentials_->RefreshAfterUnauthorized(used)) {
         refreshed = true;
         --attempt;  // not a Retry-After attempt
         continue;
       }
-      Status status = StatusFromHttpResponse(reply->status, reply->body, retry_after_);
+      Status status = StatusFromHttpResponse(reply->status, reply->body, reply->retry_after);
       const bool server_asked_to_retry =
           status.retry_after().has_value() &&
           (reply->status == 429 || reply->status == 503 || reply->status == 504);
@@ -339,7 +287,7 @@ class RestClient::Impl {
     }
   }
 
-  Result<HttpReply> SendOnce(const http::method& method, std::string_view verb,
+  Result<HttpReply> SendOnce(std::string_view method, std::string_view verb,
                              std::string_view resource, const std::string& path_and_query,
                              const std::string& body, std::string_view content_type,
                              Credentials* used) {
@@ -350,37 +298,26 @@ class RestClient::Impl {
     limiter_.Wait();
     in_flight_.acquire();
     const auto start = Clock::now();
-    HttpReply reply;
-    Status failure;
-    try {
-      http::http_request request = MakeRequest(method, path_and_query, auth->credentials);
-      if (!content_type.empty()) {
-        request.set_body(body, std::string(content_type));
-      }
-      http::http_response response = auth->transport->client->request(request).get();
-      reply.status = response.status_code();
-      retry_after_ = RetryAfter(response.headers());
-      NoteWarnings(response.headers());
-      reply.body = response.extract_utf8string(true).get();
-    } catch (const std::exception& e) {
-      failure = Unavailable(std::string(verb) + " " + path_and_query + ": " + e.what());
-    }
+    http::Request request{method, path_and_query, RequestHeaders(auth->credentials, content_type),
+                          body};
+    auto response = auth->transport->http->RoundTrip(request, config_.request_timeout);
     in_flight_.release();
-    Observe(verb, resource, failure.ok() ? reply.status : 0, Clock::now() - start);
-    if (!failure.ok()) {
-      return failure;
+    Observe(verb, resource, response.ok() ? response->head.status : 0, Clock::now() - start);
+    if (!response) {
+      return Unavailable(std::string(verb) + " " + path_and_query + ": " +
+                         response.status().message());
     }
+    NoteWarnings(response->head);
     *used = std::move(auth->credentials);
-    return reply;
+    return HttpReply{response->head.status, std::move(response->body), RetryAfter(response->head)};
   }
 
   // The server's Warning headers, each distinct text said once.
-  void NoteWarnings(const http::http_headers& headers) {
-    auto header = headers.find("Warning");
-    if (header == headers.end()) {
+  void NoteWarnings(const http::ResponseHead& head) {
+    if (!head.Has("Warning")) {
       return;
     }
-    const std::vector<std::string> fresh = warnings_.New(ParseWarningHeader(header->second));
+    const std::vector<std::string> fresh = warnings_.New(ParseWarningHeader(head.Get("Warning")));
     if (fresh.empty()) {
       return;
     }
@@ -402,7 +339,7 @@ class RestClient::Impl {
     }
   }
 
-  Result<nlohmann::json> SendJson(const http::method& method, std::string_view verb,
+  Result<nlohmann::json> SendJson(std::string_view method, std::string_view verb,
                                   std::string_view resource, const std::string& path,
                                   const std::string& body = {},
                                   std::string_view content_type = {}) {
@@ -413,8 +350,8 @@ class RestClient::Impl {
     return ParseJson(reply->body);
   }
 
-  Result<std::unique_ptr<WatchStream>> OpenWatch(const std::string& path,
-                                                 std::string_view resource) {
+  Result<std::unique_ptr<WatchStream>> OpenWatch(const std::string& path, std::string_view resource,
+                                                 std::chrono::seconds watch_timeout) {
     for (bool refreshed = false;; refreshed = true) {
       auto auth = Authenticate();
       if (!auth) {
@@ -422,28 +359,26 @@ class RestClient::Impl {
       }
       limiter_.Wait();
       const auto start = Clock::now();
-      pplx::cancellation_token_source cts;
-      try {
-        http::http_request request = MakeRequest(http::methods::GET, path, auth->credentials);
-        http::http_response response =
-            auth->transport->watch_client->request(request, cts.get_token()).get();
-        Observe("WATCH", resource, response.status_code(), Clock::now() - start);
-        NoteWarnings(response.headers());
-        if (response.status_code() == http::status_codes::Unauthorized && !refreshed &&
-            credentials_->RefreshAfterUnauthorized(auth->credentials)) {
-          continue;
-        }
-        if (response.status_code() != http::status_codes::OK) {
-          const std::string body = response.extract_utf8string(true).get();
-          return StatusFromHttpResponse(response.status_code(), body,
-                                        RetryAfter(response.headers()));
-        }
-        return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(
-            std::move(auth->transport), std::move(response), std::move(cts)));
-      } catch (const std::exception& e) {
+      http::Request request{"GET", path, RequestHeaders(auth->credentials, {}), {}};
+      auto response = auth->transport->http->OpenStream(request, config_.request_timeout,
+                                                        watch_timeout + kWatchTransportSlack);
+      if (!response) {
         Observe("WATCH", resource, 0, Clock::now() - start);
-        return Unavailable("WATCH " + path + ": " + e.what());
+        return Unavailable("WATCH " + path + ": " + response.status().message());
       }
+      const int code = response->head.status;
+      Observe("WATCH", resource, code, Clock::now() - start);
+      NoteWarnings(response->head);
+      if (code == 401 && !refreshed && credentials_->RefreshAfterUnauthorized(auth->credentials)) {
+        continue;
+      }
+      if (code != 200) {
+        auto body = http::ReadAll(*response->body);
+        return StatusFromHttpResponse(code, body ? *body : body.status().message(),
+                                      RetryAfter(response->head));
+      }
+      return std::unique_ptr<WatchStream>(
+          std::make_unique<RestWatchStream>(std::move(response->body)));
     }
   }
 
@@ -453,43 +388,25 @@ class RestClient::Impl {
   BlockingRateLimiter limiter_;
   std::counting_semaphore<> in_flight_;
   Mutex transport_mu_;
-  std::shared_ptr<const Transport> transport_ HJ_GUARDED_BY(transport_mu_);  // not the clients
+  std::shared_ptr<const Transport> transport_ HJ_GUARDED_BY(transport_mu_);
   Mutex observer_mu_;
   RequestObserver observer_ HJ_GUARDED_BY(observer_mu_);
   WarningHandler warning_handler_ HJ_GUARDED_BY(observer_mu_);
   WarningDeduplicator warnings_;
-  static thread_local std::optional<std::chrono::seconds> retry_after_;
 };
-
-thread_local std::optional<std::chrono::seconds> RestClient::Impl::retry_after_;
 
 Result<std::unique_ptr<RestClient>> RestClient::Create(const ClientConfig& config) {
   if (config.server.empty()) {
     return InvalidArgument("client config: no server");
   }
-  try {
-    web::uri parsed(config.server);
-    if (parsed.scheme() != "https" && parsed.scheme() != "http") {
-      return InvalidArgument("client config: server must be http(s): " + config.server);
-    }
-  } catch (const std::exception& e) {
-    return InvalidArgument("client config: bad server URL \"" + config.server + "\": " + e.what());
+  // A bad URL or unusable TLS material fails here, with a clear message,
+  // rather than on the first request.
+  auto transport = MakeHttpTransport(config, config.client_cert_pem, config.client_key_pem);
+  if (!transport) {
+    return InvalidArgument("client config: " + transport.status().message());
   }
-  // Reject unusable TLS material now, with a clear message, rather than on the
-  // first request.
-  try {
-    boost::asio::ssl::context probe(boost::asio::ssl::context::sslv23_client);
-    ConfigureSsl(probe, config.ca_pem, config.client_cert_pem, config.client_key_pem);
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string("client config: unusable TLS material (CA, client "
-                                       "certificate or key): ") +
-                           e.what());
-  }
-  try {
-    return std::unique_ptr<RestClient>(new RestClient(std::make_unique<Impl>(config)));
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string("client config: ") + e.what());
-  }
+  return std::unique_ptr<RestClient>(
+      new RestClient(std::make_unique<Impl>(config, std::move(*transport))));
 }
 
 RestClient::RestClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -510,7 +427,7 @@ void RestClient::SetWarningHandler(WarningHandler handler) {
 }
 
 Result<std::string> RestClient::GetRaw(const std::string& path) {
-  auto reply = impl_->Send(http::methods::GET, "GET", "raw", path);
+  auto reply = impl_->Send("GET", "GET", "raw", path);
   if (!reply) {
     return reply.status();
   }
@@ -519,7 +436,7 @@ Result<std::string> RestClient::GetRaw(const std::string& path) {
 
 Result<nlohmann::json> RestClient::Get(const Resource& resource, std::string_view ns,
                                        std::string_view name) {
-  return impl_->SendJson(http::methods::GET, "GET", resource.plural, resource.ObjectPath(ns, name));
+  return impl_->SendJson("GET", "GET", resource.plural, resource.ObjectPath(ns, name));
 }
 
 Result<ObjectList> RestClient::List(const Resource& resource, std::string_view ns,
@@ -540,7 +457,7 @@ Result<ObjectList> RestClient::List(const Resource& resource, std::string_view n
   if (!options.continue_token.empty()) {
     AppendQuery(path, "continue", options.continue_token);
   }
-  auto reply = impl_->Send(http::methods::GET, "LIST", resource.plural, path);
+  auto reply = impl_->Send("GET", "LIST", resource.plural, path);
   if (!reply) {
     return reply.status();
   }
@@ -584,7 +501,7 @@ Result<nlohmann::json> RestClient::Create(const Resource& resource, std::string_
   if (options.dry_run) {
     AppendQuery(path, "dryRun", "All");
   }
-  return impl_->SendJson(http::methods::POST, "CREATE", resource.plural, path, object.dump(),
+  return impl_->SendJson("POST", "CREATE", resource.plural, path, object.dump(),
                          "application/json");
 }
 
@@ -604,8 +521,7 @@ Result<nlohmann::json> RestClient::Update(const Resource& resource, const nlohma
   if (options.dry_run) {
     AppendQuery(path, "dryRun", "All");
   }
-  return impl_->SendJson(http::methods::PUT, "UPDATE", resource.plural, path, object.dump(),
-                         "application/json");
+  return impl_->SendJson("PUT", "UPDATE", resource.plural, path, object.dump(), "application/json");
 }
 
 Result<nlohmann::json> RestClient::Patch(const Resource& resource, std::string_view ns,
@@ -624,7 +540,7 @@ Result<nlohmann::json> RestClient::Patch(const Resource& resource, std::string_v
   if (options.dry_run) {
     AppendQuery(path, "dryRun", "All");
   }
-  return impl_->SendJson(http::methods::PATCH, "PATCH", resource.plural, path, std::string(body),
+  return impl_->SendJson("PATCH", "PATCH", resource.plural, path, std::string(body),
                          ContentType(type));
 }
 
@@ -647,8 +563,8 @@ Status RestClient::Delete(const Resource& resource, std::string_view ns, std::st
   if (options.dry_run) {
     AppendQuery(path, "dryRun", "All");
   }
-  auto reply = impl_->Send(http::methods::DEL, "DELETE", resource.plural, path, body.dump(),
-                           "application/json");
+  auto reply =
+      impl_->Send("DELETE", "DELETE", resource.plural, path, body.dump(), "application/json");
   return reply ? Status::Ok() : reply.status();
 }
 
@@ -657,9 +573,9 @@ Result<nlohmann::json> RestClient::CreateSubresource(const Resource& resource, s
                                                      std::string_view subresource,
                                                      const nlohmann::json& body) {
   const std::string verb = subresource == "binding" ? "BIND" : "CREATE";
-  return impl_->SendJson(
-      http::methods::POST, verb, resource.plural + "/" + std::string(subresource),
-      resource.ObjectPath(ns, name, subresource), body.dump(), "application/json");
+  return impl_->SendJson("POST", verb, resource.plural + "/" + std::string(subresource),
+                         resource.ObjectPath(ns, name, subresource), body.dump(),
+                         "application/json");
 }
 
 Result<std::unique_ptr<WatchStream>> RestClient::Watch(const Resource& resource,
@@ -680,7 +596,7 @@ Result<std::unique_ptr<WatchStream>> RestClient::Watch(const Resource& resource,
     AppendQuery(path, "fieldSelector", options.field_selector);
   }
   AppendQuery(path, "timeoutSeconds", std::to_string(options.timeout.count()));
-  return impl_->OpenWatch(path, resource.plural);
+  return impl_->OpenWatch(path, resource.plural, options.timeout);
 }
 
 Status BindPod(ApiClient& client, std::string_view ns, std::string_view pod_name,

@@ -4,6 +4,10 @@
 // also goes through StatusFromHttpResponse, which reads the body of every
 // failed request.
 //
+// The same bytes also go through the HTTP framing the stream arrives in: as
+// a response head, and as a chunked body fed whole and byte by byte, which
+// must decode alike.
+//
 // Contracts checked besides crashes: an ERROR event always carries an error
 // Status, a 410 always means "relist" (kGone) and nothing else does unless its
 // reason is Expired or Gone, and every event carries an object.
@@ -14,6 +18,7 @@
 #include <string_view>
 
 #include <hybridjob/k8s/api_status.h>
+#include <hybridjob/k8s/http_wire.h>
 #include <hybridjob/k8s/watch.h>
 
 namespace {
@@ -64,6 +69,42 @@ void CheckLine(std::string_view line) {
   }
 }
 
+void CheckHttpFraming(std::string_view bytes) {
+  namespace http = k8s::http;
+  const size_t head_length = http::HeadLength(bytes);
+  if (head_length > 0) {
+    auto head = http::ParseResponseHead(bytes.substr(0, head_length), "GET");
+    if (head.ok() && (head->status < 100 || head->status > 999)) {
+      Fail("response head with a status outside 100-999", bytes);
+    }
+  }
+  http::ChunkedDecoder whole;
+  std::string whole_out;
+  auto whole_consumed = whole.Feed(bytes, whole_out);
+  http::ChunkedDecoder split;
+  std::string split_out;
+  size_t split_consumed = 0;
+  hybridjob::Status split_error;
+  for (size_t i = 0; i < bytes.size() && !split.done(); ++i) {
+    auto one = split.Feed(bytes.substr(i, 1), split_out);
+    if (!one.ok()) {
+      split_error = one.status();
+      break;
+    }
+    split_consumed += *one;
+  }
+  if (whole_consumed.ok() != split_error.ok()) {
+    Fail("chunked body decoded differently whole and byte by byte", bytes);
+  }
+  if (whole_consumed.ok() && (*whole_consumed != split_consumed || whole_out != split_out ||
+                              whole.done() != split.done())) {
+    Fail("chunked body decoded differently whole and byte by byte", bytes);
+  }
+  if (whole_consumed.ok() && *whole_consumed > bytes.size()) {
+    Fail("chunked decoder consumed more than it was given", bytes);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -80,6 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     start = end + 1;
   }
+
+  CheckHttpFraming(body);
 
   for (int http_status : {400, 404, 409, 410, 429, 500, 503}) {
     hybridjob::Status status = k8s::StatusFromHttpResponse(http_status, body, std::nullopt);

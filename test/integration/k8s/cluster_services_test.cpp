@@ -212,5 +212,37 @@ TEST(TlsTest, ServerIsVerifiedAgainstTheConfiguredCa) {
   EXPECT_NE(broken.status().message().find("TLS"), std::string::npos);
 }
 
+// tls-server-name: the name checked in the server's certificate when the URL
+// names the server otherwise (here by address; the certificate also names
+// kubernetes.default.svc, as an in-cluster one does).
+TEST(TlsTest, TlsServerNameIsTheNameVerified) {
+  auto config = AdminConfig();
+  ASSERT_TRUE(config.ok());
+  ASSERT_NE(config->server.find("127.0.0.1"), std::string::npos) << config->server;
+  config->tls_server_name = "kubernetes.default.svc";
+  auto named = RestClient::Create(*config);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  auto listed = (*named)->List(resources::Namespaces(), "", {});
+  EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+
+  config->tls_server_name = "not-the-server.example";
+  auto misnamed = RestClient::Create(*config);
+  ASSERT_TRUE(misnamed.ok());
+  auto refused = (*misnamed)->List(resources::Namespaces(), "", {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("not trusted"), std::string::npos)
+      << refused.status().message();
+
+  // By name, with no override: localhost is in the certificate too.
+  config->tls_server_name.clear();
+  const size_t at = config->server.find("127.0.0.1");
+  config->server.replace(at, 9, "localhost");
+  auto by_name = RestClient::Create(*config);
+  ASSERT_TRUE(by_name.ok());
+  auto again = (*by_name)->List(resources::Namespaces(), "", {});
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
 }  // namespace
 }  // namespace hybridjob::k8s

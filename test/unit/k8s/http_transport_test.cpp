@@ -1,0 +1,317 @@
+// The HTTP transport against a scripted peer on loopback (plain HTTP; TLS is
+// exercised by every integration test against the real API server).
+#include <arpa/inet.h>
+#include <atomic>
+#include <functional>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/http_transport.h>
+
+namespace hybridjob::k8s::http {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string Reply(std::string_view body, std::string_view extra_headers = "") {
+  return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+         std::string(extra_headers) + "\r\n" + std::string(body);
+}
+
+// Accepts connections one after another and hands each request to the
+// handler, which writes the answer on the socket and says whether to keep the
+// connection open.
+class ScriptedPeer {
+ public:
+  using Handler = std::function<bool(int fd, const std::string& request)>;
+
+  explicit ScriptedPeer(Handler handler) : handler_(std::move(handler)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ADD_FAILURE() << "cannot listen on loopback";
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+
+  ~ScriptedPeer() {
+    stop_ = true;
+    thread_.join();
+    ::close(listener_);
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int connections() const { return connections_.load(); }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{listener_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) {
+        continue;
+      }
+      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        continue;
+      }
+      ++connections_;
+      ServeConnection(fd);
+      ::close(fd);
+    }
+  }
+
+  void ServeConnection(int fd) {
+    std::string buffer;
+    while (!stop_) {
+      const size_t head_end = buffer.find("\r\n\r\n");
+      if (head_end == std::string::npos) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) {
+          continue;
+        }
+        char chunk[4096];
+        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) {
+          return;
+        }
+        buffer.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      size_t body_length = 0;
+      const size_t at = buffer.find("Content-Length: ");
+      if (at != std::string::npos && at < head_end) {
+        body_length = std::stoul(buffer.substr(at + 16));
+      }
+      if (buffer.size() < head_end + 4 + body_length) {
+        char chunk[4096];
+        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) {
+          return;
+        }
+        buffer.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      const std::string request = buffer.substr(0, head_end + 4 + body_length);
+      buffer.erase(0, request.size());
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(request);
+      }
+      if (!handler_(fd, request)) {
+        return;
+      }
+    }
+  }
+
+  Handler handler_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::thread thread_;
+};
+
+std::unique_ptr<Transport> Connect(const std::string& url) {
+  auto transport = Transport::Create(url, {}, 4);
+  EXPECT_TRUE(transport.ok()) << transport.status().ToString();
+  return transport.ok() ? std::move(*transport) : nullptr;
+}
+
+TEST(HttpTransportTest, KeepsOneConnectionAliveAcrossRequests) {
+  ScriptedPeer peer([](int fd, const std::string& request) {
+    return SendAll(fd, Reply(request.starts_with("POST") ? "created" : "got"));
+  });
+  auto transport = Connect(peer.url() + "/prefix/");
+  ASSERT_NE(transport, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    auto got = transport->RoundTrip({"GET", "/api/v1/pods?limit=1", {{"Accept", "x"}}, ""},
+                                    milliseconds(2000));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->head.status, 200);
+    EXPECT_EQ(got->body, "got");
+  }
+  auto created = transport->RoundTrip(
+      {"POST", "/api/v1/namespaces/a/pods", {{"Content-Type", "application/json"}}, "{\"a\":1}"},
+      milliseconds(2000));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->body, "created");
+  EXPECT_EQ(peer.connections(), 1);
+  const auto requests = peer.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_TRUE(requests[0].starts_with("GET /prefix/api/v1/pods?limit=1 HTTP/1.1\r\n"))
+      << requests[0];
+  EXPECT_NE(requests[0].find("Host: 127.0.0.1:"), std::string::npos);
+  EXPECT_TRUE(requests[3].ends_with("Content-Length: 7\r\n\r\n{\"a\":1}")) << requests[3];
+}
+
+TEST(HttpTransportTest, AConnectionTheServerClosedIsReplaced) {
+  // The server answers as if the connection stayed open, then closes it.
+  ScriptedPeer peer([](int fd, const std::string&) {
+    SendAll(fd, Reply("once"));
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    auto got = transport->RoundTrip({"POST", "/x", {}, "{}"}, milliseconds(2000));
+    ASSERT_TRUE(got.ok()) << "request " << i << ": " << got.status().ToString();
+    EXPECT_EQ(got->body, "once");
+  }
+  EXPECT_EQ(peer.connections(), 3);
+}
+
+TEST(HttpTransportTest, ConnectionCloseAndBodiesUntilCloseAreHonoured) {
+  ScriptedPeer peer([](int fd, const std::string&) {
+    SendAll(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nbroken");
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(2000));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->head.status, 500);
+  EXPECT_EQ(got->body, "broken");
+}
+
+TEST(HttpTransportTest, ChunkedStreamArrivesAsSentAndCancelUnblocksAWaitingRead) {
+  std::atomic<bool> release{false};
+  ScriptedPeer peer([&](int fd, const std::string&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+    SendAll(fd, "6\r\nfirst\n\r\n");
+    std::this_thread::sleep_for(milliseconds(50));
+    SendAll(fd, "7\r\nsecond\n\r\n");
+    while (!release) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  auto stream =
+      transport->OpenStream({"GET", "/watch", {}, ""}, milliseconds(2000), milliseconds(60000));
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  EXPECT_EQ(stream->head.status, 200);
+  std::string body;
+  while (body.size() < 13) {
+    auto more = stream->body->ReadSome(body);
+    ASSERT_TRUE(more.ok()) << more.status().ToString();
+    ASSERT_TRUE(*more);
+  }
+  EXPECT_EQ(body, "first\nsecond\n");
+
+  // Nothing more comes; Cancel from another thread ends the blocked read.
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    stream->body->Cancel();
+  });
+  auto blocked = stream->body->ReadSome(body);
+  canceller.join();
+  release = true;
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_EQ(blocked.status().code(), StatusCode::kCancelled);
+}
+
+TEST(HttpTransportTest, AStreamThatEndsReportsTheEnd) {
+  ScriptedPeer peer([](int fd, const std::string&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  auto stream =
+      transport->OpenStream({"GET", "/watch", {}, ""}, milliseconds(2000), milliseconds(2000));
+  ASSERT_TRUE(stream.ok());
+  auto all = ReadAll(*stream->body);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(*all, "abc");
+}
+
+TEST(HttpTransportTest, ABodyCutShortIsAnError) {
+  ScriptedPeer peer([](int fd, const std::string&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(2000));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(HttpTransportTest, ASilentServerTimesOut) {
+  ScriptedPeer peer([](int, const std::string&) {
+    std::this_thread::sleep_for(milliseconds(600));
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(150));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(got.status().message().find("timed out"), std::string::npos) << got.status().message();
+}
+
+TEST(HttpTransportTest, NoServerIsUnavailableNamingTheAddress) {
+  int port = 0;
+  {
+    ScriptedPeer gone([](int, const std::string&) { return false; });
+    port = std::stoi(gone.url().substr(gone.url().rfind(':') + 1));
+  }
+  auto transport = Connect("http://127.0.0.1:" + std::to_string(port));
+  ASSERT_NE(transport, nullptr);
+  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(1000));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(got.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << got.status().message();
+}
+
+TEST(HttpTransportTest, UnusableTlsMaterialIsRefusedAtCreation) {
+  TlsOptions garbage_ca;
+  garbage_ca.ca_pem = "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n";
+  auto bad_ca = Transport::Create("https://127.0.0.1:6443", garbage_ca, 1);
+  ASSERT_FALSE(bad_ca.ok());
+  EXPECT_EQ(bad_ca.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_ca.status().message().find("TLS"), std::string::npos);
+
+  TlsOptions key_only;
+  key_only.client_key_pem = "-----BEGIN PRIVATE KEY-----\nxx\n-----END PRIVATE KEY-----\n";
+  auto bad_pair = Transport::Create("https://127.0.0.1:6443", key_only, 1);
+  ASSERT_FALSE(bad_pair.ok());
+  EXPECT_EQ(bad_pair.status().code(), StatusCode::kInvalidArgument);
+
+  auto bad_url = Transport::Create("127.0.0.1:6443", {}, 1);
+  ASSERT_FALSE(bad_url.ok());
+  EXPECT_EQ(bad_url.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hybridjob::k8s::http
