@@ -38,49 +38,94 @@ FairShare::FairShare(const QueueTable& table, ResourceList capacity, GpuResource
   }
 }
 
+NodeQueueUsage SumQueueUsage(const NodeState& node, const PolicyConfig& policy) {
+  NodeQueueUsage usage;
+  size_t last = 0;  // pods of one queue tend to come together
+  for (const PodInfo* pod : node.pods) {
+    if (!IsManagedPod(*pod, policy)) {
+      usage.unmanaged += pod->requests;
+      continue;
+    }
+    const std::string_view queue = QueueOfPod(*pod);
+    if (last >= usage.managed.size() || usage.managed[last].queue != queue) {
+      last = 0;
+      while (last < usage.managed.size() && usage.managed[last].queue != queue) {
+        ++last;
+      }
+      if (last == usage.managed.size()) {
+        usage.managed.push_back({std::string(queue), {}, 0});
+      }
+    }
+    usage.managed[last].requests += pod->requests;
+    ++usage.managed[last].pods;
+  }
+  return usage;
+}
+
+const NodeQueueUsage& QueueUsageMemo::For(const Snapshot& snapshot, uint32_t slot,
+                                          const PolicyConfig& policy) {
+  if (policy.scheduler_name != scheduler_name_ || snapshot.identity() != snapshot_identity_) {
+    entries_.clear();
+    scheduler_name_ = policy.scheduler_name;
+    snapshot_identity_ = snapshot.identity();
+  }
+  const NodeState& node = snapshot.slots()[slot];
+  if (slot >= entries_.size()) {
+    entries_.resize(slot + 1);
+  }
+  Entry& entry = entries_[slot];
+  if (!entry.valid || entry.pods_version != node.pods_version) {
+    entry.usage = SumQueueUsage(node, policy);
+    entry.pods_version = node.pods_version;
+    entry.valid = true;
+  }
+  return entry.usage;
+}
+
 FairShare FairShare::FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
-                                  const PolicyConfig& policy, GpuResources gpus) {
+                                  const PolicyConfig& policy, GpuResources gpus,
+                                  QueueUsageMemo* memo) {
   ResourceList capacity;
-  // Usage is summed per queue first, in the order queues are first seen, and
-  // added once per queue: every cycle reads every pod, so no per-pod lookup
-  // of the queue's account and its ancestors.
+  // Usage is summed per node and queue first, and added once per queue: every
+  // cycle reads every node, so no per-pod lookup of the queue's account and its
+  // ancestors.
   struct QueueUsage {
-    std::string_view queue;
+    std::string queue;  // a copy: the memo's entries may move
     ResourceList requests;
     int64_t pods = 0;
   };
   std::vector<QueueUsage> usage;
-  size_t last = 0;  // pods of one queue tend to come together
-  for (const NodeState& node : snapshot.slots()) {
+  NodeQueueUsage unmemoized;
+  const std::vector<NodeState>& slots = snapshot.slots();
+  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+    const NodeState& node = slots[slot];
     const bool schedulable = node.schedulable_slot();
     if (!schedulable && !node.in_use) {
       continue;
     }
+    const NodeQueueUsage* on_node = nullptr;
+    if (memo != nullptr) {
+      on_node = &memo->For(snapshot, slot, policy);
+    } else {
+      unmemoized = SumQueueUsage(node, policy);
+      on_node = &unmemoized;
+    }
     if (schedulable) {
       capacity += node.info.allocatable;
+      capacity -= on_node->unmanaged;
     }
-    for (const PodInfo* pod : node.pods) {
-      if (!IsManagedPod(*pod, policy)) {
-        if (schedulable) {
-          capacity -= pod->requests;
-        }
-        continue;
+    if (!node.in_use) {
+      continue;
+    }
+    for (const NodeQueueUsage::Queue& queue : on_node->managed) {
+      auto it = std::find_if(usage.begin(), usage.end(),
+                             [&](const QueueUsage& seen) { return seen.queue == queue.queue; });
+      if (it == usage.end()) {
+        usage.push_back({queue.queue, {}, 0});
+        it = usage.end() - 1;
       }
-      if (!node.in_use) {
-        continue;
-      }
-      const std::string_view queue = QueueOfPod(*pod);
-      if (last >= usage.size() || usage[last].queue != queue) {
-        last = 0;
-        while (last < usage.size() && usage[last].queue != queue) {
-          ++last;
-        }
-        if (last == usage.size()) {
-          usage.push_back({queue, {}, 0});
-        }
-      }
-      usage[last].requests += pod->requests;
-      ++usage[last].pods;
+      it->requests += queue.requests;
+      it->pods += queue.pods;
     }
   }
   FairShare share(table, std::move(capacity), std::move(gpus));

@@ -648,7 +648,7 @@ void GangScheduler::RunOneCycle() {
     Snapshot& snapshot = cache_.snapshot();
     PolicyCycleResult result =
         PlanCycleWithPolicies(snapshot, BuildGroups(pending, snapshot), policy, planner, now,
-                              policy_state_, next_start_slot_);
+                              policy_state_, next_start_slot_, &queue_usage_);
     policy_state_ = std::move(result.state);
     next_start_slot_ = result.next_start_slot;
     evictions = std::move(result.evictions);

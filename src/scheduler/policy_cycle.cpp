@@ -805,8 +805,9 @@ std::string_view WaitCauseName(WaitCause cause) {
 PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup> groups,
                                         const PolicyConfig& policy, const PlannerConfig& planner,
                                         Timestamp now, const PolicyState& previous,
-                                        uint32_t start_slot) {
-  policy_internal::PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot);
+                                        uint32_t start_slot, QueueUsageMemo* queue_usage) {
+  policy_internal::PolicyCycle cycle(snapshot, policy, planner, now, previous, start_slot,
+                                     queue_usage);
   return cycle.Run(std::move(groups));
 }
 

@@ -89,14 +89,16 @@ class QueueTurns {
 class PolicyCycle {
  public:
   PolicyCycle(Snapshot& snapshot, const PolicyConfig& policy, const PlannerConfig& planner,
-              Timestamp now, const PolicyState& previous, uint32_t start_slot)
+              Timestamp now, const PolicyState& previous, uint32_t start_slot,
+              QueueUsageMemo* queue_usage)
       : snapshot_(snapshot),
         policy_(policy),
         planner_(planner),
         now_(now),
         previous_(previous),
         table_(policy.queues),
-        share_(FairShare::FromSnapshot(snapshot, table_, policy, planner.gpu_resources)),
+        share_(
+            FairShare::FromSnapshot(snapshot, table_, policy, planner.gpu_resources, queue_usage)),
         start_slot_(start_slot) {}
 
   PolicyCycleResult Run(std::vector<PodGroup> groups);

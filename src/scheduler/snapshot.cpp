@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 
 #include <hybridjob/scheduler/snapshot.h>
 
@@ -27,6 +28,11 @@ Status Snapshot::CheckNoTentative(std::string_view operation) const {
   return Status::Ok();
 }
 
+uint64_t Snapshot::Identity::Next() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 uint32_t Snapshot::TakeFreeSlot() {
   if (!free_slots_.empty()) {
     uint32_t slot = free_slots_.back();
@@ -44,6 +50,7 @@ uint32_t Snapshot::SlotForNodeName(std::string_view name) {
   uint32_t slot = TakeFreeSlot();
   NodeState& state = slots_[slot];
   state = NodeState{};
+  TouchPods(state);
   state.info.name = std::string(name);
   state.in_use = true;
   state.has_node = false;
@@ -58,6 +65,7 @@ void Snapshot::ReleaseSlotIfUnused(uint32_t slot) {
   }
   slot_by_name_.erase(slot_by_name_.find(state.info.name));
   state = NodeState{};
+  TouchPods(state);
   free_slots_.push_back(slot);
 }
 
@@ -130,6 +138,7 @@ void Snapshot::CountSelectorKeys(const PodInfo& pod, int delta) {
 
 void Snapshot::Attach(const PodInfo& pod, uint32_t slot) {
   NodeState& state = slots_[slot];
+  TouchPods(state);
   state.requested += pod.requests;
   state.pods.push_back(&pod);
   state.used_host_ports.insert(state.used_host_ports.end(), pod.host_ports.begin(),
@@ -145,6 +154,7 @@ void Snapshot::Attach(const PodInfo& pod, uint32_t slot) {
 
 void Snapshot::Detach(const PodInfo& pod, uint32_t slot) {
   NodeState& state = slots_[slot];
+  TouchPods(state);
   state.requested -= pod.requests;
   EraseOne(state.pods, &pod);
   for (const HostPort& port : pod.host_ports) {
@@ -297,6 +307,7 @@ void Snapshot::RollbackTentative(size_t mark) {
     tentative_log_.pop_back();
     const PodInfo& pod = *entry.pod;
     NodeState& state = slots_[entry.slot];
+    TouchPods(state);
     state.requested -= pod.requests;
     state.pods.pop_back();
     state.used_host_ports.resize(state.used_host_ports.size() - pod.host_ports.size());

@@ -38,15 +38,50 @@ struct QueueAccount {
   bool leaf = true;  // has no child queue
 };
 
+// What the pods on one node ask for: per queue (QueueOfPod) for the pods the
+// policy's scheduler manages, in order of first appearance, and in one sum for
+// every other pod.
+struct NodeQueueUsage {
+  struct Queue {
+    std::string queue;
+    ResourceList requests;
+    int64_t pods = 0;
+  };
+  std::vector<Queue> managed;
+  ResourceList unmanaged;
+};
+NodeQueueUsage SumQueueUsage(const NodeState& node, const PolicyConfig& policy);
+
+// Each node's NodeQueueUsage, kept from one cycle to the next until the
+// node's pods change (NodeState::pods_version): a cycle then sums the nodes,
+// not every pod. Owned with the snapshot it serves; given another snapshot,
+// it starts over.
+class QueueUsageMemo {
+ public:
+  const NodeQueueUsage& For(const Snapshot& snapshot, uint32_t slot, const PolicyConfig& policy);
+
+ private:
+  struct Entry {
+    uint64_t pods_version = 0;
+    bool valid = false;
+    NodeQueueUsage usage;
+  };
+  std::vector<Entry> entries_;
+  uint64_t snapshot_identity_ = 0;
+  std::string scheduler_name_;  // the policy's, which decides what is managed
+};
+
 class FairShare {
  public:
   FairShare(const QueueTable& table, ResourceList capacity, GpuResources gpus);
 
   // Capacity: the allocatable of every node with an object, less what pods of
   // other schedulers request there. Usage: requests of every managed pod in the
-  // snapshot (tentative placements included), by queue.
+  // snapshot (tentative placements included), by queue. With a memo, only the
+  // nodes whose pods changed since its last use are summed again.
   static FairShare FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
-                                const PolicyConfig& policy, GpuResources gpus);
+                                const PolicyConfig& policy, GpuResources gpus,
+                                QueueUsageMemo* memo = nullptr);
 
   const ResourceList& capacity() const { return capacity_; }
   const GpuResources& gpus() const { return gpus_; }

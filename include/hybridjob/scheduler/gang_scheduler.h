@@ -49,6 +49,7 @@
 #include <hybridjob/scheduler/dashboard.h>
 #include <hybridjob/scheduler/delta_feed.h>
 #include <hybridjob/scheduler/evictor.h>
+#include <hybridjob/scheduler/fair_share.h>
 #include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/shell.h>
 #include <hybridjob/scheduler/status_reporter.h>
@@ -178,7 +179,8 @@ class GangScheduler {
   std::unordered_map<std::string, VolumeWait> volume_waits_;  // by group key
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
-  std::unordered_map<std::string, std::string> reported_;       // group key -> last reason said
+  QueueUsageMemo queue_usage_;                             // per node, from one cycle to the next
+  std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
   std::unordered_map<std::string, StandingWritten> standings_;  // by group key
   bool dashboard_enabled_ = false;                              // set before Start
   // What the last cycle said of the groups waiting to start, by queue.

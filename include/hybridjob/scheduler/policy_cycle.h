@@ -43,6 +43,8 @@
 
 namespace hybridjob::scheduler {
 
+class QueueUsageMemo;  // fair_share.h
+
 // An eviction the cycle decided, to be carried out through the Eviction API
 // (policy/v1beta1 Eviction of the pod, with the pod's uid as a precondition and
 // without a grace period override, so the pod's own
@@ -193,9 +195,12 @@ void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const P
 // Runs one cycle over `groups` (from BuildGroups; every pending group, so
 // reservations follow their holders). The snapshot must have no tentative
 // placement open; placed plans are assumed into it.
+// `queue_usage`, when given, keeps per-node queue usage from one call to the
+// next on the same snapshot (see QueueUsageMemo).
 PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup> groups,
                                         const PolicyConfig& policy, const PlannerConfig& planner,
                                         Timestamp now, const PolicyState& previous = {},
-                                        uint32_t start_slot = 0);
+                                        uint32_t start_slot = 0,
+                                        QueueUsageMemo* queue_usage = nullptr);
 
 }  // namespace hybridjob::scheduler

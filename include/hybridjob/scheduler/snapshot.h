@@ -30,6 +30,10 @@ struct NodeState {
   ResourceList requested;  // sum of requests of every pod on the node, any scheduler
   std::vector<const PodInfo*> pods;
   std::vector<HostPort> used_host_ports;
+  // Changes whenever `pods` does (a pod comes or goes, tentatively too) or
+  // the slot gets another occupant; never repeats within a snapshot, so what
+  // is derived from a node's pods can be kept until it changes.
+  uint64_t pods_version = 0;
 
   bool schedulable_slot() const { return in_use && has_node; }
 };
@@ -78,6 +82,9 @@ class Snapshot {
   // numbers are stable while a node exists.
   const std::vector<NodeState>& slots() const { return slots_; }
   size_t node_count() const { return node_count_; }
+  // Unique among the snapshots of a process: with NodeState::pods_version it
+  // tells whether something derived from a node's pods still holds.
+  uint64_t identity() const { return identity_.value; }
   size_t pod_count() const { return pods_.size(); }
 
   // Bound or assumed members of a pod group (namespace + job-name label).
@@ -125,13 +132,29 @@ class Snapshot {
   uint32_t TakeFreeSlot();
   void ReleaseSlotIfUnused(uint32_t slot);
   void Attach(const PodInfo& pod, uint32_t slot);
+  void TouchPods(NodeState& state) { state.pods_version = ++pods_versions_; }
   void Detach(const PodInfo& pod, uint32_t slot);
   void CountSelectorKeys(const PodInfo& pod, int delta);
   void UncountClaimUsers(const PodInfo& pod, const std::string& node_name);
   void IndexGroupMember(const PodInfo& pod);
   void UnindexGroupMember(const PodInfo& pod);
 
+  // A moved-from snapshot takes a new identity: it may be filled again.
+  struct Identity {
+    static uint64_t Next();
+    uint64_t value = Next();
+    Identity() = default;
+    Identity(Identity&& other) noexcept : value(other.value) { other.value = Next(); }
+    Identity& operator=(Identity&& other) noexcept {
+      value = other.value;
+      other.value = Next();
+      return *this;
+    }
+  };
+
+  Identity identity_;
   std::vector<NodeState> slots_;
+  uint64_t pods_versions_ = 0;  // the last NodeState::pods_version given
   std::vector<uint32_t> free_slots_;
   size_t node_count_ = 0;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> slot_by_name_;

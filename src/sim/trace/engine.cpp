@@ -10,6 +10,7 @@
 
 #include <hybridjob/api/names.h>
 #include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/fair_share.h>
 #include <hybridjob/scheduler/planner.h>
 #include <hybridjob/scheduler/policy_cycle.h>
 #include <hybridjob/scheduler/queues.h>
@@ -246,6 +247,7 @@ class Replayer {
   sched::PlannerConfig planner_;
   sched::PolicyState state_;
   uint32_t start_slot_ = 0;
+  sched::QueueUsageMemo queue_usage_;    // per node, from one cycle to the next
   std::vector<int32_t> domain_of_slot_;  // empty without a domain level
   std::vector<double> las_thresholds_;   // empty unless the policy is las
   // Per snapshot slot: its GPUs and those its member pods hold; and the GPUs
@@ -674,8 +676,9 @@ void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices
   }
   auto wall_start = std::chrono::steady_clock::now();
   std::vector<sched::PodGroup> groups = sched::BuildGroups(pending, snapshot_);
-  sched::PolicyCycleResult cycle = sched::PlanCycleWithPolicies(
-      snapshot_, std::move(groups), policy_, planner_, ToTimestamp(now), state_, start_slot_);
+  sched::PolicyCycleResult cycle =
+      sched::PlanCycleWithPolicies(snapshot_, std::move(groups), policy_, planner_,
+                                   ToTimestamp(now), state_, start_slot_, &queue_usage_);
   result_.planning_wall_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   ++result_.cycles;

@@ -255,5 +255,122 @@ TEST(FairShareFromSnapshotTest, CountsManagedPodsByQueueAndOthersAsLostCapacity)
   EXPECT_EQ(share.Find("default")->used.Scalar("nvidia.com/gpu"), 6);
 }
 
+// Queue usage and capacity, as the accounts say them, for comparing a
+// memoized FromSnapshot with a fresh one.
+std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> Accounts(const FairShare& share) {
+  std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> out;
+  out.emplace_back("capacity", share.capacity().milli_cpu,
+                   share.capacity().Scalar("nvidia.com/gpu"), 0);
+  for (const QueueAccount& account : share.accounts()) {
+    out.emplace_back(account.spec.name, account.used.milli_cpu,
+                     account.used.Scalar("nvidia.com/gpu"), account.pods);
+  }
+  return out;
+}
+
+TEST(FairShareFromSnapshotTest, TheMemoAgreesWithAFreshSumThroughEveryKindOfChange) {
+  Snapshot snapshot;
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n0").Gpus(8).Build()).ok());
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n1").Gpus(8).Build()).ok());
+  GroupSpec in_a = QueueSpecFor("a", {GroupRole{"worker", 1, 4, 0}});
+  GroupSpec in_b = QueueSpecFor("b", {GroupRole{"worker", 1, 4, 0}});
+  PolicyConfig policy;
+  policy.scheduler_name = std::string(api::kDefaultSchedulerName);
+  QueueTable table({Queue("a"), Queue("b")});
+  QueueUsageMemo memo;
+  auto expect_agreement = [&](const std::string& after) {
+    FairShare fresh = FairShare::FromSnapshot(snapshot, table, policy, GpuResources());
+    FairShare memoized = FairShare::FromSnapshot(snapshot, table, policy, GpuResources(), &memo);
+    EXPECT_EQ(Accounts(memoized), Accounts(fresh)) << "after " << after;
+  };
+  expect_agreement("nodes only");
+
+  ASSERT_TRUE(snapshot
+                  .AddPod(PodBuilder("a-worker-0")
+                              .Member("a", "worker", 0)
+                              .Spec(in_a)
+                              .Gpus(2)
+                              .OnNode("n0")
+                              .Build())
+                  .ok());
+  expect_agreement("a pod bound");
+  EXPECT_EQ(FairShare::FromSnapshot(snapshot, table, policy, GpuResources(), &memo)
+                .Find("a")
+                ->used.Scalar("nvidia.com/gpu"),
+            2);
+
+  PodInfo foreign = PodBuilder("foreign").Gpus(3).OnNode("n1").Build();
+  foreign.scheduler_name = "default-scheduler";
+  ASSERT_TRUE(snapshot.AddPod(foreign).ok());
+  expect_agreement("another scheduler's pod");
+
+  // Tentative placements count while open and stop counting once rolled back.
+  PodInfo tentative = PodBuilder("b-worker-0").Member("b", "worker", 0).Spec(in_b).Gpus(4).Build();
+  const size_t mark = snapshot.TentativeMark();
+  snapshot.PlaceTentatively(tentative, *snapshot.FindNodeSlot("n1"));
+  expect_agreement("a tentative placement");
+  snapshot.RollbackTentative(mark);
+  expect_agreement("its rollback");
+
+  // The same pod again, now in queue b (a replacement is a removal and an add).
+  ASSERT_TRUE(snapshot
+                  .AddPod(PodBuilder("a-worker-0")
+                              .Member("a", "worker", 0)
+                              .Spec(in_b)
+                              .Gpus(2)
+                              .OnNode("n0")
+                              .Build())
+                  .ok());
+  expect_agreement("a pod replaced");
+  ASSERT_TRUE(snapshot.RemovePod("team", "a-worker-0").ok());
+  expect_agreement("a pod removed");
+
+  // A node goes and another takes its slot, with pods of its own.
+  ASSERT_TRUE(snapshot.RemoveNode("n0").ok());
+  expect_agreement("a node removed");
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n2").Gpus(8).Build()).ok());
+  ASSERT_TRUE(snapshot
+                  .AddPod(PodBuilder("b-worker-1")
+                              .Member("b", "worker", 1)
+                              .Spec(in_b)
+                              .Gpus(1)
+                              .OnNode("n2")
+                              .Build())
+                  .ok());
+  expect_agreement("a new node in a reused slot");
+
+  // Another scheduler name makes other pods ours.
+  policy.scheduler_name.clear();
+  expect_agreement("the scheduler name changed");
+
+  // Two snapshots built alike have the same slots and pod versions; the memo
+  // tells them apart and sums the second one afresh.
+  auto one_pod = [&](Snapshot& built, int64_t gpus) {
+    ASSERT_TRUE(built.UpsertNode(NodeBuilder("n").Gpus(8).Build()).ok());
+    ASSERT_TRUE(built
+                    .AddPod(PodBuilder("a-worker-0")
+                                .Member("a", "worker", 0)
+                                .Spec(in_a)
+                                .Gpus(gpus)
+                                .OnNode("n")
+                                .Build())
+                    .ok());
+  };
+  Snapshot first;
+  one_pod(first, 2);
+  Snapshot second;
+  one_pod(second, 5);
+  ASSERT_EQ(first.slots()[0].pods_version, second.slots()[0].pods_version);
+  QueueUsageMemo shared;
+  EXPECT_EQ(FairShare::FromSnapshot(first, table, policy, GpuResources(), &shared)
+                .Find("a")
+                ->used.Scalar("nvidia.com/gpu"),
+            2);
+  EXPECT_EQ(FairShare::FromSnapshot(second, table, policy, GpuResources(), &shared)
+                .Find("a")
+                ->used.Scalar("nvidia.com/gpu"),
+            5);
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler
