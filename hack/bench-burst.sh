@@ -5,7 +5,7 @@
 #   hack/bench-burst.sh [BUILD_DIR]
 #
 # Environment: BURST_JOBS (500), BURST_GROUP (10), BURST_NODES (200),
-# BURST_CONCURRENCY (16), BURST_LEGS ("1 2 3 4": which of the legs below run),
+# BURST_CONCURRENCY (16), BURST_LEGS ("1 2 3 4 5 6 7": which of the legs below run),
 # BURST_KEEP_LOGS (a directory to copy the binaries' logs into), BURST_API_PROFILE (1: after
 # each leg, the requests the API server served during it, by verb and resource, with the
 # seconds it spent on them, from its own apiserver_request_* metrics).
@@ -18,7 +18,14 @@
 #      gang-scheduler (clientQPS/clientBurst 5000): BURST_JOBS HybridJobs of
 #      BURST_GROUP one-CPU members created BURST_CONCURRENCY in flight, the
 #      controller creating the pods;
-#   4. the same two binaries with their default flags.
+#   4. the same two binaries with their default flags;
+# and the create rate alone, nothing binding (pods are timed until the harness's
+# watch has seen every one created):
+#   5. the API server's create ceiling: BURST_JOBS x BURST_GROUP pods created
+#      directly, BURST_CONCURRENCY in flight;
+#   6. hybridjob-controller (--workers 16 --qps 1000 --burst 2000) creating the
+#      pods of BURST_JOBS HybridJobs, no scheduler running;
+#   7. the controller with its default flags.
 # Each leg runs in its own namespace; earlier legs' pods stay bound (the nodes
 # have room for all four). Every time runs from the first create to the last
 # member bound. Prints a Markdown table and the ratios.
@@ -31,7 +38,7 @@ JOBS="${BURST_JOBS:-500}"
 GROUP="${BURST_GROUP:-10}"
 NODES="${BURST_NODES:-200}"
 CONCURRENCY="${BURST_CONCURRENCY:-16}"
-LEGS=" ${BURST_LEGS:-1 2 3 4} "
+LEGS=" ${BURST_LEGS:-1 2 3 4 5 6 7} "
 PODS=$((JOBS * GROUP))
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hybridjob-burst.XXXXXX")"
 CLUSTER="$WORK/cluster"
@@ -81,6 +88,7 @@ kill -TERM "$SIM"
 wait "$SIM" 2>/dev/null || true
 
 ROWS=""
+CREATE_ROWS=""
 CPU_ROWS=""
 TICKS="$(getconf CLK_TCK)"
 # CPU seconds (user + system) a process has used; 0 when it is gone.
@@ -139,14 +147,20 @@ run_leg() {
   sched0="$(cpu_of "$pid")"
   [ -n "$CONTROLLER" ] && ctrl0="$(cpu_of "$CONTROLLER")"
   [ -n "${BURST_API_PROFILE:-}" ] && api_requests >"$WORK/requests-before"
-  ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
+  local row
+  row="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
     --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
     --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
+  if [[ " $* " == *" --created-only "* ]]; then CREATE_ROWS+="$row"; else ROWS+="$row"; fi
   local ctrl="-"
   [ -n "$CONTROLLER" ] && ctrl="$(awk -v a="$(cpu_of "$CONTROLLER")" -v b="$ctrl0" 'BEGIN { printf "%.1f", a - b }')"
+  # A leg whose measured process is the controller runs no scheduler.
+  local sched="-"
+  [ "$pid" != 0 ] && [ "$pid" != "$CONTROLLER" ] &&
+    sched="$(awk -v a="$(cpu_of "$pid")" -v b="$sched0" 'BEGIN { printf "%.1f", a - b }')"
   CPU_ROWS+="$(awk -v l="$label" -v a1="$(cpu_of "$APISERVER")" -v a0="$api0" \
-    -v e1="$(cpu_of "$ETCD")" -v e0="$etcd0" -v s1="$(cpu_of "$pid")" -v s0="$sched0" -v c="$ctrl" \
-    'BEGIN { printf "| %s | %.1f | %.1f | %.1f | %s |", l, a1 - a0, e1 - e0, s1 - s0, c }')"$'\n'
+    -v e1="$(cpu_of "$ETCD")" -v e0="$etcd0" -v s="$sched" -v c="$ctrl" \
+    'BEGIN { printf "| %s | %.1f | %.1f | %s | %s |", l, a1 - a0, e1 - e0, s, c }')"$'\n'
   if [ -n "${BURST_API_PROFILE:-}" ]; then
     api_requests >"$WORK/requests-after"
     PROFILES+="$(profile_diff "$WORK/requests-before" "$WORK/requests-after" "$label")"$'\n'
@@ -171,9 +185,20 @@ YAML
   sleep 2
 }
 
-# start_ours NAMESPACE SCHEDULER_CONFIG_LINES [controller flags...]: the
-# controller watches the leg's namespace only (the kube-scheduler legs left
-# HybridJobs of their own elsewhere).
+# start_controller NAMESPACE [controller flags...]: the controller watches the
+# leg's namespace only (the kube-scheduler legs left HybridJobs of their own
+# elsewhere).
+start_controller() {
+  local ns="$1"
+  shift
+  "$BIN/hybridjob-controller" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr 0 \
+    --health-addr 0 --log-level warn "$@" >>"$WORK/controller.log" 2>&1 &
+  CONTROLLER=$!
+  PIDS+=("$CONTROLLER")
+  sleep 2
+}
+
+# start_ours NAMESPACE SCHEDULER_CONFIG_LINES [controller flags...]
 start_ours() {
   local ns="$1"
   printf 'metricsAddr: "0"\nhealthAddr: "0"\n%s' "$2" >"$WORK/gang-scheduler.yaml"
@@ -182,11 +207,7 @@ start_ours() {
     --log-level warn >>"$WORK/gang-scheduler.log" 2>&1 &
   GS=$!
   PIDS+=("$GS")
-  "$BIN/hybridjob-controller" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr 0 \
-    --health-addr 0 --log-level warn "$@" >>"$WORK/controller.log" 2>&1 &
-  CONTROLLER=$!
-  PIDS+=("$CONTROLLER")
-  sleep 2
+  start_controller "$ns" "$@"
 }
 
 leg() { [[ "$LEGS" == *" $1 "* ]]; }
@@ -220,10 +241,35 @@ if leg 4; then
   stop_binaries
 fi
 
+if leg 5; then
+  run_leg create-ceiling "pods created directly (16 writers), nothing binds them" 0 \
+    --scheduler-name nobody --created-only
+fi
+if leg 6; then
+  start_controller create-ours-raised --workers 16 --qps 1000 --burst 2000
+  run_leg create-ours-raised "hybridjob-controller --workers 16 --qps 1000 --burst 2000 creating the pods" \
+    "$CONTROLLER" --scheduler-name nobody --via-controller --created-only
+  stop_binaries
+fi
+if leg 7; then
+  start_controller create-ours-default
+  run_leg create-ours-default "hybridjob-controller, default flags, creating the pods" \
+    "$CONTROLLER" --scheduler-name nobody --via-controller --created-only
+  stop_binaries
+fi
+
 echo "| run | bound | groups | creates/s | binds/s | gang p50 s | gang p99 s | scheduler CPU s | scheduler peak RSS |"
 echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s' "$ROWS"
 echo
+if [ -n "$CREATE_ROWS" ]; then
+  echo "Pods created, nothing binding them (from the first create until the watch saw the last pod):"
+  echo
+  echo "| run | pods created | seconds | pods created/s | process CPU s | process peak RSS |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s' "$CREATE_ROWS"
+  echo
+fi
 echo "CPU seconds used during each run (2 cores shared by all):"
 echo
 echo "| run | kube-apiserver | etcd | scheduler | hybridjob-controller |"
@@ -231,8 +277,22 @@ echo "|---|---|---|---|---|"
 printf '%s' "$CPU_ROWS"
 echo
 [ -z "$PROFILES" ] || printf '%s\n' "$PROFILES"
+# pods created/s is the fifth column of the create rows: the controller against
+# the ceiling.
+if leg 5 && { leg 6 || leg 7; }; then
+  printf '%s' "$CREATE_ROWS" | awk -F'|' '
+    NR == 1 { ceiling = $5 + 0; next }
+    $2 ~ /default flags/ { standard = $5 + 0; next }
+    { raised = $5 + 0 }
+    END {
+      if (ceiling > 0 && raised > 0)
+        printf "Controller pod creates, raised limits / the ceiling: %.2f\n", raised / ceiling
+      if (ceiling > 0 && standard > 0)
+        printf "Controller pod creates, default flags / the ceiling: %.2f\n", standard / ceiling
+    }'
+fi
 # binds/s is the fifth column: pods over the time from first create to last bind.
-[ "$LEGS" = " 1 2 3 4 " ] || exit 0
+{ leg 1 && leg 2 && leg 3 && leg 4; } || exit 0
 printf '%s' "$ROWS" | awk -F'|' '
   { rate[NR] = $6 + 0 }
   END {

@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   int64_t gpus_per_pod = 1;
   bool bind_self = false;
   bool via_controller = false;
+  bool created_only = false;
   std::string ns = "bench-" + std::to_string(::getpid());
   hybridjob::FlagSet flags("bench_scheduling");
   flags.String("kubeconfig", &kubeconfig, "kubeconfig");
@@ -86,6 +87,9 @@ int main(int argc, char** argv) {
   flags.Bool("bind-self", &bind_self, "bind the pods here (the raw bind ceiling)");
   flags.Bool("via-controller", &via_controller,
              "create only the HybridJobs (timed); hybridjob-controller creates the pods");
+  flags.Bool("created-only", &created_only,
+             "stop the clock once the watch has seen every pod created (nothing need bind "
+             "them): the create rate alone");
   if (auto status = flags.Parse(argc, argv); !status.ok() || flags.help_requested()) {
     std::cerr << (status.ok() ? "" : status.message() + "\n") << flags.Usage();
     return status.ok() ? 0 : 2;
@@ -191,6 +195,7 @@ int main(int argc, char** argv) {
   std::unordered_map<std::string, Clock::time_point> bound_at;
   std::atomic<int64_t> bound_count{0};
   std::atomic<int64_t> seen_count{0};  // pods the watch saw created
+  Clock::time_point last_seen;         // when it saw the latest
 
   // Observe bindings (and, as the ceiling binder, pods to bind).
   std::atomic<bool> stop{false};
@@ -228,6 +233,7 @@ int main(int argc, char** argv) {
         std::lock_guard lock(mu);
         if ((*event)->type == k8s::WatchEventType::kAdded) {
           ++seen_count;
+          last_seen = Clock::now();
         }
         if (!node.empty()) {
           if (bound_at.emplace(name, Clock::now()).second) {
@@ -337,7 +343,8 @@ int main(int argc, char** argv) {
   // Progress on stderr every 5 s: where the time goes (pods created against
   // pods bound).
   auto next_report = start + std::chrono::seconds(5);
-  while (bound_count.load() < pods && Clock::now() < deadline) {
+  auto done = [&] { return (created_only ? seen_count.load() : bound_count.load()) >= pods; };
+  while (!done() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (Clock::now() >= next_report) {
       std::fprintf(stderr, "bench_scheduling: %3.0f s: %lld pods created, %lld bound\n",
@@ -387,6 +394,27 @@ int main(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(last_bind - start).count();
   const double create_seconds = std::chrono::duration<double>(created_all - start).count();
+  if (created_only) {
+    // | run | pods created | seconds | pods created/s | CPU s | peak RSS |, from the first
+    // create to the watch seeing the last pod.
+    std::lock_guard lock(mu);
+    const double seen_seconds = std::chrono::duration<double>(last_seen - start).count();
+    ProcessUsage usage;
+    if (scheduler_pid > 0) {
+      usage.cpu_seconds = hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid));
+      usage.peak_rss_mib =
+          hybridjob::testing::ProcessMemoryMiB(static_cast<pid_t>(scheduler_pid), "VmHWM");
+    }
+    std::printf("| %s | %lld/%lld | %.1f | %.0f | %s | %s |\n",
+                label.empty() ? scheduler_name.c_str() : label.c_str(),
+                static_cast<long long>(seen_count.load()), static_cast<long long>(pods),
+                seen_seconds, seen_count.load() / std::max(seen_seconds, 1e-9),
+                scheduler_pid > 0 ? std::to_string(usage.cpu_seconds).substr(0, 5).c_str() : "-",
+                scheduler_pid > 0
+                    ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
+                    : "-");
+    return seen_count.load() == pods && refused.load() == 0 ? 0 : 1;
+  }
   ProcessUsage usage;
   if (scheduler_pid > 0) {
     usage.cpu_seconds = hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid));
