@@ -44,11 +44,6 @@ namespace k8s = hybridjob::k8s;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-struct ProcessUsage {
-  double cpu_seconds = 0;
-  double peak_rss_mib = 0;
-};
-
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) {
     return 0;
@@ -394,42 +389,32 @@ int main(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(last_bind - start).count();
   const double create_seconds = std::chrono::duration<double>(created_all - start).count();
+  // The measured process's CPU seconds and peak RSS, "-" without one.
+  std::string cpu = "-";
+  std::string rss = "-";
+  if (scheduler_pid > 0) {
+    cpu = std::to_string(hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid)))
+              .substr(0, 5);
+    rss = std::to_string(static_cast<int>(
+              hybridjob::testing::ProcessMemoryMiB(static_cast<pid_t>(scheduler_pid), "VmHWM"))) +
+          " MiB";
+  }
+  const char* name = label.empty() ? scheduler_name.c_str() : label.c_str();
   if (created_only) {
     // | run | pods created | seconds | pods created/s | CPU s | peak RSS |, from the first
     // create to the watch seeing the last pod.
     std::lock_guard lock(mu);
     const double seen_seconds = std::chrono::duration<double>(last_seen - start).count();
-    ProcessUsage usage;
-    if (scheduler_pid > 0) {
-      usage.cpu_seconds = hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid));
-      usage.peak_rss_mib =
-          hybridjob::testing::ProcessMemoryMiB(static_cast<pid_t>(scheduler_pid), "VmHWM");
-    }
-    std::printf("| %s | %lld/%lld | %.1f | %.0f | %s | %s |\n",
-                label.empty() ? scheduler_name.c_str() : label.c_str(),
+    std::printf("| %s | %lld/%lld | %.1f | %.0f | %s | %s |\n", name,
                 static_cast<long long>(seen_count.load()), static_cast<long long>(pods),
-                seen_seconds, seen_count.load() / std::max(seen_seconds, 1e-9),
-                scheduler_pid > 0 ? std::to_string(usage.cpu_seconds).substr(0, 5).c_str() : "-",
-                scheduler_pid > 0
-                    ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
-                    : "-");
+                seen_seconds, seen_count.load() / std::max(seen_seconds, 1e-9), cpu.c_str(),
+                rss.c_str());
     return seen_count.load() == pods && refused.load() == 0 ? 0 : 1;
   }
-  ProcessUsage usage;
-  if (scheduler_pid > 0) {
-    usage.cpu_seconds = hybridjob::testing::ProcessCpuSeconds(static_cast<pid_t>(scheduler_pid));
-    usage.peak_rss_mib =
-        hybridjob::testing::ProcessMemoryMiB(static_cast<pid_t>(scheduler_pid), "VmHWM");
-  }
-  std::printf("| %s | %lld/%lld | %lld x %lld | %.0f | %.0f | %.2f | %.2f | %s | %s |\n",
-              label.empty() ? scheduler_name.c_str() : label.c_str(),
+  std::printf("| %s | %lld/%lld | %lld x %lld | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", name,
               static_cast<long long>(bound_count.load()), static_cast<long long>(pods),
               static_cast<long long>(groups), static_cast<long long>(group_size),
               pods / create_seconds, bound_count.load() / seconds, Percentile(gang_latencies, 0.5),
-              Percentile(gang_latencies, 0.99),
-              scheduler_pid > 0 ? std::to_string(usage.cpu_seconds).substr(0, 5).c_str() : "-",
-              scheduler_pid > 0
-                  ? (std::to_string(static_cast<int>(usage.peak_rss_mib)) + " MiB").c_str()
-                  : "-");
+              Percentile(gang_latencies, 0.99), cpu.c_str(), rss.c_str());
   return bound_count.load() == pods && refused.load() == 0 ? 0 : 1;
 }

@@ -88,19 +88,26 @@ class ScriptedPeer {
 
   void ServeConnection(int fd) {
     std::string buffer;
+    // Waits a little for bytes; false once the client closed the connection.
+    auto read_more = [&] {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) {
+        return true;
+      }
+      char chunk[4096];
+      const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+      if (n <= 0) {
+        return false;
+      }
+      buffer.append(chunk, static_cast<size_t>(n));
+      return true;
+    };
     while (!stop_) {
       const size_t head_end = buffer.find("\r\n\r\n");
       if (head_end == std::string::npos) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 20) <= 0) {
-          continue;
-        }
-        char chunk[4096];
-        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) {
+        if (!read_more()) {
           return;
         }
-        buffer.append(chunk, static_cast<size_t>(n));
         continue;
       }
       size_t body_length = 0;
@@ -109,12 +116,9 @@ class ScriptedPeer {
         body_length = std::stoul(buffer.substr(at + 16));
       }
       if (buffer.size() < head_end + 4 + body_length) {
-        char chunk[4096];
-        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) {
+        if (!read_more()) {
           return;
         }
-        buffer.append(chunk, static_cast<size_t>(n));
         continue;
       }
       const std::string request = buffer.substr(0, head_end + 4 + body_length);
@@ -188,14 +192,22 @@ TEST(HttpTransportTest, AConnectionTheServerClosedIsReplaced) {
   EXPECT_EQ(peer.connections(), 3);
 }
 
-TEST(HttpTransportTest, ConnectionCloseAndBodiesUntilCloseAreHonoured) {
-  ScriptedPeer peer([](int fd, const std::string&) {
-    SendAll(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nbroken");
+// A GET answered with `reply` by a peer that then closes the connection.
+Result<Response> GetAnsweredWith(const std::string& reply) {
+  ScriptedPeer peer([&reply](int fd, const std::string&) {
+    SendAll(fd, reply);
     return false;
   });
   auto transport = Connect(peer.url());
-  ASSERT_NE(transport, nullptr);
-  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(2000));
+  if (transport == nullptr) {
+    return Internal("no transport");
+  }
+  return transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(2000));
+}
+
+TEST(HttpTransportTest, ConnectionCloseAndBodiesUntilCloseAreHonoured) {
+  auto got = GetAnsweredWith(
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nbroken");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->head.status, 500);
   EXPECT_EQ(got->body, "broken");
@@ -255,13 +267,7 @@ TEST(HttpTransportTest, AStreamThatEndsReportsTheEnd) {
 }
 
 TEST(HttpTransportTest, ABodyCutShortIsAnError) {
-  ScriptedPeer peer([](int fd, const std::string&) {
-    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
-    return false;
-  });
-  auto transport = Connect(peer.url());
-  ASSERT_NE(transport, nullptr);
-  auto got = transport->RoundTrip({"GET", "/", {}, ""}, milliseconds(2000));
+  auto got = GetAnsweredWith("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
 }
