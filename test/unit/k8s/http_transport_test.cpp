@@ -176,20 +176,43 @@ TEST(HttpTransportTest, KeepsOneConnectionAliveAcrossRequests) {
   EXPECT_TRUE(requests[3].ends_with("Content-Length: 7\r\n\r\n{\"a\":1}")) << requests[3];
 }
 
-TEST(HttpTransportTest, AConnectionTheServerClosedIsReplaced) {
-  // The server answers as if the connection stayed open, then closes it.
+TEST(HttpTransportTest, AnIdleConnectionTheServerClosedIsReplaced) {
+  // The server answers as if the connection stayed open, then closes it
+  // while it idles: the next request goes on a new connection.
+  ScriptedPeer peer([](int fd, const std::string&) {
+    SendAll(fd, Reply("once"));
+    std::this_thread::sleep_for(milliseconds(20));
+    return false;
+  });
+  auto transport = Connect(peer.url());
+  ASSERT_NE(transport, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) {
+      std::this_thread::sleep_for(milliseconds(100));  // the close has arrived
+    }
+    auto got = transport->RoundTrip({"POST", "/x", {}, "{}"}, milliseconds(2000));
+    ASSERT_TRUE(got.ok()) << "request " << i << ": " << got.status().ToString();
+    EXPECT_EQ(got->body, "once");
+  }
+  EXPECT_EQ(peer.connections(), 3);
+}
+
+TEST(HttpTransportTest, AGetOnAConnectionClosedUnderItIsSentAgain) {
+  // The close may arrive after the next request went out on the connection:
+  // a GET is sent again on a new one (a POST would not be: it may have
+  // been acted on).
   ScriptedPeer peer([](int fd, const std::string&) {
     SendAll(fd, Reply("once"));
     return false;
   });
   auto transport = Connect(peer.url());
   ASSERT_NE(transport, nullptr);
-  for (int i = 0; i < 3; ++i) {
-    auto got = transport->RoundTrip({"POST", "/x", {}, "{}"}, milliseconds(2000));
+  for (int i = 0; i < 5; ++i) {
+    auto got = transport->RoundTrip({"GET", "/x", {}, ""}, milliseconds(2000));
     ASSERT_TRUE(got.ok()) << "request " << i << ": " << got.status().ToString();
     EXPECT_EQ(got->body, "once");
   }
-  EXPECT_EQ(peer.connections(), 3);
+  EXPECT_EQ(peer.connections(), 5);
 }
 
 // A GET answered with `reply` by a peer that then closes the connection.
