@@ -19,6 +19,7 @@
 #include <openssl/x509v3.h>
 
 #include <hybridjob/common/mutex.h>
+#include <hybridjob/common/openssl.h>
 #include <hybridjob/k8s/http_transport.h>
 
 namespace hybridjob::k8s::http {
@@ -32,47 +33,22 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kMaxIdle{30};
 constexpr size_t kReadChunk = 64 * 1024;
 
-std::string OpenSslError(std::string_view what) {
-  std::string message(what);
-  unsigned long code = 0;
-  const char* separator = ": ";
-  while ((code = ERR_get_error()) != 0) {
-    char text[256];
-    ERR_error_string_n(code, text, sizeof(text));
-    message += separator;
-    message += text;
-    separator = "; ";
-  }
-  return message;
-}
-
 std::string ErrnoText(int error) {
   char text[128];
   return strerror_r(error, text, sizeof(text));
 }
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
-};
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct X509Free {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
+using SslCtxPtr = openssl::Ptr<SSL_CTX>;
+using openssl::ErrorText;
 
-std::unique_ptr<BIO, BioFree> MemoryBio(const std::string& pem) {
-  return std::unique_ptr<BIO, BioFree>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+openssl::Ptr<BIO> MemoryBio(const std::string& pem) {
+  return openssl::Ptr<BIO>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
 // Every certificate of a PEM bundle; none is an error.
-Result<std::vector<std::unique_ptr<X509, X509Free>>> ReadCertificates(const std::string& pem,
-                                                                      std::string_view what) {
-  std::vector<std::unique_ptr<X509, X509Free>> certs;
+Result<std::vector<openssl::Ptr<X509>>> ReadCertificates(const std::string& pem,
+                                                         std::string_view what) {
+  std::vector<openssl::Ptr<X509>> certs;
   auto bio = MemoryBio(pem);
   while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
     certs.emplace_back(cert);
@@ -88,7 +64,7 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
   ERR_clear_error();
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) {
-    return Internal(OpenSslError("cannot create a TLS context"));
+    return Internal(ErrorText("cannot create a TLS context"));
   }
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_AUTO_RETRY);
@@ -99,7 +75,7 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
   if (!tls.insecure_skip_verify) {
     if (tls.ca_pem.empty()) {
       if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
-        return InvalidArgument(OpenSslError("cannot load the system's CA certificates"));
+        return InvalidArgument(ErrorText("cannot load the system's CA certificates"));
       }
     } else {
       auto certs = ReadCertificates(tls.ca_pem, "the CA data");
@@ -109,7 +85,7 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
       X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
       for (const auto& cert : *certs) {
         if (X509_STORE_add_cert(store, cert.get()) != 1) {
-          return InvalidArgument(OpenSslError("unusable CA certificate"));
+          return InvalidArgument(ErrorText("unusable CA certificate"));
         }
       }
     }
@@ -126,22 +102,21 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
       return chain.status();
     }
     if (SSL_CTX_use_certificate(ctx.get(), (*chain)[0].get()) != 1) {
-      return InvalidArgument(OpenSslError("unusable client certificate"));
+      return InvalidArgument(ErrorText("unusable client certificate"));
     }
     for (size_t i = 1; i < chain->size(); ++i) {
       if (SSL_CTX_add1_chain_cert(ctx.get(), (*chain)[i].get()) != 1) {
-        return InvalidArgument(OpenSslError("unusable client certificate chain"));
+        return InvalidArgument(ErrorText("unusable client certificate chain"));
       }
     }
     auto bio = MemoryBio(tls.client_key_pem);
-    std::unique_ptr<EVP_PKEY, PkeyFree> key(
-        PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+    openssl::Ptr<EVP_PKEY> key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
     if (!key) {
-      return InvalidArgument(OpenSslError("the client key is not a PEM private key"));
+      return InvalidArgument(ErrorText("the client key is not a PEM private key"));
     }
     if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1 ||
         SSL_CTX_check_private_key(ctx.get()) != 1) {
-      return InvalidArgument(OpenSslError("the client key does not match its certificate"));
+      return InvalidArgument(ErrorText("the client key does not match its certificate"));
     }
   }
   return ctx;
@@ -274,7 +249,7 @@ class Connection {
       if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN) {
         return Unavailable(std::string(op) + ": connection closed by the server");
       }
-      return Unavailable(OpenSslError(std::string(op) + ": TLS error"));
+      return Unavailable(ErrorText(std::string(op) + ": TLS error"));
     }
     if (saved == EAGAIN || saved == EWOULDBLOCK) {
       return Unavailable("timed out waiting for the server");
@@ -498,7 +473,7 @@ class Transport::Impl {
     SSL* ssl = SSL_new(ctx_.get());
     if (ssl == nullptr) {
       ::close(fd);
-      return Internal(OpenSslError("cannot create a TLS session"));
+      return Internal(ErrorText("cannot create a TLS session"));
     }
     auto conn = std::make_unique<Connection>(fd, ssl);  // owns both from here
     conn->SetTimeout(timeout);
@@ -512,7 +487,7 @@ class Transport::Impl {
                             ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name_.c_str())
                             : X509_VERIFY_PARAM_set1_host(param, server_name_.c_str(), 0);
       if (named != 1) {
-        return Internal(OpenSslError("cannot set the name to verify"));
+        return Internal(ErrorText("cannot set the name to verify"));
       }
     }
     if (SSL_connect(ssl) != 1) {
@@ -524,7 +499,7 @@ class Transport::Impl {
             ": server certificate not trusted: " + X509_verify_cert_error_string(verified));
       }
       const int saved = errno;
-      std::string reason = OpenSslError("TLS handshake with " + endpoint_.host_header);
+      std::string reason = ErrorText("TLS handshake with " + endpoint_.host_header);
       if (saved == EAGAIN || saved == EWOULDBLOCK) {
         reason += ": timed out";
       } else if (saved != 0) {

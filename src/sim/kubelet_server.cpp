@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/common/mutex.h>
+#include <hybridjob/common/openssl.h>
 #include <hybridjob/common/strings.h>
 #include <hybridjob/sim/kubelet_server.h>
 
@@ -162,33 +163,7 @@ struct PemPair {
   std::string private_key;
 };
 
-std::string OpenSslError(std::string_view what) {
-  std::string message(what);
-  if (unsigned long code = ERR_get_error(); code != 0) {
-    char text[256];
-    ERR_error_string_n(code, text, sizeof(text));
-    message += ": ";
-    message += text;
-  }
-  ERR_clear_error();
-  return message;
-}
-
-struct BioDeleter {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct KeyDeleter {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-struct KeyContextDeleter {
-  void operator()(EVP_PKEY_CTX* ctx) const { EVP_PKEY_CTX_free(ctx); }
-};
-struct CertDeleter {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct BignumDeleter {
-  void operator()(BIGNUM* bn) const { BN_free(bn); }
-};
+using openssl::ErrorText;
 
 std::string BioText(BIO* bio) {
   char* data = nullptr;
@@ -218,24 +193,22 @@ bool IsIpAddress(const std::string& address) {
 // A P-256 key and a self-signed certificate for `address`, valid for a year
 // (what a kubelet without --tls-cert-file makes for itself).
 Result<PemPair> SelfSignedCertificate(const std::string& address) {
-  std::unique_ptr<EVP_PKEY_CTX, KeyContextDeleter> key_ctx(
-      EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nullptr));
+  openssl::Ptr<EVP_PKEY_CTX> key_ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nullptr));
   EVP_PKEY* raw_key = nullptr;
   if (!key_ctx || EVP_PKEY_keygen_init(key_ctx.get()) != 1 ||
       EVP_PKEY_CTX_set_ec_paramgen_curve_nid(key_ctx.get(), NID_X9_62_prime256v1) != 1 ||
       EVP_PKEY_keygen(key_ctx.get(), &raw_key) != 1) {
-    return Internal(OpenSslError("generating the kubelet's key"));
+    return Internal(ErrorText("generating the kubelet's key"));
   }
-  std::unique_ptr<EVP_PKEY, KeyDeleter> key(raw_key);
+  openssl::Ptr<EVP_PKEY> key(raw_key);
 
-  std::unique_ptr<X509, CertDeleter> cert(X509_new());
+  openssl::Ptr<X509> cert(X509_new());
   unsigned char serial_bytes[16];
   if (!cert || RAND_bytes(serial_bytes, sizeof(serial_bytes)) != 1) {
-    return Internal(OpenSslError("making the kubelet's certificate"));
+    return Internal(ErrorText("making the kubelet's certificate"));
   }
   serial_bytes[0] &= 0x7f;  // a positive serial
-  std::unique_ptr<BIGNUM, BignumDeleter> serial(
-      BN_bin2bn(serial_bytes, sizeof(serial_bytes), nullptr));
+  openssl::Ptr<BIGNUM> serial(BN_bin2bn(serial_bytes, sizeof(serial_bytes), nullptr));
   const std::string common_name = "hybridjob-sim-kubelet@" + address;
   X509_NAME* name = X509_get_subject_name(cert.get());
   const std::string alt_name = (IsIpAddress(address) ? "IP:" : "DNS:") + address;
@@ -254,15 +227,15 @@ Result<PemPair> SelfSignedCertificate(const std::string& address) {
       !AddExtension(cert.get(), NID_ext_key_usage, "serverAuth") ||
       !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment") ||
       X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
-    return Internal(OpenSslError("making the kubelet's certificate"));
+    return Internal(ErrorText("making the kubelet's certificate"));
   }
 
-  std::unique_ptr<BIO, BioDeleter> cert_bio(BIO_new(BIO_s_mem()));
-  std::unique_ptr<BIO, BioDeleter> key_bio(BIO_new(BIO_s_mem()));
+  openssl::Ptr<BIO> cert_bio(BIO_new(BIO_s_mem()));
+  openssl::Ptr<BIO> key_bio(BIO_new(BIO_s_mem()));
   if (!cert_bio || !key_bio || PEM_write_bio_X509(cert_bio.get(), cert.get()) != 1 ||
       PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
           1) {
-    return Internal(OpenSslError("encoding the kubelet's certificate"));
+    return Internal(ErrorText("encoding the kubelet's certificate"));
   }
   return PemPair{BioText(cert_bio.get()), BioText(key_bio.get())};
 }
