@@ -316,7 +316,7 @@ Result<ExecCredential> RunExecPlugin(const ExecConfig& exec, const ClientConfig&
     std::string message = "exec plugin: executable " + exec.command;
     message += run->signal != 0 ? " was killed by signal " + std::to_string(run->signal)
                                 : " failed with exit code " + std::to_string(run->exit_code);
-    std::string err = TrimSpace(run->err);
+    std::string err(TrimSpace(run->err));
     if (err.size() > kStderrInMessage) {
       err = "..." + err.substr(err.size() - kStderrInMessage);
     }
@@ -437,7 +437,7 @@ Credentials CredentialSource::ReadTokenFileLocked() {
     std::ifstream in(token_file_);
     std::ostringstream text;
     text << in.rdbuf();
-    std::string fresh = TrimSpace(text.str());
+    std::string fresh(TrimSpace(text.str()));
     if (!fresh.empty()) {
       if (fresh != current_.token) {
         ++current_.generation;

@@ -190,6 +190,7 @@ class Connection {
       ssize_t n = 0;
       if (ssl_ != nullptr) {
         ERR_clear_error();
+        errno = 0;  // a clean end is told from a failure by errno staying 0
         const int read = SSL_read(ssl_, buffer.data() + before, static_cast<int>(kReadChunk));
         if (read <= 0) {
           const int error = SSL_get_error(ssl_, read);
@@ -556,10 +557,9 @@ class Transport::Impl {
   // replaced, and the request sent again when that cannot repeat its effect.
   Result<std::pair<std::unique_ptr<Connection>, ResponseHead>> Exchange(
       const Request& request, std::chrono::milliseconds timeout) {
-    std::vector<Header> headers = request.headers;
     const std::string bytes =
         FormatRequest(request.method, endpoint_.path_prefix + std::string(request.target),
-                      endpoint_.host_header, headers, request.body);
+                      endpoint_.host_header, request.headers, request.body);
     for (int attempt = 0;; ++attempt) {
       std::unique_ptr<Connection> conn = attempt == 0 ? TakeIdle() : nullptr;
       const bool reused = conn != nullptr;

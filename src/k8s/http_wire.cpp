@@ -3,6 +3,8 @@
 
 #include <hybridjob/k8s/http_wire.h>
 
+#include "text.h"
+
 namespace hybridjob::k8s::http {
 namespace {
 
@@ -15,21 +17,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
                                             [&](char x, char y) { return lower(x) == lower(y); });
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 // Whether the comma-separated header value lists `token`.
 bool ListsToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    if (EqualsIgnoreCase(Trim(value.substr(0, comma)), token)) {
+    if (EqualsIgnoreCase(TrimSpace(value.substr(0, comma)), token)) {
       return true;
     }
     if (comma == std::string_view::npos) {
@@ -116,7 +108,7 @@ Result<ResponseHead> ParseResponseHead(std::string_view head, std::string_view r
       return Internal("malformed HTTP header line: \"" + std::string(line.substr(0, 80)) + "\"");
     }
     parsed.headers.push_back(
-        Header{std::string(line.substr(0, colon)), std::string(Trim(line.substr(colon + 1)))});
+        Header{std::string(line.substr(0, colon)), std::string(TrimSpace(line.substr(colon + 1)))});
   }
 
   const std::string connection = parsed.Get("Connection");

@@ -74,10 +74,9 @@ const NodeQueueUsage& QueueUsageMemo::For(const Snapshot& snapshot, uint32_t slo
     entries_.resize(slot + 1);
   }
   Entry& entry = entries_[slot];
-  if (!entry.valid || entry.pods_version != node.pods_version) {
+  if (entry.pods_version != node.pods_version) {
     entry.usage = SumQueueUsage(node, policy);
     entry.pods_version = node.pods_version;
-    entry.valid = true;
   }
   return entry.usage;
 }

@@ -600,8 +600,8 @@ void GangScheduler::PublishDashboard() {
   const Snapshot& snapshot = cache_.snapshot();
   state->map = BuildGpuMap(snapshot, config_.gpu_resources, levels);
   const QueueTable table(policy.queues);
-  state->queues =
-      BuildQueueViews(FairShare::FromSnapshot(snapshot, table, policy, config_.gpu_resources));
+  state->queues = BuildQueueViews(
+      FairShare::FromSnapshot(snapshot, table, policy, config_.gpu_resources, &queue_usage_));
   if (leading) {
     for (const auto& [queue, waiting] : last_waiting_) {
       AddWaiting(state->queues, queue, waiting);

@@ -62,8 +62,7 @@ class QueueUsageMemo {
 
  private:
   struct Entry {
-    uint64_t pods_version = 0;
-    bool valid = false;
+    uint64_t pods_version = 0;  // of the node summed; 0 is a node no pod ever touched
     NodeQueueUsage usage;
   };
   std::vector<Entry> entries_;
