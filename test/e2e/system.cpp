@@ -1,5 +1,6 @@
 #include "system.h"
 
+#include <cstdlib>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -16,14 +17,21 @@ std::string LogName(const std::string& binary, int replica) {
 
 // A binary of build/bin with the flags every component gets here: the
 // cluster's kubeconfig, and metrics and health on ports of the kernel's choice.
+// HYBRIDJOB_E2E_LOG_LEVEL (e.g. debug) sets their --log-level, to chase a
+// failure that the info logs do not explain.
 std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig) {
-  return {BinaryDir() + "/" + binary,
-          "--kubeconfig",
-          kubeconfig,
-          "--metrics-addr",
-          "0",
-          "--health-addr",
-          "0"};
+  std::vector<std::string> argv = {BinaryDir() + "/" + binary,
+                                   "--kubeconfig",
+                                   kubeconfig,
+                                   "--metrics-addr",
+                                   "0",
+                                   "--health-addr",
+                                   "0"};
+  if (const char* level = std::getenv("HYBRIDJOB_E2E_LOG_LEVEL"); level != nullptr && *level) {
+    argv.push_back("--log-level");
+    argv.push_back(level);
+  }
+  return argv;
 }
 
 // Stops a replica and starts it again with `argv`, logging to the same file.
@@ -56,22 +64,12 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   }
   const std::string dir = cluster_.dir();
   const std::string kubeconfig = cluster_.kubeconfig();
-  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim",
-                                       "--kubeconfig",
-                                       kubeconfig,
-                                       "--nodes",
-                                       std::to_string(options.nodes),
-                                       "--gpus-per-node",
-                                       std::to_string(options.gpus_per_node),
-                                       "--cpu",
-                                       "32",
-                                       "--memory",
-                                       "256Gi",
-                                       "--heartbeat-interval",
-                                       "20s",
+  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim", "--kubeconfig", kubeconfig,
+                                       "--nodes", std::to_string(options.nodes), "--gpus-per-node",
+                                       std::to_string(options.gpus_per_node), "--cpu", "32",
+                                       "--memory", "256Gi", "--heartbeat-interval", "20s",
                                        // The default class, as kind's `standard`.
-                                       "--storage-class",
-                                       "standard"};
+                                       "--storage-class", "standard"};
   sim_argv.insert(sim_argv.end(), replicas.sim_args.begin(), replicas.sim_args.end());
   sim_ = std::make_unique<ChildProcess>(sim_argv, dir + "/logs/hybridjob-sim.log");
   // Nodes first, so the scheduler's first cycle sees them.
@@ -185,7 +183,11 @@ std::vector<nlohmann::json> System::Pods(const std::string& job, const std::stri
 }
 
 std::string System::Logs() const {
+  // What the cluster holds now, then the binaries' logs.
   std::string out;
+  std::string objects;
+  Kubectl("get hybridjobs,pods --all-namespaces -o wide --request-timeout=10s", &objects);
+  out += "==> kubectl get hybridjobs,pods --all-namespaces -o wide\n" + objects + "\n";
   std::vector<const ChildProcess*> processes = {sim_.get(), kube_scheduler_.get()};
   for (const auto& scheduler : schedulers_) {
     processes.push_back(scheduler.get());
