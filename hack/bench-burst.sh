@@ -8,7 +8,9 @@
 # BURST_CONCURRENCY (16), BURST_LEGS ("1 2 3 4 5 6 7": which of the legs below run),
 # BURST_KEEP_LOGS (a directory to copy the binaries' logs into), BURST_API_PROFILE (1: after
 # each leg, the requests the API server served during it, by verb and resource, with the
-# seconds it spent on them, from its own apiserver_request_* metrics).
+# seconds it spent on them, from its own apiserver_request_* metrics), BURST_API_PPROF (a
+# directory: the API server's Go CPU profile of each leg's first BURST_API_PPROF_SECONDS
+# (default 15), as LEG-NAMESPACE.pprof; read with `go tool pprof -top`).
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
@@ -71,6 +73,7 @@ done
 "$ROOT/hack/k8s-binaries.sh" >/dev/null  # kube-scheduler too
 
 log "cluster with $NODES simulated nodes"
+[ -z "${BURST_API_PPROF:-}" ] || export HYBRIDJOB_CLUSTER_PROFILING=1
 eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER")"
 K8S_BIN="$(cat "$CLUSTER/k8s-bin-dir")"
 KUBECTL="$K8S_BIN/kubectl"
@@ -147,11 +150,20 @@ run_leg() {
   sched0="$(cpu_of "$pid")"
   [ -n "$CONTROLLER" ] && ctrl0="$(cpu_of "$CONTROLLER")"
   [ -n "${BURST_API_PROFILE:-}" ] && api_requests >"$WORK/requests-before"
+  local pprof_pid=""
+  if [ -n "${BURST_API_PPROF:-}" ]; then
+    mkdir -p "$BURST_API_PPROF"
+    curl -fsS --cacert "$CLUSTER/pki/ca.crt" -H "Authorization: Bearer $API_TOKEN" \
+      -o "$BURST_API_PPROF/$ns.pprof" \
+      "$API_SERVER_URL/debug/pprof/profile?seconds=${BURST_API_PPROF_SECONDS:-15}" &
+    pprof_pid=$!
+  fi
   local row
   row="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
     --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
     --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
   if [[ " $* " == *" --created-only "* ]]; then CREATE_ROWS+="$row"; else ROWS+="$row"; fi
+  [ -z "$pprof_pid" ] || wait "$pprof_pid" || log "no CPU profile of the API server for $ns"
   local ctrl="-"
   [ -n "$CONTROLLER" ] && ctrl="$(awk -v a="$(cpu_of "$CONTROLLER")" -v b="$ctrl0" 'BEGIN { printf "%.1f", a - b }')"
   # A leg whose measured process is the controller runs no scheduler.

@@ -15,7 +15,8 @@
 # Without --dir, `up` makes a fresh directory, so several clusters can run at
 # once; `env` and `down` then use $HYBRIDJOB_CLUSTER_DIR, or the only cluster
 # running. Every process is started by `up` and stopped by `down`, which also
-# removes the directory.
+# removes the directory. HYBRIDJOB_CLUSTER_PROFILING=1 serves the API server's
+# Go profiles at /debug/pprof (benchmarks only).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +27,7 @@ log() { echo "local-cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -224,7 +225,7 @@ try_up() {
     --allow-privileged=true \
     --endpoint-reconciler-type none \
     --kubelet-preferred-address-types InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
-    --profiling=false \
+    --profiling="$([ "${HYBRIDJOB_CLUSTER_PROFILING:-}" = 1 ] && echo true || echo false)" \
     --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
     --watch-cache=true
   local server="https://127.0.0.1:$api_port"
