@@ -102,12 +102,14 @@ TEST(EndToEndTest, TwoCompetingJobsNeverDeadlock) {
 TEST(EndToEndTest, FailedWorkerIsRestartedWithTheSameIndex) {
   System system;
   ASSERT_TRUE(system.ok());
-  // Worker 1 of 2 fails with a retryable code. Once it has been restarted,
+  // Both workers fail with a retryable code. Once one has been restarted,
   // the fault "goes away": the test tells the simulated kubelet to end the
   // member pods that exist with 0. (Editing the job's template would not do:
   // a running job ignores that edit, and restarted members keep the run's
-  // template.)
-  ASSERT_EQ(system.Apply(Job("r", "generic", {Member("worker", 2, 2, 1, "4s", "137", "ExitCode")},
+  // template.) A replacement must be annotated before its run ends, or it
+  // fails again and waits out a longer back-off: members run 10 s, which a
+  // loaded machine's kubectl does not miss.
+  ASSERT_EQ(system.Apply(Job("r", "generic", {Member("worker", 2, 2, 1, "10s", "137", "ExitCode")},
                              "    backoffLimit: 3\n")),
             0);
   ASSERT_TRUE(WaitFor(
@@ -130,7 +132,7 @@ TEST(EndToEndTest, FailedWorkerIsRestartedWithTheSameIndex) {
         }
         return system.Phase("r") == "Succeeded";
       },
-      90s))
+      150s))
       << "phase " << system.Phase("r") << "\n"
       << system.Logs();
   const json job = system.Job("r");
