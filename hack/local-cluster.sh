@@ -27,7 +27,7 @@ log() { echo "local-cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 

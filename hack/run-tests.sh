@@ -15,19 +15,19 @@ failed=()
 record_failures() {
   local log="$1/Testing/Temporary/LastTestsFailed.log"
   [ -s "$log" ] || return 0
-  while IFS= read -r line; do failed+=("$2: ${line#*:}"); done <"$log"
+  while IFS= read -r line; do failed+=("$1: ${line#*:}"); done <"$log"
 }
 
 rm -f "$BUILD_DIR/Testing/Temporary/LastTestsFailed.log" "$ASAN_DIR/Testing/Temporary/LastTestsFailed.log"
 echo "== unit, integration, e2e and fault tests ($BUILD_DIR)"
 ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e|fault' -j "$JOBS" --output-on-failure || status=1
-record_failures "$BUILD_DIR" "$BUILD_DIR"
+record_failures "$BUILD_DIR"
 
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($ASAN_DIR)"
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir "$ASAN_DIR" -L unit -j "$JOBS" --output-on-failure || status=1
-record_failures "$ASAN_DIR" "$ASAN_DIR"
+record_failures "$ASAN_DIR"
 
 if [ -n "$FUZZ_DIR" ]; then
   echo "== fuzz targets, ${FUZZ_SECONDS:-60}s each ($FUZZ_DIR)"

@@ -15,10 +15,17 @@ std::string LogName(const std::string& binary, int replica) {
   return replica == 0 ? binary + ".log" : binary + "-" + std::to_string(replica) + ".log";
 }
 
+// HYBRIDJOB_E2E_LOG_LEVEL (e.g. debug) sets the binaries' --log-level, to
+// chase a failure that the info logs do not explain.
+void AddLogLevel(std::vector<std::string>& argv) {
+  if (const char* level = std::getenv("HYBRIDJOB_E2E_LOG_LEVEL"); level != nullptr && *level) {
+    argv.push_back("--log-level");
+    argv.push_back(level);
+  }
+}
+
 // A binary of build/bin with the flags every component gets here: the
 // cluster's kubeconfig, and metrics and health on ports of the kernel's choice.
-// HYBRIDJOB_E2E_LOG_LEVEL (e.g. debug) sets their --log-level, to chase a
-// failure that the info logs do not explain.
 std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig) {
   std::vector<std::string> argv = {BinaryDir() + "/" + binary,
                                    "--kubeconfig",
@@ -27,10 +34,7 @@ std::vector<std::string> ComponentArgv(const std::string& binary, const std::str
                                    "0",
                                    "--health-addr",
                                    "0"};
-  if (const char* level = std::getenv("HYBRIDJOB_E2E_LOG_LEVEL"); level != nullptr && *level) {
-    argv.push_back("--log-level");
-    argv.push_back(level);
-  }
+  AddLogLevel(argv);
   return argv;
 }
 
@@ -64,12 +68,23 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   }
   const std::string dir = cluster_.dir();
   const std::string kubeconfig = cluster_.kubeconfig();
-  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim", "--kubeconfig", kubeconfig,
-                                       "--nodes", std::to_string(options.nodes), "--gpus-per-node",
-                                       std::to_string(options.gpus_per_node), "--cpu", "32",
-                                       "--memory", "256Gi", "--heartbeat-interval", "20s",
+  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim",
+                                       "--kubeconfig",
+                                       kubeconfig,
+                                       "--nodes",
+                                       std::to_string(options.nodes),
+                                       "--gpus-per-node",
+                                       std::to_string(options.gpus_per_node),
+                                       "--cpu",
+                                       "32",
+                                       "--memory",
+                                       "256Gi",
+                                       "--heartbeat-interval",
+                                       "20s",
                                        // The default class, as kind's `standard`.
-                                       "--storage-class", "standard"};
+                                       "--storage-class",
+                                       "standard"};
+  AddLogLevel(sim_argv);
   sim_argv.insert(sim_argv.end(), replicas.sim_args.begin(), replicas.sim_args.end());
   sim_ = std::make_unique<ChildProcess>(sim_argv, dir + "/logs/hybridjob-sim.log");
   // Nodes first, so the scheduler's first cycle sees them.
