@@ -10,7 +10,9 @@
 # each leg, the requests the API server served during it, by verb and resource, with the
 # seconds it spent on them, from its own apiserver_request_* metrics), BURST_API_PPROF (a
 # directory: the API server's Go CPU profile of each leg's first BURST_API_PPROF_SECONDS
-# (default 15), as LEG-NAMESPACE.pprof; read with `go tool pprof -top`).
+# (default 15), as LEG-NAMESPACE.pprof; read with `go tool pprof -top`), BURST_API_AUDIT (a
+# directory: the API server's audit log, and after each leg the requests it served during it
+# by client (user agent), verb and resource).
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
@@ -74,6 +76,12 @@ done
 
 log "cluster with $NODES simulated nodes"
 [ -z "${BURST_API_PPROF:-}" ] || export HYBRIDJOB_CLUSTER_PROFILING=1
+if [ -n "${BURST_API_AUDIT:-}" ]; then
+  mkdir -p "$BURST_API_AUDIT"
+  BURST_API_AUDIT="$(cd "$BURST_API_AUDIT" && pwd)"
+  rm -f "$BURST_API_AUDIT/audit.log" "$BURST_API_AUDIT/legs.tsv"
+  export HYBRIDJOB_CLUSTER_AUDIT_LOG="$BURST_API_AUDIT/audit.log"
+fi
 eval "$("$ROOT/hack/local-cluster.sh" up --dir "$CLUSTER")"
 K8S_BIN="$(cat "$CLUSTER/k8s-bin-dir")"
 KUBECTL="$K8S_BIN/kubectl"
@@ -158,11 +166,14 @@ run_leg() {
       "$API_SERVER_URL/debug/pprof/profile?seconds=${BURST_API_PPROF_SECONDS:-15}" &
     pprof_pid=$!
   fi
-  local row
+  local row started
+  started="$(date -u +%s.%N)"
   row="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
     --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
     --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
   if [[ " $* " == *" --created-only "* ]]; then CREATE_ROWS+="$row"; else ROWS+="$row"; fi
+  [ -z "${BURST_API_AUDIT:-}" ] ||
+    printf '%s\t%s\t%s\n' "$started" "$(date -u +%s.%N)" "$label" >>"$BURST_API_AUDIT/legs.tsv"
   [ -z "$pprof_pid" ] || wait "$pprof_pid" || log "no CPU profile of the API server for $ns"
   local ctrl="-"
   [ -n "$CONTROLLER" ] && ctrl="$(awk -v a="$(cpu_of "$CONTROLLER")" -v b="$ctrl0" 'BEGIN { printf "%.1f", a - b }')"
@@ -289,6 +300,44 @@ echo "|---|---|---|---|---|"
 printf '%s' "$CPU_ROWS"
 echo
 [ -z "$PROFILES" ] || printf '%s\n' "$PROFILES"
+# The audit log's requests within each leg's window, by client, verb and resource
+# (a watch counts once, when it starts).
+if [ -n "${BURST_API_AUDIT:-}" ]; then
+  python3 - "$BURST_API_AUDIT/audit.log" "$BURST_API_AUDIT/legs.tsv" <<'PY'
+import collections, datetime, json, sys
+
+def seconds(stamp):
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+def client(agent):
+    # e.g. "kube-controller-manager/v1.20.2 (linux/amd64) kubernetes/abc/generic-garbage-collector"
+    program = agent.split("/", 1)[0]
+    tail = agent.rsplit("/", 1)[-1] if ")" in agent else ""
+    return program + ("/" + tail if tail and not tail.startswith(("v", "kubernetes")) else "")
+
+legs = [line.rstrip("\n").split("\t") for line in open(sys.argv[2])]
+counts = [collections.Counter() for _ in legs]
+for line in open(sys.argv[1]):
+    event = json.loads(line)
+    verb = event.get("verb", "")
+    if event.get("stage") != ("ResponseStarted" if verb == "watch" else "ResponseComplete"):
+        continue
+    at = seconds(event["requestReceivedTimestamp"])
+    ref = event.get("objectRef", {})
+    resource = ref.get("resource", event.get("requestURI", "").split("?")[0])
+    if ref.get("subresource"):
+        resource += "/" + ref["subresource"]
+    for i, (start, end, _) in enumerate(legs):
+        if float(start) <= at <= float(end):
+            counts[i][(client(event.get("userAgent", "")), verb, resource)] += 1
+for (start, end, label), count in zip(legs, counts):
+    print(f"\nAPI requests during: {label} ({float(end) - float(start):.1f} s, audit log)\n")
+    print("| client | verb | resource | requests |\n|---|---|---|---|")
+    for (who, verb, resource), n in count.most_common():
+        print(f"| {who} | {verb} | {resource} | {n} |")
+PY
+fi
 # pods created/s is the fifth column of the create rows: the controller against
 # the ceiling.
 if leg 5 && { leg 6 || leg 7; }; then

@@ -16,7 +16,8 @@
 # once; `env` and `down` then use $HYBRIDJOB_CLUSTER_DIR, or the only cluster
 # running. Every process is started by `up` and stopped by `down`, which also
 # removes the directory. HYBRIDJOB_CLUSTER_PROFILING=1 serves the API server's
-# Go profiles at /debug/pprof (benchmarks only).
+# Go profiles at /debug/pprof; HYBRIDJOB_CLUSTER_AUDIT_LOG=FILE writes its audit
+# log (every request's verb, resource and user agent) to FILE (benchmarks only).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,7 +28,7 @@ log() { echo "local-cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -207,6 +208,13 @@ try_up() {
 
   umask 077
   echo "$token,hybridjob-admin,hybridjob-admin,\"system:masters\"" >"$dir/tokens.csv"
+  local audit=()
+  if [ -n "${HYBRIDJOB_CLUSTER_AUDIT_LOG:-}" ]; then
+    printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: ["RequestReceived"]' \
+      'rules:' '- level: Metadata' >"$dir/audit-policy.yaml"
+    audit=(--audit-policy-file "$dir/audit-policy.yaml"
+      --audit-log-path "$HYBRIDJOB_CLUSTER_AUDIT_LOG" --audit-log-format json)
+  fi
   # Logs are read from hybridjob-sim's kubelet endpoint at the node's InternalIP:
   # the Hostname address (the node's name) does not resolve. Without
   # --kubelet-certificate-authority the kubelet's self-signed cert is accepted.
@@ -227,7 +235,7 @@ try_up() {
     --kubelet-preferred-address-types InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
     --profiling="$([ "${HYBRIDJOB_CLUSTER_PROFILING:-}" = 1 ] && echo true || echo false)" \
     --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
-    --watch-cache=true
+    --watch-cache=true "${audit[@]}"
   local server="https://127.0.0.1:$api_port"
   if ! wait_for apiserver curl -fsS --cacert "$dir/pki/ca.crt" \
       -H "Authorization: Bearer $token" "$server/readyz"; then

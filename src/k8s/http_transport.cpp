@@ -68,6 +68,10 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
   }
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_AUTO_RETRY);
+  // Reads take whatever the socket holds, several records at once, instead of
+  // a record's header and then its body: half the read calls or fewer on a
+  // busy watch.
+  SSL_CTX_set_read_ahead(ctx.get(), 1);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
   // A server that closes without close_notify ends the stream; it is no error.
   SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
@@ -222,7 +226,8 @@ class Connection {
   // Whether an idle connection is still open with nothing unread: a server
   // that closed it, or sent anything unasked, makes it unusable.
   bool IdleAndOpen() const {
-    if (ssl_ != nullptr && SSL_pending(ssl_) > 0) {
+    // SSL_has_pending: read-ahead may hold bytes of records not yet decrypted.
+    if (ssl_ != nullptr && SSL_has_pending(ssl_) == 1) {
       return false;
     }
     pollfd p{fd_, POLLIN, 0};

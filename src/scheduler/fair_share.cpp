@@ -62,73 +62,118 @@ NodeQueueUsage SumQueueUsage(const NodeState& node, const PolicyConfig& policy) 
   return usage;
 }
 
-const NodeQueueUsage& QueueUsageMemo::For(const Snapshot& snapshot, uint32_t slot,
-                                          const PolicyConfig& policy) {
+namespace {
+
+void AddQueueUsage(std::vector<NodeQueueUsage::Queue>& usage, const NodeQueueUsage::Queue& queue) {
+  auto it = std::find_if(usage.begin(), usage.end(), [&](const NodeQueueUsage::Queue& seen) {
+    return seen.queue == queue.queue;
+  });
+  if (it == usage.end()) {
+    usage.push_back({queue.queue, {}, 0});
+    it = usage.end() - 1;
+  }
+  it->requests += queue.requests;
+  it->pods += queue.pods;
+}
+
+// One node's part of SumSnapshot.
+void AddNode(const NodeState& node, const NodeQueueUsage& on_node, SnapshotSums& sums) {
+  if (node.schedulable_slot()) {
+    sums.capacity += node.info.allocatable;
+    sums.capacity -= on_node.unmanaged;
+  }
+  if (!node.in_use) {
+    return;
+  }
+  for (const NodeQueueUsage::Queue& queue : on_node.managed) {
+    AddQueueUsage(sums.usage, queue);
+  }
+}
+
+}  // namespace
+
+SnapshotSums SumSnapshot(const Snapshot& snapshot, const PolicyConfig& policy) {
+  SnapshotSums sums;
+  for (const NodeState& node : snapshot.slots()) {
+    if (node.in_use) {
+      AddNode(node, SumQueueUsage(node, policy), sums);
+    }
+  }
+  return sums;
+}
+
+const SnapshotSums& QueueUsageMemo::Sums(const Snapshot& snapshot, const PolicyConfig& policy) {
   if (policy.scheduler_name != scheduler_name_ || snapshot.identity() != snapshot_identity_) {
     entries_.clear();
+    blocks_.clear();
+    total_ = {};
     scheduler_name_ = policy.scheduler_name;
     snapshot_identity_ = snapshot.identity();
   }
-  const NodeState& node = snapshot.slots()[slot];
-  if (slot >= entries_.size()) {
-    entries_.resize(slot + 1);
+  const std::vector<NodeState>& slots = snapshot.slots();
+  const size_t block_count = (slots.size() + kBlockSlots - 1) / kBlockSlots;
+  bool changed = false;
+  if (blocks_.size() != block_count) {
+    // The last block may have gained slots (a snapshot only ever adds them).
+    if (!blocks_.empty()) {
+      blocks_.back().summed = false;
+    }
+    blocks_.resize(block_count);
+    changed = true;
   }
-  Entry& entry = entries_[slot];
-  if (entry.pods_version != node.pods_version) {
-    entry.usage = SumQueueUsage(node, policy);
-    entry.pods_version = node.pods_version;
+  entries_.resize(slots.size());
+  for (size_t block = 0; block < block_count; ++block) {
+    const size_t begin = block * kBlockSlots;
+    const size_t end = std::min(slots.size(), begin + kBlockSlots);
+    bool stale = !blocks_[block].summed;
+    for (size_t slot = begin; slot < end && !stale; ++slot) {
+      stale = slots[slot].pods_version != entries_[slot].pods_version ||
+              slots[slot].node_version != entries_[slot].node_version;
+    }
+    if (!stale) {
+      continue;
+    }
+    changed = true;
+    SnapshotSums sums;
+    for (size_t slot = begin; slot < end; ++slot) {
+      const NodeState& node = slots[slot];
+      Entry& entry = entries_[slot];
+      if (entry.pods_version != node.pods_version || !blocks_[block].summed) {
+        entry.usage = node.in_use ? SumQueueUsage(node, policy) : NodeQueueUsage{};
+      }
+      entry.pods_version = node.pods_version;
+      entry.node_version = node.node_version;
+      if (node.in_use) {
+        AddNode(node, entry.usage, sums);
+      }
+    }
+    blocks_[block] = {true, std::move(sums)};
   }
-  return entry.usage;
+  if (changed) {
+    total_ = {};
+    for (const Block& block : blocks_) {
+      total_.capacity += block.sums.capacity;
+      for (const NodeQueueUsage::Queue& queue : block.sums.usage) {
+        AddQueueUsage(total_.usage, queue);
+      }
+    }
+  }
+  return total_;
 }
 
 FairShare FairShare::FromSnapshot(const Snapshot& snapshot, const QueueTable& table,
                                   const PolicyConfig& policy, GpuResources gpus,
                                   QueueUsageMemo* memo) {
-  ResourceList capacity;
-  // Usage is summed per node and queue first, and added once per queue: every
-  // cycle reads every node, so no per-pod lookup of the queue's account and its
-  // ancestors.
-  struct QueueUsage {
-    std::string queue;  // a copy: the memo's entries may move
-    ResourceList requests;
-    int64_t pods = 0;
-  };
-  std::vector<QueueUsage> usage;
-  NodeQueueUsage unmemoized;
-  const std::vector<NodeState>& slots = snapshot.slots();
-  for (uint32_t slot = 0; slot < slots.size(); ++slot) {
-    const NodeState& node = slots[slot];
-    const bool schedulable = node.schedulable_slot();
-    if (!schedulable && !node.in_use) {
-      continue;
-    }
-    const NodeQueueUsage* on_node = nullptr;
-    if (memo != nullptr) {
-      on_node = &memo->For(snapshot, slot, policy);
-    } else {
-      unmemoized = SumQueueUsage(node, policy);
-      on_node = &unmemoized;
-    }
-    if (schedulable) {
-      capacity += node.info.allocatable;
-      capacity -= on_node->unmanaged;
-    }
-    if (!node.in_use) {
-      continue;
-    }
-    for (const NodeQueueUsage::Queue& queue : on_node->managed) {
-      auto it = std::find_if(usage.begin(), usage.end(),
-                             [&](const QueueUsage& seen) { return seen.queue == queue.queue; });
-      if (it == usage.end()) {
-        usage.push_back({queue.queue, {}, 0});
-        it = usage.end() - 1;
-      }
-      it->requests += queue.requests;
-      it->pods += queue.pods;
-    }
+  SnapshotSums fresh;
+  const SnapshotSums* sums = nullptr;
+  if (memo != nullptr) {
+    sums = &memo->Sums(snapshot, policy);
+  } else {
+    fresh = SumSnapshot(snapshot, policy);
+    sums = &fresh;
   }
-  FairShare share(table, std::move(capacity), std::move(gpus));
-  for (const QueueUsage& queue : usage) {
+  FairShare share(table, sums->capacity, std::move(gpus));
+  for (const NodeQueueUsage::Queue& queue : sums->usage) {
     share.Add(queue.queue, queue.requests, queue.pods);
   }
   return share;

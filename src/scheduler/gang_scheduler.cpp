@@ -224,34 +224,15 @@ size_t GangScheduler::PendingPods() const {
 }
 
 void GangScheduler::PublishCacheFigures() {
-  // Every pass: metrics must see a placement the moment it is assumed. One
-  // sum over the nodes, a small cost beside the deltas that came with it.
-  double cpu_allocatable = 0;
-  double cpu_requested = 0;
-  double memory_allocatable = 0;
-  double memory_requested = 0;
-  const std::vector<GpuResource>& gpu_resources = config_.gpu_resources.entries();
-  std::vector<std::pair<double, double>> gpus(gpu_resources.size());
-  for (const auto& slot : cache_.snapshot().slots()) {
-    if (!slot.schedulable_slot()) {
-      continue;
-    }
-    const auto& allocatable = slot.info.allocatable;
-    cpu_allocatable += static_cast<double>(allocatable.milli_cpu) / 1000.0;
-    cpu_requested += static_cast<double>(slot.requested.milli_cpu) / 1000.0;
-    memory_allocatable += static_cast<double>(allocatable.memory);
-    memory_requested += static_cast<double>(slot.requested.memory);
-    for (size_t i = 0; i < gpu_resources.size(); ++i) {
-      gpus[i].first += static_cast<double>(allocatable.Scalar(gpu_resources[i].name));
-      gpus[i].second += static_cast<double>(slot.requested.Scalar(gpu_resources[i].name));
-    }
-  }
+  // Every pass: metrics must see a placement the moment it is assumed. The
+  // memo reads only the nodes that changed since the last pass.
   std::map<std::string, std::pair<double, double>> totals;
   if (!cache_.snapshot().slots().empty()) {
-    totals["cpu"] = {cpu_allocatable, cpu_requested};
-    totals["memory"] = {memory_allocatable, memory_requested};
-    for (size_t i = 0; i < gpu_resources.size(); ++i) {
-      totals[gpu_resources[i].name] = gpus[i];
+    for (const ResourceTotal& total :
+         resource_totals_memo_.Update(cache_.snapshot(), config_.gpu_resources)) {
+      const double scale = total.resource == "cpu" ? 1000.0 : 1.0;
+      totals[total.resource] = {static_cast<double>(total.allocatable) / scale,
+                                static_cast<double>(total.requested) / scale};
     }
   }
   MutexLock lock(mu_);

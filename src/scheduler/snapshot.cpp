@@ -87,6 +87,7 @@ Status Snapshot::UpsertNode(NodeInfo node) {
   }
   state.info = std::move(node);
   state.has_node = true;
+  TouchNode(state);
   return Status::Ok();
 }
 
@@ -104,6 +105,7 @@ Status Snapshot::RemoveNode(std::string_view name) {
   std::string kept_name = std::move(state.info.name);
   state.info = NodeInfo{};
   state.info.name = std::move(kept_name);
+  TouchNode(state);
   --node_count_;
   topology_levels_.clear();
   ReleaseSlotIfUnused(slot);

@@ -52,20 +52,43 @@ struct NodeQueueUsage {
 };
 NodeQueueUsage SumQueueUsage(const NodeState& node, const PolicyConfig& policy);
 
-// Each node's NodeQueueUsage, kept from one cycle to the next until the
-// node's pods change (NodeState::pods_version): a cycle then sums the nodes,
-// not every pod. Owned with the snapshot it serves; given another snapshot,
-// it starts over.
+// What FairShare::FromSnapshot sums over the nodes: the capacity (the
+// allocatable of every node with an object, less what pods of other schedulers
+// request there) and the usage of the managed pods by queue, the queues in
+// the order of their first pod by slot.
+struct SnapshotSums {
+  ResourceList capacity;
+  std::vector<NodeQueueUsage::Queue> usage;
+};
+SnapshotSums SumSnapshot(const Snapshot& snapshot, const PolicyConfig& policy);
+
+// SumSnapshot kept from one cycle to the next: each node's NodeQueueUsage
+// until its pods change (NodeState::pods_version), and the sums of each block
+// of kBlockSlots slots until one of its nodes or their pods change
+// (node_version, pods_version). A cycle sums again only the blocks that
+// changed, then adds up the blocks: the result is SumSnapshot's exactly, same
+// entries in the same order. Owned with the snapshot it serves; given another
+// snapshot or scheduler name, it starts over.
 class QueueUsageMemo {
  public:
-  const NodeQueueUsage& For(const Snapshot& snapshot, uint32_t slot, const PolicyConfig& policy);
+  static constexpr uint32_t kBlockSlots = 32;
+
+  const SnapshotSums& Sums(const Snapshot& snapshot, const PolicyConfig& policy);
 
  private:
   struct Entry {
-    uint64_t pods_version = 0;  // of the node summed; 0 is a node no pod ever touched
+    // Of the node when its block was last summed; `usage` is for pods_version.
+    uint64_t pods_version = 0;
+    uint64_t node_version = 0;
     NodeQueueUsage usage;
   };
+  struct Block {
+    bool summed = false;
+    SnapshotSums sums;
+  };
   std::vector<Entry> entries_;
+  std::vector<Block> blocks_;
+  SnapshotSums total_;
   uint64_t snapshot_identity_ = 0;
   std::string scheduler_name_;  // the policy's, which decides what is managed
 };

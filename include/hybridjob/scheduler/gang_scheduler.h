@@ -45,6 +45,7 @@
 #include <hybridjob/scheduler/binder.h>
 #include <hybridjob/scheduler/cache.h>
 #include <hybridjob/scheduler/claim_writer.h>
+#include <hybridjob/scheduler/cluster_totals.h>
 #include <hybridjob/scheduler/config.h>
 #include <hybridjob/scheduler/dashboard.h>
 #include <hybridjob/scheduler/delta_feed.h>
@@ -180,6 +181,7 @@ class GangScheduler {
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
   QueueUsageMemo queue_usage_;                             // per node, from one cycle to the next
+  ResourceTotalsMemo resource_totals_memo_;                // PublishCacheFigures's, likewise
   std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
   std::unordered_map<std::string, StandingWritten> standings_;  // by group key
   bool dashboard_enabled_ = false;                              // set before Start

@@ -34,6 +34,9 @@ struct NodeState {
   // the slot gets another occupant; never repeats within a snapshot, so what
   // is derived from a node's pods can be kept until it changes.
   uint64_t pods_version = 0;
+  // Changes whenever the node object does (added, replaced or removed); drawn
+  // from the same sequence as pods_version.
+  uint64_t node_version = 0;
 
   bool schedulable_slot() const { return in_use && has_node; }
 };
@@ -132,7 +135,8 @@ class Snapshot {
   uint32_t TakeFreeSlot();
   void ReleaseSlotIfUnused(uint32_t slot);
   void Attach(const PodInfo& pod, uint32_t slot);
-  void TouchPods(NodeState& state) { state.pods_version = ++pods_versions_; }
+  void TouchPods(NodeState& state) { state.pods_version = ++versions_; }
+  void TouchNode(NodeState& state) { state.node_version = ++versions_; }
   void Detach(const PodInfo& pod, uint32_t slot);
   void CountSelectorKeys(const PodInfo& pod, int delta);
   void UncountClaimUsers(const PodInfo& pod, const std::string& node_name);
@@ -154,7 +158,7 @@ class Snapshot {
 
   Identity identity_;
   std::vector<NodeState> slots_;
-  uint64_t pods_versions_ = 0;  // the last NodeState::pods_version given
+  uint64_t versions_ = 0;  // the last NodeState::pods_version or node_version given
   std::vector<uint32_t> free_slots_;
   size_t node_count_ = 0;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> slot_by_name_;

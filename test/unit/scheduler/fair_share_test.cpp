@@ -1,3 +1,4 @@
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -325,6 +326,10 @@ TEST(FairShareFromSnapshotTest, TheMemoAgreesWithAFreshSumThroughEveryKindOfChan
   ASSERT_TRUE(snapshot.RemovePod("team", "a-worker-0").ok());
   expect_agreement("a pod removed");
 
+  // A node's object changes: its allocatable counts anew.
+  ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n1").Gpus(6).Build()).ok());
+  expect_agreement("a node's allocatable changed");
+
   // A node goes and another takes its slot, with pods of its own.
   ASSERT_TRUE(snapshot.RemoveNode("n0").ok());
   expect_agreement("a node removed");
@@ -370,6 +375,74 @@ TEST(FairShareFromSnapshotTest, TheMemoAgreesWithAFreshSumThroughEveryKindOfChan
                 .Find("a")
                 ->used.Scalar("nvidia.com/gpu"),
             5);
+}
+
+// The memo's sums are the fresh ones exactly: the same capacity entries and
+// the same queues in the same order, through random changes spread over
+// several blocks of slots.
+TEST(FairShareFromSnapshotTest, TheMemoSumsEqualAFreshSumAcrossBlocks) {
+  std::mt19937 random(7);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<uint32_t>(n)); };
+  Snapshot snapshot;
+  const int kNodes = 3 * static_cast<int>(QueueUsageMemo::kBlockSlots) + 5;
+  for (int n = 0; n < kNodes; ++n) {
+    ASSERT_TRUE(snapshot.UpsertNode(NodeBuilder("n" + std::to_string(n)).Gpus(8).Build()).ok());
+  }
+  PolicyConfig policy;
+  policy.scheduler_name = std::string(api::kDefaultSchedulerName);
+  QueueUsageMemo memo;
+  std::vector<std::string> pods;
+  for (int step = 0; step < 400; ++step) {
+    const std::string node = "n" + std::to_string(pick(kNodes + 10));  // some have no object
+    switch (pick(5)) {
+      case 0:
+      case 1: {
+        const std::string queue = std::string(1, static_cast<char>('a' + pick(4)));
+        const std::string name = "p" + std::to_string(step);
+        PodInfo pod = PodBuilder(name)
+                          .Member(queue + std::to_string(pick(20)), "worker", 0)
+                          .Spec(QueueSpecFor(queue, {GroupRole{"worker", 1, 1, 0}}))
+                          .Gpus(1 + pick(3))
+                          .OnNode(node)
+                          .Build();
+        if (pick(4) == 0) {
+          pod.scheduler_name = "default-scheduler";
+        }
+        ASSERT_TRUE(snapshot.AddPod(pod).ok());
+        pods.push_back(name);
+        break;
+      }
+      case 2:
+        if (!pods.empty()) {
+          const size_t at = static_cast<size_t>(pick(static_cast<int>(pods.size())));
+          ASSERT_TRUE(snapshot.RemovePod("team", pods[at]).ok());
+          pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        break;
+      case 3:
+        ASSERT_TRUE(
+            snapshot
+                .UpsertNode(
+                    NodeBuilder(node).Gpus(pick(9)).Scalar("example.com/fpga", pick(2)).Build())
+                .ok());
+        break;
+      default:
+        (void)snapshot.RemoveNode(node);  // NotFound for a node without an object
+        break;
+    }
+    if (step % 3 != 0) {
+      continue;  // the memo also sees several changes at once
+    }
+    const SnapshotSums fresh = SumSnapshot(snapshot, policy);
+    const SnapshotSums& kept = memo.Sums(snapshot, policy);
+    ASSERT_TRUE(kept.capacity == fresh.capacity) << "step " << step;
+    ASSERT_EQ(kept.usage.size(), fresh.usage.size()) << "step " << step;
+    for (size_t q = 0; q < fresh.usage.size(); ++q) {
+      EXPECT_EQ(kept.usage[q].queue, fresh.usage[q].queue) << "step " << step;
+      EXPECT_TRUE(kept.usage[q].requests == fresh.usage[q].requests) << "step " << step;
+      EXPECT_EQ(kept.usage[q].pods, fresh.usage[q].pods) << "step " << step;
+    }
+  }
 }
 
 }  // namespace
