@@ -253,4 +253,17 @@ inline void AppendMembers(std::vector<std::unique_ptr<PodInfo>>& pods, const std
   }
 }
 
+// Removes one of `pods` (pods of namespace "team", as PodBuilder makes them),
+// the one `choice` picks, from the snapshot and from the list; nothing when
+// the list is empty. The random-change tests' removal.
+inline Status RemoveListedPod(Snapshot& snapshot, std::vector<std::string>& pods, uint32_t choice) {
+  if (pods.empty()) {
+    return Status::Ok();
+  }
+  const auto at = static_cast<std::ptrdiff_t>(choice % pods.size());
+  Status status = snapshot.RemovePod("team", pods[static_cast<size_t>(at)]);
+  pods.erase(pods.begin() + at);
+  return status;
+}
+
 }  // namespace hybridjob::scheduler::testing

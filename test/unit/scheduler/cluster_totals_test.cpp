@@ -13,6 +13,7 @@ namespace {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
+using testing::RemoveListedPod;
 
 TEST(ResourceTotalsTest, SumTheSchedulableNodesOnly) {
   Snapshot snapshot;
@@ -56,11 +57,7 @@ TEST(ResourceTotalsTest, TheMemoAgreesWithAFreshSumThroughRandomChanges) {
         break;
       }
       case 2:
-        if (!pods.empty()) {
-          const size_t at = static_cast<size_t>(pick(static_cast<int>(pods.size())));
-          ASSERT_TRUE(snapshot.RemovePod("team", pods[at]).ok());
-          pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(at));
-        }
+        ASSERT_TRUE(RemoveListedPod(snapshot, pods, random()).ok());
         break;
       case 3:
         ASSERT_TRUE(snapshot

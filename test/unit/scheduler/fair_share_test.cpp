@@ -19,6 +19,7 @@ using testing::NodeBuilder;
 using testing::PodBuilder;
 using testing::Queue;
 using testing::QueueSpecFor;
+using testing::RemoveListedPod;
 
 ResourceList Resources(int64_t milli_cpu, int64_t memory, int64_t gpus) {
   ResourceList list;
@@ -413,11 +414,7 @@ TEST(FairShareFromSnapshotTest, TheMemoSumsEqualAFreshSumAcrossBlocks) {
         break;
       }
       case 2:
-        if (!pods.empty()) {
-          const size_t at = static_cast<size_t>(pick(static_cast<int>(pods.size())));
-          ASSERT_TRUE(snapshot.RemovePod("team", pods[at]).ok());
-          pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(at));
-        }
+        ASSERT_TRUE(RemoveListedPod(snapshot, pods, random()).ok());
         break;
       case 3:
         ASSERT_TRUE(
