@@ -2,9 +2,12 @@
 // it is back, the gang is completed or rolled back within seconds, never left
 // partly bound, no node is given more GPUs than it has, and the job succeeds.
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include <hybridjob/api/labels.h>
 
 #include "recovery_support.h"
 #include "system.h"
@@ -25,18 +28,31 @@ TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
   spec.workers = kMembers;
   spec.gpus = 1;  // 64 members fill the 16 nodes exactly
   spec.duration = "10s";
-  ASSERT_TRUE(CreateJobRetrying(client, "default", WorkerJob("gang", spec)).ok());
 
-  // Polled without a pause: the binds of the gang span a fraction of a second.
-  int bound_at_kill = 0;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (bound_at_kill == 0 && std::chrono::steady_clock::now() < deadline) {
-    bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
+  // The kill comes on the first bind a watch shows: in a ThreadSanitizer
+  // build, listing the gang between polls took longer than its 64 binds.
+  auto listed = client.List(k8s::resources::Pods(), "default", {});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  k8s::WatchOptions options;
+  options.resource_version = listed->resource_version;
+  options.label_selector = std::string(api::kJobNameLabel) + "=gang";
+  options.timeout = 60s;
+  auto watch = client.Watch(k8s::resources::Pods(), "default", options);
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  ASSERT_TRUE(CreateJobRetrying(client, "default", WorkerJob("gang", spec)).ok());
+  bool bind_seen = false;
+  while (!bind_seen) {
+    auto event = (*watch)->Next();
+    if (!event.ok() || !event->has_value()) {
+      break;  // the watch ended (60 s) or failed
+    }
+    bind_seen =
+        (*event)->type == k8s::WatchEventType::kModified && !NodeOf((*event)->object).empty();
   }
   system.scheduler().Kill();
-  ASSERT_GT(bound_at_kill, 0) << "the gang was never placed\n" << system.Logs();
+  ASSERT_TRUE(bind_seen) << "the gang was never placed\n" << system.Logs();
   // Only a kill between the first and the last bind tests anything.
-  bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
+  const int bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
   ASSERT_LT(bound_at_kill, kMembers) << "the scheduler bound the whole gang before the kill";
   std::this_thread::sleep_for(1s);
   ASSERT_TRUE(system.RestartScheduler()) << system.Logs();
