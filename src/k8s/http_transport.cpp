@@ -60,6 +60,15 @@ Result<std::vector<openssl::Ptr<X509>>> ReadCertificates(const std::string& pem,
   return certs;
 }
 
+// Has OpenSSL decode and cache a certificate's extensions now, while one
+// thread holds it. A certificate the context shares would otherwise get them
+// during the first handshakes, under its lock in one thread while others read
+// them through an unlocked fast path (ThreadSanitizer reports that race in
+// libcrypto when connections open in parallel).
+void CacheExtensions(X509* cert) {
+  (void)X509_check_purpose(cert, -1, 0);
+}
+
 Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
   ERR_clear_error();
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
@@ -91,6 +100,7 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
         if (X509_STORE_add_cert(store, cert.get()) != 1) {
           return InvalidArgument(ErrorText("unusable CA certificate"));
         }
+        CacheExtensions(cert.get());
       }
     }
     SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
@@ -104,6 +114,9 @@ Result<SslCtxPtr> MakeSslContext(const TlsOptions& tls) {
     auto chain = ReadCertificates(tls.client_cert_pem, "the client certificate");
     if (!chain) {
       return chain.status();
+    }
+    for (const auto& cert : *chain) {
+      CacheExtensions(cert.get());
     }
     if (SSL_CTX_use_certificate(ctx.get(), (*chain)[0].get()) != 1) {
       return InvalidArgument(ErrorText("unusable client certificate"));
