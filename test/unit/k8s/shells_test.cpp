@@ -649,12 +649,12 @@ TEST(LeaderElectorTest, AcquiresAFreeLeaseRenewsItAndReleasesItOnStop) {
   ElectionLog log;
   LeaderElector elector(api, ElectionConfig("a", log));
   elector.Start();
-  ASSERT_TRUE(WaitUntil([&] { return elector.IsLeader(); }));
+  // IsLeader turns before the callback runs: wait for that too.
+  ASSERT_TRUE(WaitUntil([&] { return elector.IsLeader() && log.started.load() == 1; }));
   const json acquired = LeaseSpec(api);
   EXPECT_EQ(acquired.value("holderIdentity", ""), "a");
   EXPECT_EQ(acquired.value("leaseDurationSeconds", 0), 1);
   EXPECT_EQ(acquired.value("leaseTransitions", -1), 0);
-  EXPECT_EQ(log.started.load(), 1);
   EXPECT_EQ(log.Leaders(), std::vector<std::string>{"a"});
 
   // Renewals move renewTime and nothing that marks a new holder.
@@ -723,14 +723,14 @@ void ExpectStepsDownWhileRenewalsFail(std::function<bool(const Request&)> refuse
   elector.Start();
   ASSERT_TRUE(WaitUntil([&] { return elector.IsLeader(); }));
 
+  // IsLeader turns before the callbacks run: wait for those too.
   refusing = true;
-  ASSERT_TRUE(WaitUntil([&] { return !elector.IsLeader(); }));
-  EXPECT_EQ(log.stopped.load(), 1);
+  ASSERT_TRUE(WaitUntil([&] { return !elector.IsLeader() && log.stopped.load() == 1; }));
   EXPECT_EQ(LeaseSpec(api).value("holderIdentity", ""), "a");  // nothing else wrote it
 
   refusing = false;
-  ASSERT_TRUE(WaitUntil([&] { return elector.IsLeader(); }));
-  EXPECT_EQ(log.started.load(), 2);
+  ASSERT_TRUE(WaitUntil([&] { return elector.IsLeader() && log.started.load() == 2; }));
+  EXPECT_EQ(log.stopped.load(), 1);
   EXPECT_EQ(LeaseSpec(api).value("leaseTransitions", -1), 0);
   elector.Stop();
 }
