@@ -76,14 +76,11 @@ void AddQueueUsage(std::vector<NodeQueueUsage::Queue>& usage, const NodeQueueUsa
   it->pods += queue.pods;
 }
 
-// One node's part of SumSnapshot.
+// One node's part of SumSnapshot; for slots in use only.
 void AddNode(const NodeState& node, const NodeQueueUsage& on_node, SnapshotSums& sums) {
   if (node.schedulable_slot()) {
     sums.capacity += node.info.allocatable;
     sums.capacity -= on_node.unmanaged;
-  }
-  if (!node.in_use) {
-    return;
   }
   for (const NodeQueueUsage::Queue& queue : on_node.managed) {
     AddQueueUsage(sums.usage, queue);
