@@ -9,6 +9,12 @@ TSAN_DIR ?= build-tsan
 FUZZ_SECONDS ?= 60
 SOAK_FUZZ_SECONDS ?= 600
 BUILD_TYPE ?= RelWithDebInfo
+# Debug information in every tree: line tables only (-g1) keep file:line in
+# backtraces and sanitizer reports, and build a third faster than full -g
+# (docs/benchmarks.md, "Build time"). DEBUG_INFO=-g for variables in gdb.
+DEBUG_INFO ?= -g1
+OPT_FLAGS := -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(DEBUG_INFO) -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_DEBUG="$(DEBUG_INFO)"
 JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
@@ -28,14 +34,15 @@ k8s-demo: deps
 	@hack/k8s-binaries.sh kube-apiserver kube-controller-manager kubectl >/dev/null
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(OPT_FLAGS) \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Unit tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer.
 asan-build: deps
-	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DHYBRIDJOB_SANITIZE=ON \
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug $(OPT_FLAGS) -DHYBRIDJOB_SANITIZE=ON \
 	  -DHYBRIDJOB_UNIT_TESTS_ONLY=ON -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
 
@@ -44,14 +51,14 @@ asan-build: deps
 # The shells' libraries are built too, so that Clang checks their locking
 # (-Wthread-safety, see include/hybridjob/common/mutex.h).
 fuzz-build: deps
-	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDJOB_FUZZ=ON \
+	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(OPT_FLAGS) -DHYBRIDJOB_FUZZ=ON \
 	  -DHYBRIDJOB_UNIT_TESTS_ONLY=ON -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target hybridjob_fuzzers hybridjob_controller \
 	  hybridjob_sim hybridjob_observability
 
 # Everything but the benchmarks, built with ThreadSanitizer.
 tsan-build: deps
-	@cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYBRIDJOB_TSAN=ON \
+	@cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(OPT_FLAGS) -DHYBRIDJOB_TSAN=ON \
 	  -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
 
