@@ -6,8 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/api/json.h>
-#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/job_controller.h>
@@ -136,7 +136,13 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
     }
     if (!key.empty()) {
       expectations_.PodSeen(key, pod->pod);
-      queue_->Add(key);
+      // A job whose members moved on (bound: its cluster spec is due) goes
+      // ahead of jobs a burst queued for their first pass.
+      if (MemberProgressed(old->pod, pod->pod)) {
+        queue_->AddUrgent(key);
+      } else {
+        queue_->Add(key);
+      }
     }
   };
   on_pod.on_delete = [this](const std::shared_ptr<const CachedPod>& pod, bool) {
@@ -144,7 +150,7 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
     if (!key.empty()) {
       departed_.PodDeleted(key, pod->pod, DepartedMembers::Clock::now());
       expectations_.PodGone(key, pod->pod);
-      queue_->Add(key);
+      queue_->AddUrgent(key);
     }
   };
   pods_->AddEventHandler(on_pod);

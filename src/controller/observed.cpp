@@ -138,6 +138,13 @@ ObservedPod ObserveOrThrow(const json& pod) {
 
 }  // namespace
 
+bool MemberProgressed(const ObservedPod& before, const ObservedPod& after) {
+  return before.uid != after.uid || before.node_name != after.node_name ||
+         before.phase != after.phase || before.restarts != after.restarts ||
+         before.terminating != after.terminating || before.disrupted != after.disrupted ||
+         before.reclaimed != after.reclaimed || before.surplus != after.surplus;
+}
+
 bool ObservedPod::AdmissionRefused() const {
   if (phase != PodPhase::kFailed || exit_code.has_value() || !bound()) {
     return false;  // a container ran (or the pod never reached a kubelet)

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <iterator>
 
 #include <hybridjob/k8s/workqueue.h>
 
@@ -18,17 +19,39 @@ void WorkQueue::NotifyDepth(size_t depth) {
   }
 }
 
-void WorkQueue::AddLocked(const std::string& key, Time now) {
-  if (shutting_down_ || dirty_.contains(key)) {
+void WorkQueue::PushLocked(const std::string& key, Lane lane) {
+  std::list<std::string>& list = lane == Lane::kUrgent ? urgent_ : normal_;
+  list.push_back(key);
+  queued_[key] = Queued{lane, std::prev(list.end())};
+  cv_.notify_one();
+}
+
+void WorkQueue::AddLocked(const std::string& key, Time now, Lane lane) {
+  if (shutting_down_) {
+    return;
+  }
+  if (dirty_.contains(key)) {
+    if (lane == Lane::kUrgent) {
+      if (processing_.contains(key)) {
+        urgent_after_done_.insert(key);
+      } else if (auto it = queued_.find(key);
+                 it != queued_.end() && it->second.lane == Lane::kNormal) {
+        normal_.erase(it->second.at);
+        queued_.erase(it);
+        PushLocked(key, Lane::kUrgent);
+      }
+    }
     return;
   }
   dirty_.insert(key);
   added_at_.emplace(key, now);
   if (processing_.contains(key)) {
+    if (lane == Lane::kUrgent) {
+      urgent_after_done_.insert(key);
+    }
     return;  // queued again by Done
   }
-  queue_.push_back(key);
-  cv_.notify_one();
+  PushLocked(key, lane);
 }
 
 void WorkQueue::Add(const std::string& key) {
@@ -41,7 +64,22 @@ void WorkQueue::Add(const std::string& key) {
       return;
     }
     AddLocked(key, now);
-    depth = queue_.size();
+    depth = queued_.size();
+  }
+  NotifyDepth(depth);
+}
+
+void WorkQueue::AddUrgent(const std::string& key) {
+  size_t depth;
+  {
+    MutexLock lock(mu_);
+    const Time now = std::chrono::steady_clock::now();
+    if (auto held = HeldUntilLocked(key, now)) {
+      AddAtLocked(key, *held);
+      return;
+    }
+    AddLocked(key, now, Lane::kUrgent);
+    depth = queued_.size();
   }
   NotifyDepth(depth);
 }
@@ -55,7 +93,7 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
   }
   if (ready <= now) {
     AddLocked(key, now);
-    const size_t depth = queue_.size();
+    const size_t depth = queued_.size();
     lock.Unlock();
     NotifyDepth(depth);
     return;
@@ -140,7 +178,7 @@ std::optional<std::string> WorkQueue::Get() {
     MutexLock lock(mu_);
     while (true) {
       PromoteDueLocked(std::chrono::steady_clock::now());
-      if (!queue_.empty() || shutting_down_) {
+      if (!queued_.empty() || shutting_down_) {
         break;
       }
       if (delayed_.empty()) {
@@ -152,11 +190,13 @@ std::optional<std::string> WorkQueue::Get() {
         lock.WaitUntil(cv_, due);
       }
     }
-    if (queue_.empty()) {
+    if (queued_.empty()) {
       return std::nullopt;  // shut down and drained
     }
-    key = std::move(queue_.front());
-    queue_.pop_front();
+    std::list<std::string>& lane = urgent_.empty() ? normal_ : urgent_;
+    key = std::move(lane.front());
+    lane.pop_front();
+    queued_.erase(key);
     processing_.insert(key);
     dirty_.erase(key);
     const Time now = std::chrono::steady_clock::now();
@@ -165,7 +205,7 @@ std::optional<std::string> WorkQueue::Get() {
       added_at_.erase(it);
     }
     started_at_[key] = now;
-    depth = queue_.size();
+    depth = queued_.size();
   }
   if (observer_.on_queue_latency) {
     observer_.on_queue_latency(waited);
@@ -179,6 +219,7 @@ void WorkQueue::Done(const std::string& key) {
   {
     MutexLock lock(mu_);
     processing_.erase(key);
+    const bool urgent = urgent_after_done_.erase(key) > 0;
     if (auto it = started_at_.find(key); it != started_at_.end()) {
       worked = std::chrono::steady_clock::now() - it->second;
       started_at_.erase(it);
@@ -191,8 +232,7 @@ void WorkQueue::Done(const std::string& key) {
         added_at_.erase(key);
         AddAtLocked(key, *held);
       } else {
-        queue_.push_back(key);
-        cv_.notify_one();
+        PushLocked(key, urgent ? Lane::kUrgent : Lane::kNormal);
       }
     }
   }
@@ -217,7 +257,7 @@ bool WorkQueue::ShuttingDown() {
 
 size_t WorkQueue::Len() {
   MutexLock lock(mu_);
-  return queue_.size();
+  return queued_.size();
 }
 
 size_t WorkQueue::DelayedLen() {

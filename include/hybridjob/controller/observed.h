@@ -77,6 +77,12 @@ struct ObservedPod {
   friend bool operator==(const ObservedPod&, const ObservedPod&) = default;
 };
 
+// Whether a member moved on in its life between two observations: bound,
+// a new phase, a container restarted, or something began taking it away.
+// The shell reconciles such changes ahead of jobs not yet looked at; a new
+// waiting reason or standing is news, not progress.
+bool MemberProgressed(const ObservedPod& before, const ObservedPod& after);
+
 // The batch.hybridjob.io/run label's value: 0 when absent (objects made
 // before re-runs existed belong to run 0), -1 when malformed.
 int64_t ParseRun(std::string_view text);

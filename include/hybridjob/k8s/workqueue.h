@@ -3,13 +3,16 @@
 // never processed by two workers at once (processing set; an add while it is
 // processed is replayed after Done), and retries back off per key.
 // Delayed adds need no extra thread: waiting workers wake when one is due.
+// Two lanes: keys added urgently are handed out before the others, each lane
+// in the order its keys were added (as controller-runtime's priority queue
+// puts live changes ahead of a backlog of first passes).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +43,10 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   void Add(const std::string& key);
+  // Adds the key ahead of every key of Add's lane, behind other urgent ones;
+  // a key already queued there moves up, and one being processed comes back
+  // urgent after Done. Delays and a server's pause still apply.
+  void AddUrgent(const std::string& key);
   // Adds after `delay`; a key already waiting keeps the earlier of the two times.
   void AddAfter(const std::string& key, Duration delay);
   // Adds after the rate limiter's delay for this key (backoff grows per retry),
@@ -67,7 +74,9 @@ class WorkQueue {
  private:
   using Time = std::chrono::steady_clock::time_point;
 
-  void AddLocked(const std::string& key, Time now) HJ_REQUIRES(mu_);
+  enum class Lane { kNormal, kUrgent };
+  void AddLocked(const std::string& key, Time now, Lane lane = Lane::kNormal) HJ_REQUIRES(mu_);
+  void PushLocked(const std::string& key, Lane lane) HJ_REQUIRES(mu_);
   // Into the delayed set at `ready`, unless already due sooner.
   void AddAtLocked(const std::string& key, Time ready) HJ_REQUIRES(mu_);
   // The end of the key's hold, if it is held at `now` (an expired hold is dropped).
@@ -77,9 +86,18 @@ class WorkQueue {
 
   Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_ HJ_GUARDED_BY(mu_);
+  // Ready keys, each in one lane, and where it sits so that it can move up.
+  std::list<std::string> urgent_ HJ_GUARDED_BY(mu_);
+  std::list<std::string> normal_ HJ_GUARDED_BY(mu_);
+  struct Queued {
+    Lane lane;
+    std::list<std::string>::iterator at;
+  };
+  std::unordered_map<std::string, Queued> queued_ HJ_GUARDED_BY(mu_);
   std::unordered_set<std::string> dirty_ HJ_GUARDED_BY(mu_);
   std::unordered_set<std::string> processing_ HJ_GUARDED_BY(mu_);
+  // Keys added urgently while processed: Done queues them in the urgent lane.
+  std::unordered_set<std::string> urgent_after_done_ HJ_GUARDED_BY(mu_);
   std::unordered_map<std::string, Time> added_at_ HJ_GUARDED_BY(mu_);
   std::unordered_map<std::string, Time> started_at_ HJ_GUARDED_BY(mu_);
   // Delayed keys by ready time, plus each key's entry for de-duplication.

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <k8s/fake_api_client.h>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -74,9 +76,9 @@ class JobControllerShellTest : public ::testing::Test {
     }
   }
 
-  void StartController() {
+  void StartController(int workers = 2) {
     ControllerOptions options;
-    options.workers = 2;
+    options.workers = workers;
     options.expectations_timeout = 5s;
     controller_ = std::make_unique<JobController>(api_, options);
     controller_->Start();
@@ -154,6 +156,83 @@ TEST_F(JobControllerShellTest, ANewJobGetsItsMembersAndServiceOnceAndIsQueued) {
   // Level-based, but each write once: nothing the caches show is re-created.
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(Count(IsPodCreate), 5u);
+  EXPECT_EQ(controller_->stats().reconcile_errors.load(), 0u);
+}
+
+// Under a burst, a job whose members were just bound gets its cluster spec
+// (its members wait for it on their nodes) before jobs still waiting for a
+// first pass get their members.
+TEST_F(JobControllerShellTest, ABoundJobGoesAheadOfJobsNotYetLookedAt) {
+  SeedJob("first");
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/1));
+  ASSERT_TRUE(Eventually([&] { return PodsOf("first") == MembersOf("first"); }));
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(Eventually([&] { return controller_->QueueDepth() == 0; }));
+
+  // The later jobs' pod creates wait until released: the one worker is held
+  // in the first of them while the others queue up behind it.
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    std::atomic<bool> holding{false};
+  };
+  auto gate = std::make_shared<Gate>();
+  api_.SetFault([gate](const Request& request) -> std::optional<Status> {
+    if (IsPodCreate(request) &&
+        request.body["metadata"].value("name", "").rfind("later-", 0) == 0) {
+      gate->holding = true;
+      std::unique_lock lock(gate->mu);
+      gate->cv.wait_for(lock, 10s, [&] { return gate->open; });
+    }
+    return std::nullopt;
+  });
+  auto release = [gate] {
+    {
+      std::lock_guard lock(gate->mu);
+      gate->open = true;
+    }
+    gate->cv.notify_all();
+  };
+  for (const char* name : {"later-0", "later-1", "later-2"}) {
+    SeedJob(name);
+  }
+  const bool held =
+      Eventually([&] { return gate->holding.load() && controller_->QueueDepth() == 2; });
+  if (!held) {
+    release();
+  }
+  ASSERT_TRUE(held) << controller_->QueueDepth();
+
+  // Meanwhile the scheduler binds the first job's members.
+  for (const std::string& name : MembersOf("first")) {
+    json pod = *api_.Object(k8s::resources::Pods(), kNamespace, name);
+    pod["spec"]["nodeName"] = "node-1";
+    api_.Seed(k8s::resources::Pods(), pod);
+  }
+  const bool queued = Eventually([&] { return controller_->QueueDepth() == 3; });
+  release();
+  ASSERT_TRUE(queued) << controller_->QueueDepth();
+
+  ASSERT_TRUE(Eventually([&] {
+    return api_.Object(k8s::resources::ConfigMaps(), kNamespace,
+                       api::ClusterConfigMapName("first")) &&
+           PodsOf("later-2") == MembersOf("later-2");
+  }));
+  const auto requests = api_.Requests();
+  auto first_of = [&](const std::function<bool(const Request&)>& which) {
+    return std::find_if(requests.begin(), requests.end(), which) - requests.begin();
+  };
+  const auto cluster_spec = first_of([](const Request& r) {
+    return r.verb == "create" && r.resource == "configmaps" &&
+           r.body["metadata"].value("name", "") == api::ClusterConfigMapName("first");
+  });
+  for (const std::string job : {"later-1", "later-2"}) {
+    const auto members = first_of([&](const Request& r) {
+      return IsPodCreate(r) && r.body["metadata"].value("name", "").rfind(job + "-", 0) == 0;
+    });
+    EXPECT_LT(cluster_spec, members) << job;
+  }
   EXPECT_EQ(controller_->stats().reconcile_errors.load(), 0u);
 }
 

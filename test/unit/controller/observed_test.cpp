@@ -1,3 +1,6 @@
+#include <functional>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include <hybridjob/controller/observed.h>
@@ -87,6 +90,37 @@ TEST(ControllerObservedTest, NeverThrowsOnGarbage) {
         json{{"spec",
               {{"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "lots"}}}}}}}}}}}}) {
     EXPECT_NO_THROW(ObservePod(garbage)) << garbage.dump();
+  }
+}
+
+TEST(ControllerObservedTest, ProgressIsBindingPhaseRestartsAndBeingTakenAway) {
+  const ObservedPod seen = ObservePod(FullPod());
+  EXPECT_FALSE(MemberProgressed(seen, seen));
+  const std::vector<std::function<void(ObservedPod&)>> progress = {
+      [](ObservedPod& p) { p.node_name = "node-9"; },
+      [](ObservedPod& p) { p.phase = PodPhase::kSucceeded; },
+      [](ObservedPod& p) { ++p.restarts; },
+      [](ObservedPod& p) { p.terminating = !p.terminating; },
+      [](ObservedPod& p) { p.disrupted = !p.disrupted; },
+      [](ObservedPod& p) { p.reclaimed = !p.reclaimed; },
+      [](ObservedPod& p) { p.surplus = !p.surplus; },
+      [](ObservedPod& p) { p.uid = "another"; },
+  };
+  for (size_t i = 0; i < progress.size(); ++i) {
+    ObservedPod after = seen;
+    progress[i](after);
+    EXPECT_TRUE(MemberProgressed(seen, after)) << i;
+  }
+  const std::vector<std::function<void(ObservedPod&)>> news = {
+      [](ObservedPod& p) { p.waiting_reason = "OverQueueMax"; },
+      [](ObservedPod& p) { p.waiting_message = "behind 3 gangs"; },
+      [](ObservedPod& p) { p.standing_since = "2026-12-05T10:00:00Z"; },
+      [](ObservedPod& p) { p.group_spec = "{}"; },
+  };
+  for (size_t i = 0; i < news.size(); ++i) {
+    ObservedPod after = seen;
+    news[i](after);
+    EXPECT_FALSE(MemberProgressed(seen, after)) << i;
   }
 }
 

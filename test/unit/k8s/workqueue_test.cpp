@@ -95,6 +95,79 @@ TEST(WorkQueueTest, KeyAddedWhileProcessingIsReplayedAfterDone) {
   EXPECT_EQ(queue.Len(), 0u);
 }
 
+TEST(WorkQueueTest, UrgentKeysGoFirstEachLaneInOrder) {
+  WorkQueue queue;
+  queue.Add("n1");
+  queue.AddUrgent("u1");
+  queue.Add("n2");
+  queue.AddUrgent("u2");
+  EXPECT_EQ(queue.Len(), 4u);
+  std::vector<std::string> order;
+  while (queue.Len() > 0) {
+    order.push_back(*queue.Get());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"u1", "u2", "n1", "n2"}));
+}
+
+TEST(WorkQueueTest, AnUrgentAddMovesAQueuedKeyUpOnceAndAPlainAddLeavesItThere) {
+  WorkQueue queue;
+  queue.Add("a");
+  queue.Add("b");
+  queue.Add("c");
+  queue.AddUrgent("c");
+  queue.AddUrgent("c");
+  queue.Add("c");  // already urgent: stays
+  queue.AddUrgent("x");
+  EXPECT_EQ(queue.Len(), 4u) << "each key once";
+  std::vector<std::string> order;
+  while (queue.Len() > 0) {
+    order.push_back(*queue.Get());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"c", "x", "a", "b"}));
+}
+
+TEST(WorkQueueTest, AKeyAddedUrgentlyWhileProcessedComesBackUrgentAfterDone) {
+  WorkQueue queue;
+  queue.Add("a");
+  ASSERT_EQ(queue.Get(), "a");
+  queue.Add("b");
+  queue.Add("a");
+  queue.AddUrgent("a");
+  EXPECT_EQ(queue.Len(), 1u) << "a must not be handed out while being processed";
+  queue.Done("a");
+  EXPECT_EQ(queue.Get(), "a") << "ahead of b, added before it";
+  queue.Done("a");
+  EXPECT_EQ(queue.Get(), "b");
+  queue.Done("b");
+
+  // Only the add during that processing counted: the next replay is plain.
+  queue.Add("c");
+  ASSERT_EQ(queue.Get(), "c");
+  queue.Add("c");
+  queue.Add("d");
+  queue.Done("c");
+  EXPECT_EQ(queue.Get(), "d");
+  EXPECT_EQ(queue.Get(), "c");
+}
+
+TEST(WorkQueueTest, UrgentAddsStillWaitForAServersPause) {
+  auto limiter = std::make_unique<WorkqueueRateLimiter>(1ms, 1s, 1000, 1000);
+  WorkQueue queue(std::move(limiter));
+  queue.Add("k");
+  ASSERT_EQ(queue.Get(), "k");
+  const auto start = std::chrono::steady_clock::now();
+  queue.AddRateLimited("k", 300ms);
+  queue.AddUrgent("k");
+  queue.Done("k");
+  queue.AddUrgent("k");
+  queue.Add("other");
+  EXPECT_EQ(queue.Len(), 1u);
+  EXPECT_EQ(queue.Get(), "other");
+  queue.Done("other");
+  EXPECT_EQ(queue.Get(), "k");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+}
+
 TEST(WorkQueueTest, NoKeyIsProcessedByTwoWorkersAtOnce) {
   WorkQueue queue;
   std::mutex mu;
