@@ -165,7 +165,9 @@ void WorkQueue::PromoteDueLocked(Time now) {
     if (auto held = HeldUntilLocked(key, now)) {
       AddAtLocked(key, *held);  // delayed before the server asked for a pause
     } else {
-      AddLocked(key, now);
+      // It waited its time already (an expectation recheck, a retry, a
+      // timer): not again behind keys added since.
+      AddLocked(key, now, Lane::kUrgent);
     }
   }
 }

@@ -3,9 +3,10 @@
 // never processed by two workers at once (processing set; an add while it is
 // processed is replayed after Done), and retries back off per key.
 // Delayed adds need no extra thread: waiting workers wake when one is due.
-// Two lanes: keys added urgently are handed out before the others, each lane
-// in the order its keys were added (as controller-runtime's priority queue
-// puts live changes ahead of a backlog of first passes).
+// Two lanes: keys added urgently, and delayed keys once due, are handed out
+// before the others, each lane in the order its keys were added (as
+// controller-runtime's priority queue puts live changes ahead of a backlog of
+// first passes).
 #pragma once
 
 #include <chrono>
@@ -47,7 +48,8 @@ class WorkQueue {
   // a key already queued there moves up, and one being processed comes back
   // urgent after Done. Delays and a server's pause still apply.
   void AddUrgent(const std::string& key);
-  // Adds after `delay`; a key already waiting keeps the earlier of the two times.
+  // Adds after `delay`, in the urgent lane once due; a key already waiting
+  // keeps the earlier of the two times.
   void AddAfter(const std::string& key, Duration delay);
   // Adds after the rate limiter's delay for this key (backoff grows per retry),
   // or after `at_least` when that is longer. A positive `at_least` (a server's

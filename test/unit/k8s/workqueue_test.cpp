@@ -150,6 +150,22 @@ TEST(WorkQueueTest, AKeyAddedUrgentlyWhileProcessedComesBackUrgentAfterDone) {
   EXPECT_EQ(queue.Get(), "c");
 }
 
+// A job whose reconcile had to wait (its own writes not yet in the caches)
+// must not then queue behind every job added while it waited.
+TEST(WorkQueueTest, ADelayedKeyComesDueAheadOfPlainAdds) {
+  WorkQueue queue;
+  queue.AddAfter("recheck", 20ms);
+  queue.Add("n1");
+  queue.Add("n2");
+  std::this_thread::sleep_for(40ms);
+  queue.Add("n3");
+  std::vector<std::string> order;
+  while (queue.Len() + queue.DelayedLen() > 0) {
+    order.push_back(*queue.Get());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"recheck", "n1", "n2", "n3"}));
+}
+
 TEST(WorkQueueTest, UrgentAddsStillWaitForAServersPause) {
   auto limiter = std::make_unique<WorkqueueRateLimiter>(1ms, 1s, 1000, 1000);
   WorkQueue queue(std::move(limiter));
