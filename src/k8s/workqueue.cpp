@@ -54,7 +54,7 @@ void WorkQueue::AddLocked(const std::string& key, Time now, Lane lane) {
   PushLocked(key, lane);
 }
 
-void WorkQueue::Add(const std::string& key) {
+void WorkQueue::AddInLane(const std::string& key, Lane lane) {
   size_t depth;
   {
     MutexLock lock(mu_);
@@ -63,25 +63,18 @@ void WorkQueue::Add(const std::string& key) {
       AddAtLocked(key, *held);
       return;
     }
-    AddLocked(key, now);
+    AddLocked(key, now, lane);
     depth = queued_.size();
   }
   NotifyDepth(depth);
 }
 
+void WorkQueue::Add(const std::string& key) {
+  AddInLane(key, Lane::kNormal);
+}
+
 void WorkQueue::AddUrgent(const std::string& key) {
-  size_t depth;
-  {
-    MutexLock lock(mu_);
-    const Time now = std::chrono::steady_clock::now();
-    if (auto held = HeldUntilLocked(key, now)) {
-      AddAtLocked(key, *held);
-      return;
-    }
-    AddLocked(key, now, Lane::kUrgent);
-    depth = queued_.size();
-  }
-  NotifyDepth(depth);
+  AddInLane(key, Lane::kUrgent);
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {

@@ -77,6 +77,7 @@ class WorkQueue {
   using Time = std::chrono::steady_clock::time_point;
 
   enum class Lane { kNormal, kUrgent };
+  void AddInLane(const std::string& key, Lane lane) HJ_EXCLUDES(mu_);
   void AddLocked(const std::string& key, Time now, Lane lane = Lane::kNormal) HJ_REQUIRES(mu_);
   void PushLocked(const std::string& key, Lane lane) HJ_REQUIRES(mu_);
   // Into the delayed set at `ready`, unless already due sooner.

@@ -95,6 +95,15 @@ TEST(WorkQueueTest, KeyAddedWhileProcessingIsReplayedAfterDone) {
   EXPECT_EQ(queue.Len(), 0u);
 }
 
+// Every key, ready or delayed, in the order the queue hands them out.
+std::vector<std::string> Drain(WorkQueue& queue) {
+  std::vector<std::string> order;
+  while (queue.Len() + queue.DelayedLen() > 0) {
+    order.push_back(*queue.Get());
+  }
+  return order;
+}
+
 TEST(WorkQueueTest, UrgentKeysGoFirstEachLaneInOrder) {
   WorkQueue queue;
   queue.Add("n1");
@@ -102,10 +111,7 @@ TEST(WorkQueueTest, UrgentKeysGoFirstEachLaneInOrder) {
   queue.Add("n2");
   queue.AddUrgent("u2");
   EXPECT_EQ(queue.Len(), 4u);
-  std::vector<std::string> order;
-  while (queue.Len() > 0) {
-    order.push_back(*queue.Get());
-  }
+  const std::vector<std::string> order = Drain(queue);
   EXPECT_EQ(order, (std::vector<std::string>{"u1", "u2", "n1", "n2"}));
 }
 
@@ -119,10 +125,7 @@ TEST(WorkQueueTest, AnUrgentAddMovesAQueuedKeyUpOnceAndAPlainAddLeavesItThere) {
   queue.Add("c");  // already urgent: stays
   queue.AddUrgent("x");
   EXPECT_EQ(queue.Len(), 4u) << "each key once";
-  std::vector<std::string> order;
-  while (queue.Len() > 0) {
-    order.push_back(*queue.Get());
-  }
+  const std::vector<std::string> order = Drain(queue);
   EXPECT_EQ(order, (std::vector<std::string>{"c", "x", "a", "b"}));
 }
 
@@ -159,10 +162,7 @@ TEST(WorkQueueTest, ADelayedKeyComesDueAheadOfPlainAdds) {
   queue.Add("n2");
   std::this_thread::sleep_for(40ms);
   queue.Add("n3");
-  std::vector<std::string> order;
-  while (queue.Len() + queue.DelayedLen() > 0) {
-    order.push_back(*queue.Get());
-  }
+  const std::vector<std::string> order = Drain(queue);
   EXPECT_EQ(order, (std::vector<std::string>{"recheck", "n1", "n2", "n3"}));
 }
 
