@@ -30,25 +30,22 @@ void WorkQueue::AddLocked(const std::string& key, Time now, Lane lane) {
   if (shutting_down_) {
     return;
   }
+  if (lane == Lane::kUrgent && processing_.contains(key)) {
+    urgent_after_done_.insert(key);  // Done queues it, in this lane
+  }
   if (dirty_.contains(key)) {
-    if (lane == Lane::kUrgent) {
-      if (processing_.contains(key)) {
-        urgent_after_done_.insert(key);
-      } else if (auto it = queued_.find(key);
-                 it != queued_.end() && it->second.lane == Lane::kNormal) {
-        normal_.erase(it->second.at);
-        queued_.erase(it);
-        PushLocked(key, Lane::kUrgent);
-      }
+    // Already waiting: an urgent add moves it up.
+    if (auto it = queued_.find(key);
+        lane == Lane::kUrgent && it != queued_.end() && it->second.lane == Lane::kNormal) {
+      normal_.erase(it->second.at);
+      queued_.erase(it);
+      PushLocked(key, Lane::kUrgent);
     }
     return;
   }
   dirty_.insert(key);
   added_at_.emplace(key, now);
   if (processing_.contains(key)) {
-    if (lane == Lane::kUrgent) {
-      urgent_after_done_.insert(key);
-    }
     return;  // queued again by Done
   }
   PushLocked(key, lane);
