@@ -24,6 +24,11 @@ function(hybridjob_target_defaults target)
   # their default member initialisers (GroupRole{"worker", 2, 8, 0}).
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-deprecated-declarations
                                            -Wno-missing-field-initializers)
+  # A unity build includes sources into one file, so GCC takes their
+  # anonymous-namespace helpers for a header's and warns when a class uses one.
+  if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+  endif()
   # Clang checks the locking annotations of common/mutex.h.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     target_compile_options(${target} PRIVATE -Wthread-safety)

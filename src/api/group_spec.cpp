@@ -13,7 +13,7 @@ using nlohmann::ordered_json;
 
 // A bound on replicas per role so a bad annotation cannot make the scheduler
 // allocate without limit when it checks which members exist.
-constexpr int64_t kMaxReplicasPerRole = 100000;
+constexpr int64_t kMaxAnnotatedReplicasPerRole = 100000;
 
 // The annotation's topology: a level with Required or Preferred, none with None.
 std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
@@ -27,7 +27,7 @@ std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
   return topology;
 }
 
-ordered_json TopologyJson(const TopologySpec& topology) {
+ordered_json AnnotationTopologyJson(const TopologySpec& topology) {
   ordered_json out = ordered_json::object();
   if (!topology.level.empty()) {
     out["level"] = topology.level;
@@ -95,8 +95,9 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
     if (min < 0 || max < 0 || min > max) {
       fields.Error(path, "need 0 <= min <= max, got min " + std::to_string(min) + " max " +
                              std::to_string(max));
-    } else if (max > kMaxReplicasPerRole) {
-      fields.Error(JoinPath(path, "max"), "more than " + std::to_string(kMaxReplicasPerRole));
+    } else if (max > kMaxAnnotatedReplicasPerRole) {
+      fields.Error(JoinPath(path, "max"),
+                   "more than " + std::to_string(kMaxAnnotatedReplicasPerRole));
     } else {
       role.min_replicas = static_cast<int32_t>(min);
       role.max_replicas = static_cast<int32_t>(max);
@@ -132,7 +133,7 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
                          {"max", role.max_replicas},
                          {"priority", role.priority}};
     if (role.topology) {
-      item["topology"] = TopologyJson(*role.topology);
+      item["topology"] = AnnotationTopologyJson(*role.topology);
     }
     roles.push_back(std::move(item));
   }
@@ -144,7 +145,7 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
     object["scheduleTimeoutSeconds"] = *spec.schedule_timeout_seconds;
   }
   if (spec.topology) {
-    object["topology"] = TopologyJson(*spec.topology);
+    object["topology"] = AnnotationTopologyJson(*spec.topology);
   }
   return object.dump();
 }

@@ -4,6 +4,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
 #include <hybridjob/api/spec_edits.h>
+#include <hybridjob/common/maps.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/tenancy.h>
 
@@ -31,16 +32,6 @@ bool UpsertIfChanged(Map& map, std::string key, Value value) {
     return false;
   }
   map.insert_or_assign(std::move(key), std::move(value));
-  return true;
-}
-
-template <typename Map>
-bool EraseKey(Map& map, std::string_view key) {
-  auto it = map.find(key);
-  if (it == map.end()) {
-    return false;
-  }
-  map.erase(it);
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include <hybridjob/common/maps.h>
 #include <hybridjob/scheduler/predicates.h>
 #include <hybridjob/scheduler/volumes.h>
 
@@ -11,14 +12,6 @@ VolumeVerdict Reject(VolumeCode code, std::string_view claim) {
   verdict.code = code;
   verdict.claim = std::string(claim);
   return verdict;
-}
-
-// std::map::erase by a key of another type arrives only in C++23.
-template <typename Map>
-void EraseKey(Map& map, std::string_view key) {
-  if (auto it = map.find(key); it != map.end()) {
-    map.erase(it);
-  }
 }
 
 bool VolumeNodeAffinityMatches(const VolumeInfo& volume, const NodeInfo& node) {

@@ -17,8 +17,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kJobs = 60;
-constexpr int kWorkers = 2;
+constexpr int kRestartJobs = 60;
+constexpr int kRestartWorkers = 2;
 
 // Whether a watch from `resource_version` is refused as expired (410 Gone).
 bool WatchIsGone(k8s::ApiClient& client, const std::string& resource_version) {
@@ -47,9 +47,9 @@ TEST(ApiServerRestartTest, JobsCreatedThroughARestartAndCompactionAllSucceed) {
   std::string create_errors;
   std::jthread creator([&] {
     WorkerJobSpec spec;
-    spec.workers = kWorkers;
+    spec.workers = kRestartWorkers;
     spec.duration = "2s";
-    for (int i = 0; i < kJobs; ++i) {
+    for (int i = 0; i < kRestartJobs; ++i) {
       const Status status =
           CreateJobRetrying(client, "default", WorkerJob("job-" + std::to_string(i), spec));
       if (status.ok()) {
@@ -60,15 +60,15 @@ TEST(ApiServerRestartTest, JobsCreatedThroughARestartAndCompactionAllSucceed) {
       std::this_thread::sleep_for(150ms);
     }
   });
-  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 6; }, 30s));
+  ASSERT_TRUE(WaitFor([&] { return created >= kRestartJobs / 6; }, 30s));
   EXPECT_GT(system.cluster().CompactEtcd(), 0);
-  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 3; }, 30s));
+  ASSERT_TRUE(WaitFor([&] { return created >= kRestartJobs / 3; }, 30s));
   EXPECT_TRUE(system.cluster().Restart("apiserver"));
-  ASSERT_TRUE(WaitFor([&] { return created >= kJobs / 2; }, 60s));
+  ASSERT_TRUE(WaitFor([&] { return created >= kRestartJobs / 2; }, 60s));
   EXPECT_GT(system.cluster().CompactEtcd(), 0);
   creator.join();
   EXPECT_EQ(create_errors, "");
-  ASSERT_EQ(created.load(), kJobs);
+  ASSERT_EQ(created.load(), kRestartJobs);
   // The fault took: what the informers knew before is gone.
   EXPECT_TRUE(WatchIsGone(client, resource_version_before));
 
@@ -81,11 +81,11 @@ TEST(ApiServerRestartTest, JobsCreatedThroughARestartAndCompactionAllSucceed) {
             return false;
           }
         }
-        return phases.size() == static_cast<size_t>(kJobs);
+        return phases.size() == static_cast<size_t>(kRestartJobs);
       },
       120s);
-  ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, kJobs));
-  ASSERT_NO_FATAL_FAILURE(ExpectEachJobWhole(client, "default", kJobs, kWorkers));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, kRestartJobs));
+  ASSERT_NO_FATAL_FAILURE(ExpectEachJobWhole(client, "default", kRestartJobs, kRestartWorkers));
   if (HasFailure()) {
     ADD_FAILURE() << system.Logs();
   }

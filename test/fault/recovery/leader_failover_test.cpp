@@ -17,7 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int kJobsPerWave = 8;
-constexpr int kWorkers = 4;
+constexpr int kFailoverWorkers = 4;
 
 // Which replica has logged taking the lead; -1 for none, -2 for several.
 int Leader(System& system, bool controllers) {
@@ -60,7 +60,7 @@ TEST(LeaderFailoverTest, KilledLeadersAreReplacedAndEveryJobSucceeds) {
   const int scheduler_leader = Leader(system, false);
 
   WorkerJobSpec spec;
-  spec.workers = kWorkers;
+  spec.workers = kFailoverWorkers;
   spec.gpus = 1;
   spec.duration = "8s";
   for (int i = 0; i < kJobsPerWave; ++i) {
@@ -97,7 +97,7 @@ TEST(LeaderFailoverTest, KilledLeadersAreReplacedAndEveryJobSucceeds) {
   EXPECT_EQ(overcommitted, "");
   ASSERT_NO_FATAL_FAILURE(ExpectAllSucceeded(phases, 2 * kJobsPerWave));
   for (const auto& [job, pods] : PodsByJob(client, "default")) {
-    EXPECT_EQ(pods.size(), static_cast<size_t>(kWorkers)) << "job " << job;
+    EXPECT_EQ(pods.size(), static_cast<size_t>(kFailoverWorkers)) << "job " << job;
     EXPECT_EQ(DuplicateMembers(job, pods), "");
   }
   if (HasFailure()) {

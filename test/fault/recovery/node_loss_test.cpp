@@ -22,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr int kMembers = 8;
+constexpr int kNodeLossMembers = 8;
 
 std::string Name(const json& pod) {
   return pod["metadata"].value("name", "");
@@ -53,7 +53,7 @@ class NodeLossTest : public ::testing::Test {
         SystemOptions{.nodes = 4, .gpus_per_node = 4, .scheduler_config = ""});
     ASSERT_TRUE(system_->ok());
     WorkerJobSpec spec;
-    spec.workers = kMembers;
+    spec.workers = kNodeLossMembers;
     spec.gpus = 1;
     spec.duration = duration;
     ASSERT_TRUE(CreateJobRetrying(system_->client(), "default", WorkerJob("gang", spec)).ok());
@@ -138,7 +138,7 @@ class NodeLossTest : public ::testing::Test {
       EXPECT_EQ(pod["status"].value("phase", ""), "Succeeded") << Name(pod);
       indices.insert(pod["metadata"]["labels"].value(std::string(api::kIndexLabel), ""));
     }
-    EXPECT_EQ(indices.size(), static_cast<size_t>(kMembers));
+    EXPECT_EQ(indices.size(), static_cast<size_t>(kNodeLossMembers));
   }
 
   std::unique_ptr<System> system_;
@@ -154,7 +154,7 @@ TEST_F(NodeLossTest, MembersOnALostNodeAreReplacedWhileTheGangRuns) {
   std::this_thread::sleep_for(1s);
   ASSERT_NO_FATAL_FAILURE(DeleteLostNode());
   // Back to full strength on the nodes that remain.
-  ASSERT_TRUE(WaitFor([&] { return BoundElsewhere() == kMembers; }, 150s))
+  ASSERT_TRUE(WaitFor([&] { return BoundElsewhere() == kNodeLossMembers; }, 150s))
       << "status " << system_->Job("gang")["status"].dump(2) << "\npods "
       << Describe(system_->Pods("gang")) << "\n"
       << system_->Logs();
@@ -190,7 +190,7 @@ TEST_F(NodeLossTest, MembersLostAfterTheOthersFinishedAreReplaced) {
         for (const auto& pod : system_->Pods("gang")) {
           succeeded += pod["status"].value("phase", "") == "Succeeded" ? 1 : 0;
         }
-        return succeeded == kMembers - static_cast<int>(lost_pods_.size());
+        return succeeded == kNodeLossMembers - static_cast<int>(lost_pods_.size());
       },
       30s))
       << Describe(system_->Pods("gang"));

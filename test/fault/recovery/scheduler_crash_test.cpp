@@ -17,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kMembers = 64;
+constexpr int kCrashMembers = 64;
 
 TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
   // One binder, so the 64 binds of the gang take long enough to kill between.
@@ -25,7 +25,7 @@ TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
   ASSERT_TRUE(system.ok());
   auto& client = system.client();
   WorkerJobSpec spec;
-  spec.workers = kMembers;
+  spec.workers = kCrashMembers;
   spec.gpus = 1;  // 64 members fill the 16 nodes exactly
   spec.duration = "10s";
 
@@ -53,7 +53,7 @@ TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
   ASSERT_TRUE(bind_seen) << "the gang was never placed\n" << system.Logs();
   // Only a kill between the first and the last bind tests anything.
   const int bound_at_kill = BoundMembers(PodsByJob(client, "default")["gang"]);
-  ASSERT_LT(bound_at_kill, kMembers) << "the scheduler bound the whole gang before the kill";
+  ASSERT_LT(bound_at_kill, kCrashMembers) << "the scheduler bound the whole gang before the kill";
   std::this_thread::sleep_for(1s);
   ASSERT_TRUE(system.RestartScheduler()) << system.Logs();
 
@@ -63,22 +63,22 @@ TEST(SchedulerCrashTest, GangKilledMidBindIsCompletedOrRolledBackAfterRestart) {
   const bool whole = WaitFor(
       [&] {
         bound = BoundMembers(PodsByJob(client, "default")["gang"]);
-        return bound == 0 || bound == kMembers;
+        return bound == 0 || bound == kCrashMembers;
       },
       20s);
   EXPECT_TRUE(whole) << "the gang stayed partly bound after the scheduler restarted: " << bound
-                     << " of " << kMembers << " members bound (" << bound_at_kill
+                     << " of " << kCrashMembers << " members bound (" << bound_at_kill
                      << " at the kill)\n"
                      << system.Logs();
-  std::cout << "scheduler killed with " << bound_at_kill << " of " << kMembers
+  std::cout << "scheduler killed with " << bound_at_kill << " of " << kCrashMembers
             << " members bound; after its restart " << bound << " bound ("
-            << (bound == kMembers ? "completed" : "rolled back") << ")\n";
+            << (bound == kCrashMembers ? "completed" : "rolled back") << ")\n";
   EXPECT_EQ(OvercommittedNodes(client), "");
   EXPECT_TRUE(WaitFor([&] { return system.Phase("gang") == "Succeeded"; }, 90s))
       << "phase " << system.Phase("gang") << "\n"
       << system.Logs();
   const auto pods = PodsByJob(client, "default")["gang"];
-  EXPECT_EQ(pods.size(), static_cast<size_t>(kMembers));
+  EXPECT_EQ(pods.size(), static_cast<size_t>(kCrashMembers));
   EXPECT_EQ(DuplicateMembers("gang", pods), "");
 }
 

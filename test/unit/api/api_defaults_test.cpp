@@ -19,7 +19,7 @@ HybridJob Parse(const json& object) {
   return parsed.ok() ? *parsed : HybridJob{};
 }
 
-json Role(const std::string& name, int min) {
+json ReplicaSpecJson(const std::string& name, int min) {
   return {{"name", name}, {"minReplicas", min}, {"template", PodTemplate()}};
 }
 
@@ -44,7 +44,7 @@ TEST(ApiDefaultsTest, PortsFollowTheFramework) {
                                                 {"mxnet", 9091},
                                                 {"mpi", 2222},
                                                 {"generic", 2222}}) {
-    HybridJob job = JobWithRoles(framework, {Role("worker", 1)});
+    HybridJob job = JobWithRoles(framework, {ReplicaSpecJson("worker", 1)});
     ApplyDefaults(job);
     EXPECT_EQ(job.spec.replica_specs[0].port, port) << framework;
   }
@@ -56,22 +56,26 @@ TEST(ApiDefaultsTest, PortsFollowTheFramework) {
 }
 
 TEST(ApiDefaultsTest, SuccessPolicyPrefersChiefThenMasterThenWorker) {
-  HybridJob chief =
-      JobWithRoles("tensorflow", {Role("ps", 1), Role("worker", 2), Role("chief", 1)});
+  HybridJob chief = JobWithRoles(
+      "tensorflow",
+      {ReplicaSpecJson("ps", 1), ReplicaSpecJson("worker", 2), ReplicaSpecJson("chief", 1)});
   ApplyDefaults(chief);
   ASSERT_TRUE(chief.spec.success_policy.has_value());
   EXPECT_EQ(chief.spec.success_policy->roles, std::vector<std::string>{"chief"});
   EXPECT_EQ(chief.spec.success_policy->op, SuccessOperator::kAll);
 
-  HybridJob master = JobWithRoles("pytorch", {Role("worker", 2), Role("master", 1)});
+  HybridJob master =
+      JobWithRoles("pytorch", {ReplicaSpecJson("worker", 2), ReplicaSpecJson("master", 1)});
   ApplyDefaults(master);
   EXPECT_EQ(master.spec.success_policy->roles, std::vector<std::string>{"master"});
 
-  HybridJob worker = JobWithRoles("tensorflow", {Role("ps", 1), Role("worker", 2)});
+  HybridJob worker =
+      JobWithRoles("tensorflow", {ReplicaSpecJson("ps", 1), ReplicaSpecJson("worker", 2)});
   ApplyDefaults(worker);
   EXPECT_EQ(worker.spec.success_policy->roles, std::vector<std::string>{"worker"});
 
-  HybridJob other = JobWithRoles("generic", {Role("server", 1), Role("client", 2)});
+  HybridJob other =
+      JobWithRoles("generic", {ReplicaSpecJson("server", 1), ReplicaSpecJson("client", 2)});
   ApplyDefaults(other);
   EXPECT_EQ(other.spec.success_policy->roles, (std::vector<std::string>{"server", "client"}));
 }

@@ -26,38 +26,38 @@ ObservedPod Member(const std::string& role, int32_t index, const std::string& ui
   return pod;
 }
 
-const Clock::time_point kT0{};
+const Clock::time_point kEpoch{};
 
 TEST(DepartedMembersTest, KeepsOnlyMembersDeletedWhileMarkedForDisruption) {
   DepartedMembers departed;
-  departed.PodDeleted("ns/train", Member("worker", 3, "u3", true), kT0);
-  departed.PodDeleted("ns/train", Member("worker", 1, "u1", false), kT0);
-  const std::vector<ObservedPod> gone = departed.For("ns/train", {}, kT0 + seconds(1));
+  departed.PodDeleted("ns/train", Member("worker", 3, "u3", true), kEpoch);
+  departed.PodDeleted("ns/train", Member("worker", 1, "u1", false), kEpoch);
+  const std::vector<ObservedPod> gone = departed.For("ns/train", {}, kEpoch + seconds(1));
   ASSERT_THAT(gone, SizeIs(1));
   EXPECT_EQ(gone[0].index, 3);
   EXPECT_EQ(gone[0].uid, "u3");
-  EXPECT_THAT(departed.For("ns/other", {}, kT0), IsEmpty());
+  EXPECT_THAT(departed.For("ns/other", {}, kEpoch), IsEmpty());
 }
 
 TEST(DepartedMembersTest, ARecordEndsWhenANewerPodTakesTheIndex) {
   DepartedMembers departed;
-  departed.PodDeleted("ns/train", Member("worker", 3, "u3", true), kT0);
-  departed.PodDeleted("ns/train", Member("worker", 2, "u2", true), kT0);
+  departed.PodDeleted("ns/train", Member("worker", 3, "u3", true), kEpoch);
+  departed.PodDeleted("ns/train", Member("worker", 2, "u2", true), kEpoch);
   const std::vector<ObservedPod> pods = {Member("worker", 3, "u3-new", false),
                                          Member("worker", 0, "u0", false)};
-  const std::vector<ObservedPod> gone = departed.For("ns/train", pods, kT0);
+  const std::vector<ObservedPod> gone = departed.For("ns/train", pods, kEpoch);
   ASSERT_THAT(gone, SizeIs(1));
   EXPECT_EQ(gone[0].index, 2);
   // Dropped for good: the record does not come back once that pod goes too.
-  EXPECT_THAT(departed.For("ns/train", {}, kT0), SizeIs(1));
+  EXPECT_THAT(departed.For("ns/train", {}, kEpoch), SizeIs(1));
 }
 
 TEST(DepartedMembersTest, ARecordEndsAfterItsTtlOrWithItsJob) {
   DepartedMembers departed(seconds(60));
-  departed.PodDeleted("ns/a", Member("worker", 1, "u1", true), kT0);
-  departed.PodDeleted("ns/b", Member("worker", 1, "u1b", true), kT0);
-  EXPECT_THAT(departed.For("ns/a", {}, kT0 + seconds(59)), SizeIs(1));
-  EXPECT_THAT(departed.For("ns/a", {}, kT0 + seconds(60)), IsEmpty());
+  departed.PodDeleted("ns/a", Member("worker", 1, "u1", true), kEpoch);
+  departed.PodDeleted("ns/b", Member("worker", 1, "u1b", true), kEpoch);
+  EXPECT_THAT(departed.For("ns/a", {}, kEpoch + seconds(59)), SizeIs(1));
+  EXPECT_THAT(departed.For("ns/a", {}, kEpoch + seconds(60)), IsEmpty());
   EXPECT_EQ(departed.JobCount(), 1u);
   departed.Forget("ns/b");
   EXPECT_EQ(departed.JobCount(), 0u);
@@ -65,9 +65,9 @@ TEST(DepartedMembersTest, ARecordEndsAfterItsTtlOrWithItsJob) {
 
 TEST(DepartedMembersTest, TheLatestDeletionOfAnIndexIsKept) {
   DepartedMembers departed;
-  departed.PodDeleted("ns/train", Member("worker", 2, "old", true), kT0);
-  departed.PodDeleted("ns/train", Member("worker", 2, "new", true), kT0 + seconds(5));
-  const std::vector<ObservedPod> gone = departed.For("ns/train", {}, kT0 + seconds(6));
+  departed.PodDeleted("ns/train", Member("worker", 2, "old", true), kEpoch);
+  departed.PodDeleted("ns/train", Member("worker", 2, "new", true), kEpoch + seconds(5));
+  const std::vector<ObservedPod> gone = departed.For("ns/train", {}, kEpoch + seconds(6));
   ASSERT_THAT(gone, SizeIs(1));
   EXPECT_EQ(gone[0].uid, "new");
 }

@@ -8,7 +8,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-json Pod() {
+json ExecPodJson() {
   return {
       {"metadata",
        {{"name", "job-worker-1"},
@@ -72,7 +72,7 @@ PodObjects Objects() {
 }
 
 TEST(ExecPodTest, DecodesWhatThePodRunsWith) {
-  auto pod = DecodeExecPod(Pod());
+  auto pod = DecodeExecPod(ExecPodJson());
   ASSERT_TRUE(pod.ok()) << pod.status().ToString();
   EXPECT_EQ(pod->hostname, "job-worker-1");
   EXPECT_EQ(pod->subdomain, "job");
@@ -95,7 +95,7 @@ TEST(ExecPodTest, DecodesWhatThePodRunsWith) {
 }
 
 TEST(ExecPodTest, DecodeNamesAFieldOfTheWrongType) {
-  json pod = Pod();
+  json pod = ExecPodJson();
   pod["spec"]["containers"][0]["command"] = "python3 train.py";
   auto decoded = DecodeExecPod(pod);
   ASSERT_FALSE(decoded.ok());
@@ -104,7 +104,7 @@ TEST(ExecPodTest, DecodeNamesAFieldOfTheWrongType) {
 }
 
 TEST(ExecPodTest, EnvironmentFollowsTheKubeletsOrderAndExpansion) {
-  auto pod = DecodeExecPod(Pod());
+  auto pod = DecodeExecPod(ExecPodJson());
   ASSERT_TRUE(pod.ok());
   auto env = ContainerEnvironment(*pod, pod->containers[0], {"127.1.0.3", "127.0.0.1"}, Objects());
   ASSERT_TRUE(env.ok()) << env.status().ToString();
@@ -127,7 +127,7 @@ TEST(ExecPodTest, EnvironmentFollowsTheKubeletsOrderAndExpansion) {
 }
 
 TEST(ExecPodTest, MissingReferencesFailAsTheKubeletSays) {
-  auto pod = DecodeExecPod(Pod());
+  auto pod = DecodeExecPod(ExecPodJson());
   ASSERT_TRUE(pod.ok());
   PodObjects objects = Objects();
   objects.secrets["creds"].erase("token");
@@ -192,7 +192,7 @@ TEST(ExecPodTest, VolumeFilesHonourItemsAndOptional) {
 }
 
 TEST(ExecPodTest, BindsPlaceVolumesWithSubPathsAndRefuseEscapes) {
-  auto pod = DecodeExecPod(Pod());
+  auto pod = DecodeExecPod(ExecPodJson());
   ASSERT_TRUE(pod.ok());
   const std::map<std::string, std::filesystem::path> dirs = {
       {"code", "/state/pods/u1/volumes/code"},
