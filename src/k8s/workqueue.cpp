@@ -162,6 +162,18 @@ void WorkQueue::PromoteDueLocked(Time now) {
   }
 }
 
+std::list<std::string>& WorkQueue::NextLaneLocked() {
+  if (urgent_.empty() || normal_.empty()) {
+    urgent_run_ = 0;
+    return urgent_.empty() ? normal_ : urgent_;
+  }
+  if (++urgent_run_ < kUrgentRun) {
+    return urgent_;
+  }
+  urgent_run_ = 0;  // the plain lane's turn
+  return normal_;
+}
+
 std::optional<std::string> WorkQueue::Get() {
   std::string key;
   Duration waited{};
@@ -185,7 +197,7 @@ std::optional<std::string> WorkQueue::Get() {
     if (queued_.empty()) {
       return std::nullopt;  // shut down and drained
     }
-    std::list<std::string>& lane = urgent_.empty() ? normal_ : urgent_;
+    std::list<std::string>& lane = NextLaneLocked();
     key = std::move(lane.front());
     lane.pop_front();
     queued_.erase(key);

@@ -6,7 +6,9 @@
 // Two lanes: keys added urgently, and delayed keys once due, are handed out
 // before the others, each lane in the order its keys were added (as
 // controller-runtime's priority queue puts live changes ahead of a backlog of
-// first passes).
+// first passes). So that a steady stream of urgent keys cannot starve the
+// other lane, every kUrgentRun-th key handed out while both lanes wait comes
+// from the other lane.
 #pragma once
 
 #include <chrono>
@@ -37,6 +39,8 @@ struct WorkQueueObserver {
 
 class WorkQueue {
  public:
+  static constexpr int kUrgentRun = 8;
+
   explicit WorkQueue(std::unique_ptr<WorkqueueRateLimiter> limiter = nullptr,
                      WorkQueueObserver observer = {});
   ~WorkQueue();
@@ -85,6 +89,8 @@ class WorkQueue {
   // The end of the key's hold, if it is held at `now` (an expired hold is dropped).
   std::optional<Time> HeldUntilLocked(const std::string& key, Time now) HJ_REQUIRES(mu_);
   void PromoteDueLocked(Time now) HJ_REQUIRES(mu_);
+  // The lane Get takes its key from; at least one holds a key.
+  std::list<std::string>& NextLaneLocked() HJ_REQUIRES(mu_);
   void NotifyDepth(size_t depth);
 
   Mutex mu_;
@@ -110,6 +116,8 @@ class WorkQueue {
   std::unordered_map<std::string, std::multimap<Time, std::string>::iterator> delayed_index_
       HJ_GUARDED_BY(mu_);
   bool shutting_down_ HJ_GUARDED_BY(mu_) = false;
+  // Urgent keys handed out in a row while plain keys waited.
+  int urgent_run_ HJ_GUARDED_BY(mu_) = 0;
   std::unique_ptr<WorkqueueRateLimiter> limiter_ HJ_PT_GUARDED_BY(mu_);
   WorkQueueObserver observer_;
 };

@@ -115,6 +115,39 @@ TEST(WorkQueueTest, UrgentKeysGoFirstEachLaneInOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"u1", "u2", "n1", "n2"}));
 }
 
+TEST(WorkQueueTest, AStreamOfUrgentKeysLetsAPlainKeyThroughEveryEighthHandOut) {
+  WorkQueue queue;
+  queue.Add("n1");
+  queue.Add("n2");
+  for (int i = 1; i <= 10; ++i) {
+    queue.AddUrgent("u" + std::to_string(i));
+  }
+  const std::vector<std::string> order = Drain(queue);
+  EXPECT_EQ(order, (std::vector<std::string>{"u1", "u2", "u3", "u4", "u5", "u6", "u7", "n1", "u8",
+                                             "u9", "u10", "n2"}));
+  static_assert(WorkQueue::kUrgentRun == 8);
+}
+
+TEST(WorkQueueTest, UrgentKeysHandedOutWhileNoPlainKeyWaitedDoNotCountTowardsItsTurn) {
+  WorkQueue queue;
+  for (int i = 1; i <= 20; ++i) {
+    queue.AddUrgent("u" + std::to_string(i));
+  }
+  for (int i = 1; i <= 6; ++i) {
+    ASSERT_EQ(queue.Get(), "u" + std::to_string(i));
+  }
+  queue.Add("n1");
+  std::vector<std::string> expected;
+  for (int i = 7; i <= 13; ++i) {
+    expected.push_back("u" + std::to_string(i));
+  }
+  expected.push_back("n1");
+  for (int i = 14; i <= 20; ++i) {
+    expected.push_back("u" + std::to_string(i));
+  }
+  EXPECT_EQ(Drain(queue), expected);
+}
+
 TEST(WorkQueueTest, AnUrgentAddMovesAQueuedKeyUpOnceAndAPlainAddLeavesItThere) {
   WorkQueue queue;
   queue.Add("a");
