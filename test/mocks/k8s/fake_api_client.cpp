@@ -326,11 +326,15 @@ std::optional<Status> FakeApiClient::Admit(Request request) {
   Fault fault;
   {
     std::lock_guard lock(mu_);
-    requests_.push_back(request);
     fault = fault_;
   }
   // Called unlocked: a fault may call back into the fake (Seed, Object).
-  return fault ? fault(request) : std::nullopt;
+  std::optional<Status> refused = fault ? fault(request) : std::nullopt;
+  // Counted once the fault has decided: a test that sees the request counted
+  // and then changes what the fault refuses changes it for later requests only.
+  std::lock_guard lock(mu_);
+  requests_.push_back(std::move(request));
+  return refused;
 }
 
 std::string FakeApiClient::KeyLocked(const Resource& resource, std::string_view ns,
