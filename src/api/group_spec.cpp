@@ -27,15 +27,6 @@ std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
   return topology;
 }
 
-ordered_json AnnotationTopologyJson(const TopologySpec& topology) {
-  ordered_json out = ordered_json::object();
-  if (!topology.level.empty()) {
-    out["level"] = topology.level;
-  }
-  out["mode"] = ToString(topology.mode);
-  return out;
-}
-
 }  // namespace
 
 const GroupRole* GroupSpec::FindRole(std::string_view name) const {
@@ -133,7 +124,7 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
                          {"max", role.max_replicas},
                          {"priority", role.priority}};
     if (role.topology) {
-      item["topology"] = AnnotationTopologyJson(*role.topology);
+      item["topology"] = TopologyObject<ordered_json>(*role.topology);
     }
     roles.push_back(std::move(item));
   }
@@ -145,7 +136,7 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
     object["scheduleTimeoutSeconds"] = *spec.schedule_timeout_seconds;
   }
   if (spec.topology) {
-    object["topology"] = AnnotationTopologyJson(*spec.topology);
+    object["topology"] = TopologyObject<ordered_json>(*spec.topology);
   }
   return object.dump();
 }

@@ -34,15 +34,6 @@ ObjectMeta ReadObjectMeta(JsonFields& reader, const json& object) {
   return meta;
 }
 
-json TopologyJson(const TopologySpec& topology) {
-  json out = json::object();
-  if (!topology.level.empty()) {
-    out["level"] = topology.level;
-  }
-  out["mode"] = ToString(topology.mode);
-  return out;
-}
-
 ReplicaSpec ReadReplicaSpec(JsonFields& reader, const json& item, const std::string& path) {
   ReplicaSpec role;
   if (!item.is_object()) {
@@ -438,7 +429,7 @@ json ToJson(const HybridJobSpec& spec) {
     item["restartPolicy"] = ToString(role.restart_policy);
     SetIf(item, "port", role.port);
     if (role.topology) {
-      item["topology"] = TopologyJson(*role.topology);
+      item["topology"] = TopologyObject<json>(*role.topology);
     }
     item["template"] = role.pod_template;
     roles.push_back(std::move(item));
@@ -507,7 +498,7 @@ json ToJson(const HybridJobSpec& spec) {
     out["queue"] = *spec.queue;
   }
   if (spec.topology) {
-    out["topology"] = TopologyJson(*spec.topology);
+    out["topology"] = TopologyObject<json>(*spec.topology);
   }
   out["schedulerName"] = spec.scheduler_name;
   if (spec.suspend) {

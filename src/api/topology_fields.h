@@ -1,6 +1,6 @@
-// The one reader of a topology object ({"level": ..., "mode": ...}), shared by
-// the HybridJob reader (spec.topology, a role's topology) and the group-spec
-// annotation's. Private to the api library.
+// The one reader and writer of a topology object ({"level": ..., "mode": ...}),
+// shared by the HybridJob's JSON (spec.topology, a role's topology) and the
+// group-spec annotation's. Private to the api library.
 #pragma once
 
 #include <optional>
@@ -33,6 +33,18 @@ inline std::optional<TopologySpec> ReadTopologyMember(JsonFields& fields,
       fields.Enumerated<TopologyMode>(*object, "mode", path, ParseTopologyMode, AllTopologyModes())
           .value_or(TopologyMode::kRequired);
   return topology;
+}
+
+// The object for `topology`: level (when set), then mode. Json is
+// nlohmann::json for the HybridJob, ordered_json for the annotation.
+template <typename Json>
+Json TopologyObject(const TopologySpec& topology) {
+  Json out = Json::object();
+  if (!topology.level.empty()) {
+    out["level"] = topology.level;
+  }
+  out["mode"] = ToString(topology.mode);
+  return out;
 }
 
 }  // namespace hybridjob::api

@@ -5,9 +5,8 @@
 
 namespace hybridjob {
 
-// Erases the entry for `key`;
-// std::map::erase by a key of another type arrives only in C++23. Returns
-// whether there was one.
+// Erases the entry for `key` and returns whether there was one (std::map's
+// erase by a key of another type arrives only in C++23).
 template <typename Map>
 bool EraseKey(Map& map, std::string_view key) {
   auto it = map.find(key);
