@@ -1,17 +1,22 @@
-// The HTTP transport against a scripted peer on loopback (plain HTTP; TLS is
-// exercised by every integration test against the real API server).
+// The HTTP transport, and the watch stream over it, against a scripted peer on
+// loopback (plain HTTP; TLS is exercised by every integration test against the
+// real API server).
 #include <arpa/inet.h>
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include <hybridjob/k8s/http_transport.h>
+#include <hybridjob/k8s/rest_client.h>
 
 namespace hybridjob::k8s::http {
 namespace {
@@ -340,6 +345,55 @@ TEST(HttpTransportTest, UnusableTlsMaterialIsRefusedAtCreation) {
   auto bad_url = Transport::Create("127.0.0.1:6443", {}, 1);
   ASSERT_FALSE(bad_url.ok());
   EXPECT_EQ(bad_url.status().code(), StatusCode::kInvalidArgument);
+}
+
+// A watch's events are lines of JSON that the server's chunks cut anywhere:
+// the client's stream joins them whole, skips blank lines, and takes a last
+// event that ends without a newline. The first read holds exactly one line,
+// the second ends inside an event.
+TEST(HttpTransportTest, WatchEventsCutAcrossChunksArriveWhole) {
+  const std::string first = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})";
+  const std::string second = R"({"type":"MODIFIED","object":{"metadata":{"name":"b"}}})";
+  const std::string last = R"({"type":"DELETED","object":{"metadata":{"name":"c"}}})";
+  const std::string rest = second + "\n\n" + last;
+  ScriptedPeer peer([&](int fd, const std::string&) {
+    auto chunk = [](std::string_view data) {
+      char size[32];
+      std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+      return std::string(size) + std::string(data) + "\r\n";
+    };
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n");
+    SendAll(fd, chunk(first + "\n"));
+    std::this_thread::sleep_for(milliseconds(30));
+    SendAll(fd, chunk(std::string_view(rest).substr(0, 11)));
+    std::this_thread::sleep_for(milliseconds(30));
+    SendAll(fd, chunk(std::string_view(rest).substr(11)) + "0\r\n\r\n");
+    return false;
+  });
+  ClientConfig config;
+  config.server = peer.url();
+  config.qps = 0;
+  auto client = RestClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto watch = (*client)->Watch(resources::Pods(), "default", {});
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+
+  std::vector<std::pair<WatchEventType, std::string>> seen;
+  while (true) {
+    auto event = (*watch)->Next();
+    ASSERT_TRUE(event.ok()) << event.status().ToString();
+    if (!event->has_value()) {
+      break;
+    }
+    seen.emplace_back((*event)->type, (*event)->object["metadata"]["name"]);
+  }
+  const std::vector<std::pair<WatchEventType, std::string>> want = {
+      {WatchEventType::kAdded, "a"},
+      {WatchEventType::kModified, "b"},
+      {WatchEventType::kDeleted, "c"}};
+  EXPECT_EQ(seen, want);
 }
 
 }  // namespace
