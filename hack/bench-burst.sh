@@ -16,7 +16,9 @@
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
-#      one-CPU pods created directly, BURST_CONCURRENCY in flight;
+#      one-CPU pods created directly, BURST_CONCURRENCY in flight (the very pods
+#      hybridjob-controller makes for those jobs: the harness creates the
+#      HybridJobs before the clock and their pods from the controller's planner);
 #   2. kube-scheduler with its default client limits (QPS 50, burst 100);
 #   3. hybridjob-controller (--workers 16 --qps 1000 --burst 2000) and
 #      gang-scheduler (clientQPS/clientBurst 5000): BURST_JOBS HybridJobs of

@@ -6,7 +6,10 @@
 //
 // Creates --pods pods in groups of --group-size (one worker role, min = max =
 // group size, 1 CPU and --gpus-per-pod GPUs each) with schedulerName NAME,
-// from --concurrency writers, and watches them until every pod is bound. With
+// from --concurrency writers, and watches them until every pod is bound. Each
+// group's HybridJob is created first, untimed, and its pods are the ones
+// hybridjob-controller's planner makes for it (labels, group-spec annotation,
+// owner reference, environment, hostname, cluster ConfigMap mount). With
 // --bind-self the harness is the scheduler: a trivial binder that POSTs a
 // binding for each pod as it appears, round-robin over the nodes,
 // --concurrency at a time (the ceiling). With --via-controller it creates
@@ -29,10 +32,16 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/time.h>
 #include <hybridjob/common/flags.h>
+#include <hybridjob/controller/actions.h>
+#include <hybridjob/controller/observed.h>
+#include <hybridjob/controller/options.h>
+#include <hybridjob/controller/planner.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/rest_client.h>
 
@@ -172,17 +181,46 @@ int main(int argc, char** argv) {
 
   // Without --via-controller, the HybridJob of each group is made before the
   // clock starts: the gang scheduler takes a pod as a member only when that
-  // job controls it. Left out when the CRD is not installed (the other
-  // schedulers do not need it).
-  std::vector<std::string> job_uids(static_cast<size_t>(groups));
+  // job controls it, and the pods created directly are the very pods
+  // hybridjob-controller would create for it (its planner's first pass), so
+  // every leg creates and binds the same objects. Left out when the CRD is
+  // not installed (the other schedulers do not need it): then the pods are
+  // the smaller ones below.
+  std::vector<json> member_pods(static_cast<size_t>(pods));
   if (!via_controller) {
     // Each writer fills only its own groups' slots.
-    create_jobs([&](int64_t group, const std::string&, Clock::time_point,
+    std::atomic<int64_t> unplanned{0};
+    create_jobs([&](int64_t group, const std::string& name, Clock::time_point,
                     const hybridjob::Result<json>& job) {
-      if (job) {
-        job_uids[static_cast<size_t>(group)] = (*job)["metadata"].value("uid", "");
+      if (!job) {
+        return;
+      }
+      const auto now =
+          std::chrono::time_point_cast<std::chrono::seconds>(hybridjob::api::Clock::now());
+      const hybridjob::controller::Plan plan = hybridjob::controller::PlanJob(
+          *job, hybridjob::controller::Observed{}, now, hybridjob::controller::PlannerOptions{});
+      int64_t planned = 0;
+      for (const auto& action : plan.actions) {
+        const auto* create = std::get_if<hybridjob::controller::CreatePod>(&action);
+        if (create == nullptr) {
+          continue;
+        }
+        const std::string index =
+            create->pod["metadata"]["labels"].value(std::string(hybridjob::api::kIndexLabel), "");
+        const int64_t i = group * group_size + std::stoll(index);
+        if (i < pods) {
+          member_pods[static_cast<size_t>(i)] = create->pod;
+          ++planned;
+        }
+      }
+      if (planned != std::min(group_size, pods - group * group_size) && unplanned++ == 0) {
+        std::cerr << "HybridJob " << name << ": the controller's planner made " << planned
+                  << " member pods\n";
       }
     });
+    if (unplanned > 0) {
+      return 1;
+    }
   }
 
   std::mutex mu;
@@ -297,6 +335,14 @@ int main(int argc, char** argv) {
         const int64_t index = i % group_size;
         const std::string job = "g" + std::to_string(group);
         const std::string name = job + "-worker-" + std::to_string(index);
+        if (json& planned = member_pods[static_cast<size_t>(i)]; !planned.is_null()) {
+          const auto before = Clock::now();
+          if (client.Create(k8s::resources::Pods(), ns, planned)) {
+            std::lock_guard lock(mu);
+            created_at[name] = before;
+          }
+          continue;
+        }
         json pod = {
             {"apiVersion", "v1"},
             {"kind", "Pod"},
@@ -313,14 +359,6 @@ int main(int argc, char** argv) {
               {"containers",
                json::array(
                    {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}})}}}};
-        if (const std::string& uid = job_uids[static_cast<size_t>(group)]; !uid.empty()) {
-          pod["metadata"]["ownerReferences"] =
-              json::array({{{"apiVersion", hybridjob::api::kApiVersion},
-                            {"kind", hybridjob::api::kKind},
-                            {"name", job},
-                            {"uid", uid},
-                            {"controller", true}}});
-        }
         const auto before = Clock::now();
         auto created = client.Create(k8s::resources::Pods(), ns, pod);
         if (created) {
