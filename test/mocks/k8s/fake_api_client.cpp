@@ -205,6 +205,7 @@ struct FakeApiClient::Open {
   std::deque<WatchEvent> events;
   bool closed = false;     // by the server: Next() ends cleanly once drained
   bool cancelled = false;  // by the client
+  bool waiting = false;    // a Next() call waits for an event
 
   bool Matches(const json& object) const {
     return MatchesLabelSelector(object, label_selector) &&
@@ -260,8 +261,10 @@ class FakeApiClient::Stream final : public WatchStream {
 
   Result<std::optional<WatchEvent>> Next() override {
     std::unique_lock lock(open_->mu);
+    open_->waiting = true;
     open_->cv.wait(lock,
                    [this] { return open_->cancelled || open_->closed || !open_->events.empty(); });
+    open_->waiting = false;
     if (open_->cancelled) {
       return Cancelled("watch cancelled");
     }
@@ -400,6 +403,17 @@ void FakeApiClient::Compact() {
   std::lock_guard lock(mu_);
   compacted_ = version_;
   history_.clear();
+}
+
+bool FakeApiClient::WatchesIdle() const {
+  std::lock_guard lock(mu_);
+  for (const auto& open : watches_) {
+    std::lock_guard open_lock(open->mu);
+    if (!open->cancelled && !open->closed && (!open->waiting || !open->events.empty())) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void FakeApiClient::CloseWatches() {

@@ -58,6 +58,10 @@ class FakeApiClient final : public ApiClient {
   void CloseWatches();
   // Bodies for GetRaw, by path (discovery documents).
   void SetRaw(std::string path, std::string body);
+  // Whether every open watch has handed out all its events and waits in
+  // Next() for more. A reflector handles an event before it asks for the
+  // next, so then every change so far has reached the watchers' handlers.
+  bool WatchesIdle() const;
 
   Result<nlohmann::json> Get(const Resource& resource, std::string_view ns,
                              std::string_view name) override;

@@ -1,5 +1,10 @@
 // The fake API server keeps the rules the shells' unit tests rely on.
+#include <chrono>
 #include <k8s/fake_api_client.h>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -170,6 +175,46 @@ TEST(FakeApiClientTest, WatchesReplayChangesAndExpire) {
   ASSERT_TRUE(gone.ok() && gone->has_value());
   EXPECT_EQ((*gone)->type, WatchEventType::kError);
   EXPECT_TRUE(IsGone((*gone)->error));
+}
+
+// WatchesIdle: true only while every open watch waits in Next() with nothing
+// left to hand out, so a test can know its watchers have seen every change.
+TEST(FakeApiClientTest, WatchesAreIdleOnlyOnceTheirReadersWaitWithNothingLeft) {
+  FakeApiClient api;
+  EXPECT_TRUE(api.WatchesIdle()) << "no watch open";
+  auto watch = api.Watch(resources::Pods(), "", {});
+  ASSERT_TRUE(watch.ok());
+  EXPECT_FALSE(api.WatchesIdle()) << "nobody reads the watch yet";
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::thread reader([&] {
+    while (true) {
+      auto event = (*watch)->Next();
+      if (!event.ok() || !event->has_value()) {
+        return;
+      }
+      std::lock_guard lock(mu);
+      seen.push_back((**event).object["metadata"]["name"]);
+    }
+  });
+  auto wait_idle = [&] {
+    for (int i = 0; i < 1000 && !api.WatchesIdle(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return api.WatchesIdle();
+  };
+  EXPECT_TRUE(wait_idle());
+  api.Seed(resources::Pods(), Pod("a"));
+  api.Seed(resources::Pods(), Pod("b"));
+  ASSERT_TRUE(wait_idle());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(seen, (std::vector<std::string>{"a", "b"})) << "idle only after both were read";
+  }
+  api.CloseWatches();
+  reader.join();
+  EXPECT_TRUE(api.WatchesIdle()) << "a closed watch waits for nothing";
 }
 
 TEST(FakeApiClientTest, AFaultAnswersInsteadOfTheServerAndChangesNothing) {
