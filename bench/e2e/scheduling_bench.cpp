@@ -335,30 +335,26 @@ int main(int argc, char** argv) {
         const int64_t index = i % group_size;
         const std::string job = "g" + std::to_string(group);
         const std::string name = job + "-worker-" + std::to_string(index);
-        if (json& planned = member_pods[static_cast<size_t>(i)]; !planned.is_null()) {
-          const auto before = Clock::now();
-          if (client.Create(k8s::resources::Pods(), ns, planned)) {
-            std::lock_guard lock(mu);
-            created_at[name] = before;
-          }
-          continue;
+        // The controller's pod when its job exists; each slot is taken once.
+        json pod = std::move(member_pods[static_cast<size_t>(i)]);
+        if (pod.is_null()) {
+          pod = {{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata",
+                  {{"name", name},
+                   {"labels",
+                    {{std::string(hybridjob::api::kJobNameLabel), job},
+                     {std::string(hybridjob::api::kRoleLabel), "worker"},
+                     {std::string(hybridjob::api::kIndexLabel), std::to_string(index)}}},
+                   {"annotations",
+                    {{std::string(hybridjob::api::kGroupSpecAnnotation), group_spec}}}}},
+                 {"spec",
+                  {{"schedulerName", scheduler_name},
+                   {"terminationGracePeriodSeconds", 0},
+                   {"containers",
+                    json::array(
+                        {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}})}}}};
         }
-        json pod = {
-            {"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata",
-             {{"name", name},
-              {"labels",
-               {{std::string(hybridjob::api::kJobNameLabel), job},
-                {std::string(hybridjob::api::kRoleLabel), "worker"},
-                {std::string(hybridjob::api::kIndexLabel), std::to_string(index)}}},
-              {"annotations", {{std::string(hybridjob::api::kGroupSpecAnnotation), group_spec}}}}},
-            {"spec",
-             {{"schedulerName", scheduler_name},
-              {"terminationGracePeriodSeconds", 0},
-              {"containers",
-               json::array(
-                   {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}})}}}};
         const auto before = Clock::now();
         auto created = client.Create(k8s::resources::Pods(), ns, pod);
         if (created) {
