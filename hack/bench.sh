@@ -5,6 +5,7 @@
 #   hack/bench.sh [BUILD_DIR]
 # Environment: BENCH_PODS (10000), BENCH_NODES (1000), BENCH_GROUP (10),
 # BENCH_CONCURRENCY (16), BENCH_INFORMER_PODS (5000), BENCH_JOBS (1000; 0 skips the controller),
+# BENCH_ROUNDS (4: rounds of the scheduling legs, their order alternating),
 # BURST_JOBS (500; 0 skips the burst, see hack/bench-burst.sh), BENCH_PARTS (which parts
 # run: "planner cache informer scheduling controller burst", all by default; a run of some
 # parts prints its report and leaves docs/benchmarks.md alone).
@@ -98,18 +99,24 @@ SCHED_HEADER="| scheduler | bound | groups | creates/s | binds/s | gang p50 s | 
 |---|---|---|---|---|---|---|---|---|"
 ROWS=""
 
-if part scheduling; then
-log "raw bind ceiling"
-fresh_cluster ceiling
-register_nodes ceiling
-ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" --scheduler-name nobody \
-  --label "raw bind ceiling (harness binds)" --bind-self --pods "$PODS" --group-size "$GROUP" \
-  --concurrency "$CONCURRENCY" || true)"$'\n'
-
-log "kube-scheduler v1.20.2"
-fresh_cluster kube-scheduler
-register_nodes kube-scheduler
-cat >"$WORK/kube-scheduler.yaml" <<YAML
+# One leg of the scheduling part: a fresh cluster, the nodes, then one scheduler
+# (or none: the harness binds) over BENCH_PODS pods. Writes its table row to
+# $WORK/row-LEG (runs in this shell, so that the exit trap stops what it starts).
+scheduling_leg() {
+  local leg="$1" round="$2"
+  exec 3>"$WORK/row-$leg"
+  fresh_cluster "$leg-$round"
+  register_nodes "$leg-$round"
+  case "$leg" in
+    ceiling)
+      log "round $round: raw bind ceiling"
+      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" --scheduler-name nobody \
+        --label "raw bind ceiling (harness binds)" --bind-self --pods "$PODS" --group-size "$GROUP" \
+        --concurrency "$CONCURRENCY" >&3 || true
+      ;;
+    kube-scheduler)
+      log "round $round: kube-scheduler v1.20.2"
+      cat >"$WORK/kube-scheduler.yaml" <<YAML
 apiVersion: kubescheduler.config.k8s.io/v1beta1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -119,43 +126,89 @@ clientConnection:
 leaderElection:
   leaderElect: false
 YAML
-"$(cat "$CLUSTER/k8s-bin-dir")/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 \
-  --secure-port 0 >"$WORK/kube-scheduler.log" 2>&1 &
-KS=$!
-PIDS+=("$KS")
-sleep 2
-ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
-  --scheduler-name default-scheduler --label "kube-scheduler v1.20.2 (no groups)" \
-  --scheduler-pid "$KS" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" || true)"$'\n'
-
-log "gang-scheduler"
-fresh_cluster gang-scheduler
-register_nodes gang-scheduler
-cat >"$WORK/gang-scheduler.yaml" <<YAML
+      "$(cat "$CLUSTER/k8s-bin-dir")/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 \
+        --secure-port 0 >"$WORK/kube-scheduler-$round.log" 2>&1 &
+      local ks=$!
+      PIDS+=("$ks")
+      sleep 2
+      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
+        --scheduler-name default-scheduler --label "kube-scheduler v1.20.2 (no groups)" \
+        --scheduler-pid "$ks" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" >&3 || true
+      ;;
+    gang-scheduler)
+      log "round $round: gang-scheduler"
+      cat >"$WORK/gang-scheduler.yaml" <<YAML
 clientQPS: 5000
 clientBurst: 5000
 bindConcurrency: $CONCURRENCY
 metricsAddr: "0"
 healthAddr: "0"
 YAML
-"$BIN/gang-scheduler" --kubeconfig "$CLUSTER/kubeconfig" --config "$WORK/gang-scheduler.yaml" \
-  --log-level warn >"$WORK/gang-scheduler.log" 2>&1 &
-GS=$!
-PIDS+=("$GS")
-sleep 2
-ROWS+="$("$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
-  --scheduler-name gang-scheduler --label "gang-scheduler (groups of $GROUP)" \
-  --scheduler-pid "$GS" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" || true)"$'\n'
-stop_all
+      "$BIN/gang-scheduler" --kubeconfig "$CLUSTER/kubeconfig" --config "$WORK/gang-scheduler.yaml" \
+        --log-level warn >"$WORK/gang-scheduler-$round.log" 2>&1 &
+      local gs=$!
+      PIDS+=("$gs")
+      sleep 2
+      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
+        --scheduler-name gang-scheduler --label "gang-scheduler (groups of $GROUP)" \
+        --scheduler-pid "$gs" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" >&3 || true
+      ;;
+  esac
+  exec 3>&-
+  stop_all
+}
+
+# The binds/s column of a bench_scheduling row ("" if the row is missing).
+binds_per_second() { awk -F'|' 'NF > 6 { gsub(/ /, "", $6); print $6 }' <<<"$1"; }
+
+if part scheduling; then
+# The machine's speed drifts by a third within an hour, more than the ratio
+# measured, so the legs run in rounds, alternating their order (ceiling first,
+# then gang-scheduler first): each round's ratio compares legs run minutes
+# apart, and the median over rounds is the figure.
+ROUNDS="${BENCH_ROUNDS:-4}"
+RATIOS=()
+SUMMARY=""
+for round in $(seq 1 "$ROUNDS"); do
+  if [ $((round % 2)) -eq 1 ]; then
+    order=(ceiling kube-scheduler gang-scheduler)
+  else
+    order=(gang-scheduler kube-scheduler ceiling)
+  fi
+  declare -A row=()
+  for leg in "${order[@]}"; do
+    scheduling_leg "$leg" "$round"
+    row[$leg]="$(cat "$WORK/row-$leg")"
+  done
+  for leg in ceiling kube-scheduler gang-scheduler; do
+    [ -n "${row[$leg]}" ] && ROWS+="${row[$leg]/#| /| round $round: }"$'\n'
+  done
+  ceiling_rate="$(binds_per_second "${row[ceiling]}")"
+  gang_rate="$(binds_per_second "${row[gang-scheduler]}")"
+  ks_rate="$(binds_per_second "${row[kube-scheduler]}")"
+  ratio="$(awk -v g="$gang_rate" -v c="$ceiling_rate" 'BEGIN { if (c > 0 && g != "") printf "%.0f", 100 * g / c }')"
+  [ -n "$ratio" ] && RATIOS+=("$ratio")
+  SUMMARY+="| $round | ${order[*]} | ${ceiling_rate:-?} | ${ks_rate:-?} | ${gang_rate:-?} | ${ratio:-?} % |"$'\n'
+  unset row
+done
+MEDIAN="$(printf '%s\n' "${RATIOS[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
 
 {
-  echo "### Scheduling on the real API server: $PODS pods in groups of $GROUP on $NODES simulated nodes (\`build/bin/bench_scheduling\`)"
+  echo "### Scheduling on the real API server: $PODS pods in groups of $GROUP on $NODES simulated nodes (\`build/bin/bench_scheduling\`, $ROUNDS rounds)"
   echo
   echo "$SCHED_HEADER"
   printf '%s' "$ROWS"
   echo
+  echo "| round | legs in order | ceiling binds/s | kube-scheduler binds/s | gang-scheduler binds/s | gang / ceiling |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s' "$SUMMARY"
+  echo
+  echo "gang-scheduler against the raw bind ceiling of the same round, median of $ROUNDS rounds: **$MEDIAN %**."
+  echo
   echo "binds/s counts from the first pod created to the last bound, so it cannot exceed the"
   echo "creation rate; gang latency runs from a group's first member created to its last bound."
+  echo "Each leg has a fresh cluster; rounds alternate the order of the legs, since the machine's"
+  echo "speed drifts between legs run minutes apart."
   echo
 } >>"$OUT"
 fi
