@@ -103,19 +103,18 @@ ROWS=""
 # (or none: the harness binds) over BENCH_PODS pods. Writes its table row to
 # $WORK/row-LEG (runs in this shell, so that the exit trap stops what it starts).
 scheduling_leg() {
-  local leg="$1" round="$2"
-  exec 3>"$WORK/row-$leg"
+  local leg="$1" round="$2" name label
+  local extra=()
   fresh_cluster "$leg-$round"
   register_nodes "$leg-$round"
+  log "round $round: $leg"
   case "$leg" in
     ceiling)
-      log "round $round: raw bind ceiling"
-      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" --scheduler-name nobody \
-        --label "raw bind ceiling (harness binds)" --bind-self --pods "$PODS" --group-size "$GROUP" \
-        --concurrency "$CONCURRENCY" >&3 || true
+      name=nobody label="raw bind ceiling (harness binds)"
+      extra=(--bind-self)
       ;;
     kube-scheduler)
-      log "round $round: kube-scheduler v1.20.2"
+      name=default-scheduler label="kube-scheduler v1.20.2 (no groups)"
       cat >"$WORK/kube-scheduler.yaml" <<YAML
 apiVersion: kubescheduler.config.k8s.io/v1beta1
 kind: KubeSchedulerConfiguration
@@ -128,15 +127,11 @@ leaderElection:
 YAML
       "$(cat "$CLUSTER/k8s-bin-dir")/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 \
         --secure-port 0 >"$WORK/kube-scheduler-$round.log" 2>&1 &
-      local ks=$!
-      PIDS+=("$ks")
-      sleep 2
-      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
-        --scheduler-name default-scheduler --label "kube-scheduler v1.20.2 (no groups)" \
-        --scheduler-pid "$ks" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" >&3 || true
+      PIDS+=("$!")
+      extra=(--scheduler-pid "$!")
       ;;
     gang-scheduler)
-      log "round $round: gang-scheduler"
+      name=gang-scheduler label="gang-scheduler (groups of $GROUP)"
       cat >"$WORK/gang-scheduler.yaml" <<YAML
 clientQPS: 5000
 clientBurst: 5000
@@ -146,15 +141,14 @@ healthAddr: "0"
 YAML
       "$BIN/gang-scheduler" --kubeconfig "$CLUSTER/kubeconfig" --config "$WORK/gang-scheduler.yaml" \
         --log-level warn >"$WORK/gang-scheduler-$round.log" 2>&1 &
-      local gs=$!
-      PIDS+=("$gs")
-      sleep 2
-      "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" \
-        --scheduler-name gang-scheduler --label "gang-scheduler (groups of $GROUP)" \
-        --scheduler-pid "$gs" --pods "$PODS" --group-size "$GROUP" --concurrency "$CONCURRENCY" >&3 || true
+      PIDS+=("$!")
+      extra=(--scheduler-pid "$!")
       ;;
   esac
-  exec 3>&-
+  [ "$leg" = ceiling ] || sleep 2  # the scheduler's informers sync first
+  "$BIN/bench_scheduling" --kubeconfig "$CLUSTER/kubeconfig" --scheduler-name "$name" \
+    --label "$label" "${extra[@]}" --pods "$PODS" --group-size "$GROUP" \
+    --concurrency "$CONCURRENCY" >"$WORK/row-$leg" || true
   stop_all
 }
 
