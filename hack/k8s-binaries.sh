@@ -202,7 +202,12 @@ log "building ${TO_BUILD[*]} (several minutes)"
   export GOCACHE="$WORK/gocache"
   export KUBE_GIT_VERSION="v$K8S_VERSION" KUBE_GIT_TREE_STATE=clean
   export KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
-  make WHAT="${TO_BUILD[*]/#/cmd/}" >&2
+  # The source package carries the generated deepcopy, conversion and
+  # defaulting code; only the OpenAPI definitions the servers serve are
+  # missing. `make WHAT=...` would rebuild every generator and regenerate all
+  # of it (95 s against 41 s on 2 cores), so only the OpenAPI code is generated.
+  make gen_openapi >&2
+  hack/make-rules/build.sh "${TO_BUILD[@]/#/cmd/}" >&2
 )
 
 for b in "${TO_BUILD[@]}"; do
