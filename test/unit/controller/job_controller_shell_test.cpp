@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <k8s/eventually.h>
 #include <k8s/fake_api_client.h>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@
 namespace hybridjob::controller {
 namespace {
 
+using k8s::testing::Eventually;
 using k8s::testing::FakeApiClient;
 using nlohmann::json;
 using Request = FakeApiClient::Request;
@@ -39,17 +41,6 @@ using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::string_view kNamespace = "team-a";
-
-bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = SteadyClock::now() + limit;
-  while (SteadyClock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return condition();
-}
 
 bool IsPodCreate(const Request& request) {
   return request.verb == "create" && request.resource == "pods";

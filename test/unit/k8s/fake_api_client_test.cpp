@@ -1,5 +1,5 @@
 // The fake API server keeps the rules the shells' unit tests rely on.
-#include <chrono>
+#include <k8s/eventually.h>
 #include <k8s/fake_api_client.h>
 #include <mutex>
 #include <string>
@@ -198,16 +198,11 @@ TEST(FakeApiClientTest, WatchesAreIdleOnlyOnceTheirReadersWaitWithNothingLeft) {
       seen.push_back((**event).object["metadata"]["name"]);
     }
   });
-  auto wait_idle = [&] {
-    for (int i = 0; i < 1000 && !api.WatchesIdle(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return api.WatchesIdle();
-  };
-  EXPECT_TRUE(wait_idle());
+  auto idle = [&] { return api.WatchesIdle(); };
+  EXPECT_TRUE(Eventually(idle));
   api.Seed(resources::Pods(), Pod("a"));
   api.Seed(resources::Pods(), Pod("b"));
-  ASSERT_TRUE(wait_idle());
+  ASSERT_TRUE(Eventually(idle));
   {
     std::lock_guard lock(mu);
     EXPECT_EQ(seen, (std::vector<std::string>{"a", "b"})) << "idle only after both were read";

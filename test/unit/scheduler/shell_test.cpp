@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <k8s/eventually.h>
 #include <k8s/fake_api_client.h>
 #include <k8s/request_gate.h>
 #include <memory>
@@ -25,22 +26,12 @@
 namespace hybridjob::scheduler {
 namespace {
 
+using k8s::testing::Eventually;
 using k8s::testing::FakeApiClient;
 using k8s::testing::OpenOnExit;
 using k8s::testing::RequestGate;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return condition();
-}
 
 json PlainPod(const std::string& name) {
   return {{"apiVersion", "v1"},
