@@ -79,12 +79,12 @@ function(hybridjob_binary name)
   install(TARGETS ${name} RUNTIME DESTINATION bin OPTIONAL)
 endfunction()
 
-# hybridjob_test(NAME LABEL unit|integration|e2e|fault SOURCES ... DEPS ...)
+# hybridjob_test(NAME LABEL unit|integration|e2e|fault [PROCESSORS N] SOURCES ... DEPS ...)
 # Each GoogleTest case becomes one ctest test carrying the label. Integration,
 # e2e and fault tests share the local cluster fixture and read its kubeconfig
 # from the environment; each test works in a namespace of its own.
 function(hybridjob_test name)
-  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT;PROCESSORS" "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
@@ -100,10 +100,13 @@ function(hybridjob_test name)
     list(APPEND props FIXTURES_REQUIRED local_cluster
          ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
   endif()
-  # End-to-end and fault tests run whole binaries that act cluster-wide, and
-  # kill or load them: one at a time.
-  if(ARG_LABEL MATCHES "^(e2e|fault)$")
-    list(APPEND props RUN_SERIAL TRUE)
+  # End-to-end and fault tests each run a private cluster and the whole
+  # binaries, and spend most of their time waiting for simulated work (about
+  # 0.3 cores each): two run side by side. A test that keeps both cores busy
+  # (real training processes, the load test) says PROCESSORS 2, so that
+  # `ctest -j 2` runs it alone.
+  if(ARG_PROCESSORS)
+    list(APPEND props PROCESSORS ${ARG_PROCESSORS})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()

@@ -77,13 +77,28 @@ stop_pid_file() {
   rm -f "$pid_file"
 }
 
+# Kills every component at once and waits until all are gone. `down` deletes
+# the cluster's state with it, so a graceful shutdown keeps nothing: it only
+# cost 1.6-2.6 s per component, one after the other (6-7 s per test cluster).
+kill_components() {
+  local dir="$1" name pid pids=() i
+  for name in controller-manager apiserver etcd; do
+    [ -f "$dir/$name.pid" ] || continue
+    pid="$(cat "$dir/$name.pid")"
+    kill -KILL "$pid" 2>/dev/null && pids+=("$pid")
+    rm -f "$dir/$name.pid"
+  done
+  for i in $(seq 1 100); do
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && break; pid=""; done
+    [ -z "${pid:-}" ] && return 0
+    sleep 0.05
+  done
+}
+
 cmd_down() {
   local dir="$1"
   [ -d "$dir" ] || { log "nothing at $dir"; return 0; }
-  # Reverse start order: dependents first, etcd last.
-  stop_pid_file "$dir/controller-manager.pid"
-  stop_pid_file "$dir/apiserver.pid"
-  stop_pid_file "$dir/etcd.pid"
+  kill_components "$dir"
   rm -rf "$dir"
   log "stopped and removed $dir"
 }
@@ -289,9 +304,7 @@ cmd_up() {
       return 0
     fi
     log "attempt $attempt failed; retrying"
-    stop_pid_file "$dir/controller-manager.pid"
-    stop_pid_file "$dir/apiserver.pid"
-    stop_pid_file "$dir/etcd.pid"
+    kill_components "$dir"
     mkdir -p "$dir/failed-$attempt"
     mv "$dir/logs" "$dir/failed-$attempt/" 2>/dev/null || true
     rm -rf "$dir/etcd" "$dir/kubeconfig"

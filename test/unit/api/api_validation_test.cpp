@@ -235,7 +235,7 @@ TEST(ApiValidationTest, TemplatesMustNotClashWithInjectedVolumes) {
   spec["containers"][0]["volumeMounts"] = {{{"name", "x"}, {"mountPath", "/etc/hybridjob/"}},
                                            {{"name", "y"}, {"mountPath", "/workspace"}},
                                            {{"name", "z"}, {"mountPath", "/data"}}};
-  spec["initContainers"] = {Container("hybridjob-code")};
+  spec["initContainers"] = json::array({Container("hybridjob-code")});
   std::vector<FieldError> errors = ValidateJson(object);
   const std::string path = "spec.replicaSpecs[1].template.spec";
   EXPECT_THAT(ErrorsAt(errors, path + ".volumes[0].name"), HasSubstr("taken"));
@@ -257,7 +257,7 @@ TEST(ApiValidationTest, MpiTemplatesMustNotClashWithTheSshKeyOrTheLaunchersWait)
   json& spec = object["spec"]["replicaSpecs"][0]["template"]["spec"];
   spec["volumes"] = {{{"name", "hybridjob-ssh"}, {"emptyDir", json::object()}}};
   spec["containers"][0]["volumeMounts"] = {{{"name", "keys"}, {"mountPath", "/root/.ssh"}}};
-  spec["initContainers"] = {Container("hybridjob-wait-for-workers")};
+  spec["initContainers"] = json::array({Container("hybridjob-wait-for-workers")});
   std::vector<FieldError> errors = ValidateJson(object);
   const std::string path = "spec.replicaSpecs[0].template.spec";
   EXPECT_THAT(ErrorsAt(errors, path + ".volumes[0].name"), HasSubstr("taken"));

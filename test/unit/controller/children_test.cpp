@@ -202,8 +202,8 @@ TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
   object_["spec"]["code"] = {{"source", "https://example.com/a$(id).tgz?x=1&y=2"}};
   object_["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"][0]["env"] = {
       {{"name", "AWS_REGION"}, {"value", "eu-west-1"}}, {{"name", "SECRET_OTHER"}, {"value", "x"}}};
-  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["initContainers"] = {
-      hybridjob::testing::Container("prepare")};
+  object_["spec"]["replicaSpecs"][1]["template"]["spec"]["initContainers"] =
+      json::array({hybridjob::testing::Container("prepare")});
   api::HybridJob job = hybridjob::testing::DefaultedJob(object_);
   json pod = BuildMemberPod(job, job.spec.replica_specs[1], 0, options_);
   const json& init = pod["spec"]["initContainers"];

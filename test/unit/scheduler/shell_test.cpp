@@ -130,7 +130,6 @@ class GangBinderTest : public ::testing::Test {
   std::vector<BindOutcome> Bind() {
     std::vector<BindOutcome> outcomes;
     std::mutex mu;
-    std::atomic<bool> done{false};
     GangBinder binder(
         api_,
         [](k8s::ApiClient& client, const std::string& ns, const std::string& pod,
