@@ -21,8 +21,10 @@ OPT_FLAGS := -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(DEBUG_INFO) -DNDEBUG" \
 # file, which rebuilds less after editing one file.
 UNITY ?= ON
 OPT_FLAGS += -DCMAKE_UNITY_BUILD=$(UNITY)
-# The benchmarks are built by `make build` and `make bench`, not by `make test`.
+# The benchmarks are built by `make build` and `make bench`, not by `make test`;
+# the unit tests by `make build`, and by `make test` in its sanitizer tree only.
 BENCH ?= ON
+UNIT_TESTS ?= ON
 JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
@@ -44,7 +46,8 @@ k8s-demo: deps
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(OPT_FLAGS) \
-	  -DHYBRIDJOB_BUILD_BENCH=$(BENCH) -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+	  -DHYBRIDJOB_BUILD_BENCH=$(BENCH) -DHYBRIDJOB_UNIT_TESTS=$(UNIT_TESTS) \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -55,8 +58,7 @@ build: configure
 # tree for both, so the libraries are compiled once; -O1 as fuzzers are
 # usually built, with assertions on. Every library is built, so that Clang
 # checks the shells' locking (-Wthread-safety, see
-# include/hybridjob/common/mutex.h). The unit tests run here and in the
-# normal tree (GCC, -O2): two compilers, as the shipped binaries are GCC's.
+# include/hybridjob/common/mutex.h).
 fuzz-configure: deps
 	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 $(DEBUG_INFO)" -DCMAKE_UNITY_BUILD=$(UNITY) -DHYBRIDJOB_FUZZ=ON \
@@ -71,14 +73,19 @@ tsan-build: deps
 	  -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
 
-# The normal tree is built first; its tests then run while the sanitizer tree
-# builds beside them at the lowest CPU priority, runs its unit tests and the
-# fuzzers (hack/run-tests.sh): the end-to-end tests mostly wait for simulated
-# work and leave most of the two cores idle.
+# Two trees, one after the other: the normal one (GCC, without the unit tests
+# and benchmarks) and the sanitizer one (Clang, with the unit tests and
+# fuzzers). Then the normal tree's integration, e2e and fault tests run while
+# the sanitizer tree's unit tests and fuzzers run beside them at the lowest
+# CPU priority (hack/run-tests.sh): the end-to-end tests mostly wait for
+# simulated work and leave most of the two cores idle.
 test: BENCH := OFF
+test: UNIT_TESTS := OFF
 test: k8s configure fuzz-configure
 	@begin=$$SECONDS; cmake --build $(BUILD_DIR) -j $(JOBS) || exit 1; \
 	  echo "-- build the normal tree ($(BUILD_DIR)): $$((SECONDS - begin)) s"
+	@begin=$$SECONDS; cmake --build $(FUZZ_DIR) -j $(JOBS) || exit 1; \
+	  echo "-- build the sanitizer tree ($(FUZZ_DIR)): $$((SECONDS - begin)) s"
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) hack/run-tests.sh $(BUILD_DIR) $(FUZZ_DIR) $(CTEST_JOBS)
 
 # Longer: each fuzz target for SOAK_FUZZ_SECONDS, the unit, integration and

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make test`'s runs, in two lanes that go side by side:
-#   normal tree:    the unit, integration, e2e and fault labels (built by make);
-#   sanitizer tree: built here at the lowest CPU priority, then its unit tests
-#                   under AddressSanitizer + UndefinedBehaviorSanitizer, then
-#                   each fuzz target for $FUZZ_SECONDS (default 60), two at a
-#                   time.
+# `make test`'s runs, in two lanes that go side by side once both trees are
+# built:
+#   normal tree:    the integration, e2e and fault labels (and the unit label
+#                   when the tree has unit tests);
+#   sanitizer tree: its unit tests under AddressSanitizer +
+#                   UndefinedBehaviorSanitizer, then each fuzz target for
+#                   $FUZZ_SECONDS (default 60), two at a time, at the lowest
+#                   CPU priority.
 # The end-to-end and fault tests mostly wait for simulated work, so the
 # sanitizer lane uses the cores they leave idle. Fails if any run fails, after
 # running them all; says how long each step took.
@@ -33,7 +35,6 @@ step() {
 sanitizer_lane() {
   renice -n 19 -p "$BASHPID" >/dev/null
   local status=0
-  step "build the sanitizer tree ($SAN_DIR)" cmake --build "$SAN_DIR" -j "$JOBS" || return 1
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($SAN_DIR)" \
