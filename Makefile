@@ -82,10 +82,10 @@ tsan-build: deps
 test: BENCH := OFF
 test: UNIT_TESTS := OFF
 test: k8s configure fuzz-configure
-	@begin=$$SECONDS; cmake --build $(BUILD_DIR) -j $(JOBS) || exit 1; \
-	  echo "-- build the normal tree ($(BUILD_DIR)): $$((SECONDS - begin)) s"
-	@begin=$$SECONDS; cmake --build $(FUZZ_DIR) -j $(JOBS) || exit 1; \
-	  echo "-- build the sanitizer tree ($(FUZZ_DIR)): $$((SECONDS - begin)) s"
+	@for tree in $(BUILD_DIR) $(FUZZ_DIR); do \
+	  begin=$$SECONDS; cmake --build $$tree -j $(JOBS) || exit 1; \
+	  echo "-- build $$tree: $$((SECONDS - begin)) s"; \
+	done
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) hack/run-tests.sh $(BUILD_DIR) $(FUZZ_DIR) $(CTEST_JOBS)
 
 # Longer: each fuzz target for SOAK_FUZZ_SECONDS, the unit, integration and

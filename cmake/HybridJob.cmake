@@ -7,7 +7,7 @@ option(HYBRIDJOB_TSAN "Build with ThreadSanitizer" OFF)
 if(HYBRIDJOB_FUZZ AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "HYBRIDJOB_FUZZ needs Clang (configure with CXX=clang++)")
 endif()
-if(HYBRIDJOB_TSAN AND (HYBRIDJOB_SANITIZE OR HYBRIDJOB_FUZZ))
+if(HYBRIDJOB_TSAN AND HYBRIDJOB_FUZZ)
   message(FATAL_ERROR "HYBRIDJOB_TSAN cannot be combined with AddressSanitizer")
 endif()
 
@@ -33,15 +33,13 @@ function(hybridjob_target_defaults target)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     target_compile_options(${target} PRIVATE -Wthread-safety)
   endif()
-  if(HYBRIDJOB_SANITIZE OR HYBRIDJOB_FUZZ)
-    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
-                                            -fno-sanitize-recover=undefined)
-    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
-  endif()
-  # Coverage feedback for libFuzzer in every library a fuzz target links; the
-  # fuzz targets themselves add -fsanitize=fuzzer.
+  # The sanitizer tree: AddressSanitizer and UndefinedBehaviorSanitizer, and
+  # coverage feedback for libFuzzer in every library a fuzz target links (the
+  # fuzz targets themselves add -fsanitize=fuzzer).
   if(HYBRIDJOB_FUZZ)
-    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
+    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
+                                            -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
   endif()
   if(HYBRIDJOB_TSAN)
     target_compile_options(${target} PUBLIC -fsanitize=thread -fno-omit-frame-pointer)
@@ -79,12 +77,13 @@ function(hybridjob_binary name)
   install(TARGETS ${name} RUNTIME DESTINATION bin OPTIONAL)
 endfunction()
 
-# hybridjob_test(NAME LABEL unit|integration|e2e|fault [PROCESSORS N] SOURCES ... DEPS ...)
+# hybridjob_test(NAME LABEL unit|integration|e2e|fault [PROCESSORS N] SOURCES ... DEPS ...
+#                [INCLUDES dir...])
 # Each GoogleTest case becomes one ctest test carrying the label. Integration,
 # e2e and fault tests share the local cluster fixture and read its kubeconfig
 # from the environment; each test works in a namespace of its own.
 function(hybridjob_test name)
-  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT;PROCESSORS" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT;PROCESSORS" "SOURCES;DEPS;INCLUDES" ${ARGN})
   if(ARG_LABEL STREQUAL "unit" AND NOT HYBRIDJOB_UNIT_TESTS)
     return()
   endif()
@@ -96,6 +95,7 @@ function(hybridjob_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} hybridjob_test_main)
+  target_include_directories(${name} PRIVATE ${ARG_INCLUDES})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
   hybridjob_target_defaults(${name})
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
