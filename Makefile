@@ -75,10 +75,8 @@ tsan-build: deps
 
 # Two trees, one after the other: the normal one (GCC, without the unit tests
 # and benchmarks) and the sanitizer one (Clang, with the unit tests and
-# fuzzers). Then the normal tree's integration, e2e and fault tests run while
-# the sanitizer tree's unit tests and fuzzers run beside them at the lowest
-# CPU priority (hack/run-tests.sh): the end-to-end tests mostly wait for
-# simulated work and leave most of the two cores idle.
+# fuzzers); then the normal tree's integration, e2e and fault tests, and the
+# sanitizer tree's unit tests and fuzzers (hack/run-tests.sh).
 test: BENCH := OFF
 test: UNIT_TESTS := OFF
 test: k8s configure fuzz-configure
