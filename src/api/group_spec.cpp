@@ -27,6 +27,37 @@ std::optional<TopologySpec> ReadTopology(JsonFields& fields, const json& parent,
   return topology;
 }
 
+// A role's succeeded indices: ascending, each in [0, max).
+std::vector<int32_t> ReadCompleted(JsonFields& fields, const json& role, const std::string& path,
+                                   int32_t max_replicas) {
+  std::vector<int32_t> completed;
+  const json* items = fields.Array(role, "completed", path);
+  if (items == nullptr) {
+    return completed;
+  }
+  const std::string list_path = JoinPath(path, "completed");
+  for (size_t i = 0; i < items->size(); ++i) {
+    const json& item = (*items)[i];
+    const std::string item_path = IndexPath(list_path, i);
+    if (!item.is_number_integer()) {
+      fields.Error(item_path, "must be an integer");
+      return {};
+    }
+    const int64_t index = item.get<int64_t>();
+    if (index < 0 || index >= max_replicas) {
+      fields.Error(item_path, "index " + std::to_string(index) + " is outside [0, max " +
+                                  std::to_string(max_replicas) + ")");
+      return {};
+    }
+    if (!completed.empty() && index <= completed.back()) {
+      fields.Error(item_path, "indices must ascend without repeats");
+      return {};
+    }
+    completed.push_back(static_cast<int32_t>(index));
+  }
+  return completed;
+}
+
 }  // namespace
 
 const GroupRole* GroupSpec::FindRole(std::string_view name) const {
@@ -96,6 +127,7 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
     }
     role.priority = fields.Int32(item, "priority", path).value_or(0);
     role.topology = ReadTopology(fields, item, path);
+    role.completed = ReadCompleted(fields, item, path, role.max_replicas);
     spec.roles.push_back(std::move(role));
   }
   if (fields.ok() && total_max == 0) {
@@ -125,6 +157,9 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
                          {"priority", role.priority}};
     if (role.topology) {
       item["topology"] = TopologyObject<ordered_json>(*role.topology);
+    }
+    if (!role.completed.empty()) {
+      item["completed"] = role.completed;
     }
     roles.push_back(std::move(item));
   }

@@ -320,6 +320,11 @@ std::string EscapeKubeExpansion(std::string_view text) {
 
 json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int32_t index,
                     const PlannerOptions& options) {
+  return BuildMemberPod(job, role, index, api::GroupSpecOf(job), options);
+}
+
+json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int32_t index,
+                    const api::GroupSpec& group_spec, const PlannerOptions& options) {
   const std::string& job_name = job.metadata.name;
   const std::string name = api::MemberPodName(job_name, role.name, index);
   json pod_template = role.pod_template.is_object() ? role.pod_template : json::object();
@@ -343,7 +348,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
       template_meta.contains("annotations") && template_meta["annotations"].is_object()
           ? template_meta["annotations"]
           : json::object();
-  annotations[std::string(api::kGroupSpecAnnotation)] = api::FormatGroupSpec(api::GroupSpecOf(job));
+  annotations[std::string(api::kGroupSpecAnnotation)] = api::FormatGroupSpec(group_spec);
   meta["annotations"] = std::move(annotations);
 
   spec["schedulerName"] = job.spec.scheduler_name;

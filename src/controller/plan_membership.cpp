@@ -25,25 +25,34 @@ bool LearnsMembershipLive(api::Framework framework) {
   return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
 }
 
-// The job as new members describe their gang to the scheduler.
-api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& membership) {
+// The job as new members describe their gang to the scheduler, and the
+// group spec they carry.
+struct Shaped {
+  api::HybridJob job;
+  api::GroupSpec group_spec;
+};
+
+Shaped ShapedJob(const PlanView& view, const std::optional<Membership>& membership) {
   // A replacement tells the scheduler the gang's shape as it now stands.
   // Members that already succeeded are no longer pods it sees, so they
   // count toward the minimum (a gang placed only in part before, by a
-  // binding whose answer was lost, say, can have those too); and a job
-  // that never grows is complete with its membership, rather than waiting
-  // for indices that will never come.
-  api::HybridJob shaped = view.job;
+  // binding whose answer was lost, say, can have those too), and their
+  // indices are named, so that a replacement above one is not taken to wait
+  // behind a missing member; and a job that never grows is complete with its
+  // membership, rather than waiting for indices that will never come.
+  Shaped shaped{view.job, {}};
   // Before a membership, a job whose other pods the API server refuses is
   // complete with the members it has.
   const std::optional<Membership>& limit = membership ? std::nullopt : view.refusal_limit;
-  int32_t succeeded_members = 0;
-  for (api::ReplicaSpec& spec : shaped.spec.replica_specs) {
+  std::vector<std::vector<int32_t>> completed;
+  for (api::ReplicaSpec& spec : shaped.job.spec.replica_specs) {
     const int32_t members = membership ? membership->Count(spec.name) : spec.EffectiveMaxReplicas();
-    int32_t succeeded = 0;
+    std::vector<int32_t>& succeeded = completed.emplace_back();
     for (int32_t i = 0; i < members; ++i) {
       const ObservedPod* pod = view.Live(spec.name, i);
-      succeeded += pod != nullptr && pod->phase == PodPhase::kSucceeded ? 1 : 0;
+      if (pod != nullptr && pod->phase == PodPhase::kSucceeded) {
+        succeeded.push_back(i);
+      }
     }
     // The maximum is pinned first: left unset it would follow the minimum
     // down, and the indices above it would be ignored.
@@ -54,13 +63,18 @@ api::HybridJob ShapedJob(const PlanView& view, const std::optional<Membership>& 
                               ? members
                               : spec.EffectiveMaxReplicas();
     }
-    spec.min_replicas = std::max(0, std::min(spec.min_replicas, *spec.max_replicas) - succeeded);
-    succeeded_members += succeeded;
+    spec.min_replicas = std::max(
+        0, std::min(spec.min_replicas, *spec.max_replicas) - static_cast<int32_t>(succeeded.size()));
+    if (!succeeded.empty()) {
+      // Their indices will never have pods again: the scheduler should not
+      // wait for the gang to assemble.
+      shaped.job.spec.run_policy.schedule_timeout_seconds = 0;
+    }
+    std::erase_if(succeeded, [&](int32_t index) { return index >= *spec.max_replicas; });
   }
-  if (succeeded_members > 0) {
-    // Their indices will never have pods again: the scheduler should not
-    // wait for the gang to assemble.
-    shaped.spec.run_policy.schedule_timeout_seconds = 0;
+  shaped.group_spec = api::GroupSpecOf(shaped.job);
+  for (size_t r = 0; r < completed.size(); ++r) {
+    shaped.group_spec.roles[r].completed = std::move(completed[r]);
   }
   return shaped;
 }
@@ -94,10 +108,10 @@ void CreateAbsent(const PlanView& view, const std::optional<Membership>& members
   if (absent.empty()) {
     return;
   }
-  const api::HybridJob shaped = ShapedJob(view, membership);
+  const Shaped shaped = ShapedJob(view, membership);
   for (const auto& [role, index] : absent) {
-    plan.creates.push_back(
-        BuildMemberPod(shaped, *shaped.spec.FindRole(role), index, view.options));
+    plan.creates.push_back(BuildMemberPod(shaped.job, *shaped.job.spec.FindRole(role), index,
+                                          shaped.group_spec, view.options));
   }
 }
 
@@ -350,7 +364,7 @@ void RefreshGroupSpecs(const PlanView& view, const std::optional<Membership>& me
       continue;
     }
     if (current.empty()) {
-      current = api::FormatGroupSpec(api::GroupSpecOf(ShapedJob(view, membership)));
+      current = api::FormatGroupSpec(ShapedJob(view, membership).group_spec);
     }
     if (pod->group_spec != current) {
       plan.patches.push_back({pod->name, pod->uid, current});

@@ -136,6 +136,12 @@ std::string MissingMembers(const PodGroup& group) {
   for (const GroupRole& role : group.spec.roles) {
     std::vector<bool> present(static_cast<size_t>(role.max_replicas), false);
     int32_t count = 0;
+    for (int32_t index : role.completed) {  // succeeded members never get a pod again
+      if (index >= 0 && index < role.max_replicas && !present[static_cast<size_t>(index)]) {
+        present[static_cast<size_t>(index)] = true;
+        ++count;
+      }
+    }
     for (const PodInfo* pod : group.pending) {
       if (pod->role == role.name && pod->index >= 0 && pod->index < role.max_replicas &&
           !present[static_cast<size_t>(pod->index)]) {

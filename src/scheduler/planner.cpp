@@ -213,7 +213,11 @@ void GroupPlanner::SetUpRoles(GroupPlan& plan) {
       topology_use_[l].assign(topology_->levels[l]->domains.size(), 0);
     }
   }
+  // Bound members and members that succeeded fill their places.
   std::vector<std::set<int32_t>> taken_indices(roles_.size());
+  for (const RoleState& role : roles_) {
+    taken_indices[role.spec_order].insert(role.spec->completed.begin(), role.spec->completed.end());
+  }
   for (const PodInfo* pod : group_.bound) {
     if (RoleState* role = find_role(pod->role)) {
       ++role->bound;
@@ -239,8 +243,8 @@ void GroupPlanner::SetUpRoles(GroupPlan& plan) {
   }
   for (RoleState& role : roles_) {
     std::sort(role.pending.begin(), role.pending.end(), PendingOrder);
-    // Keep the pods that continue the run of indices from 0 (bound members
-    // fill their own places); duplicates and indices beyond the maximum are
+    // Keep the pods that continue the run of indices from 0 (bound and
+    // succeeded members fill their own places); duplicates and indices beyond the maximum are
     // ignored, and everything after the first gap waits as surplus.
     std::set<int32_t>& taken = taken_indices[role.spec_order];
     std::vector<const PodInfo*> placeable;

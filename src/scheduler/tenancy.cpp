@@ -200,6 +200,13 @@ GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpe
       effective.max_replicas = std::min(asked->max_replicas, role.max_replicas);
       effective.min_replicas =
           std::min({asked->min_replicas, role.min_replicas, effective.max_replicas});
+      // Succeeded indices only excuse a gap in the members' indices: the
+      // job's own pods, nobody else's, wait or not.
+      for (int32_t index : asked->completed) {
+        if (index < effective.max_replicas) {
+          effective.completed.push_back(index);
+        }
+      }
     }
     out.roles.push_back(std::move(effective));
   }

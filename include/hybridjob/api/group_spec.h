@@ -3,12 +3,13 @@
 // member from the job (GroupSpecOf); the gang-scheduler reads it from the pods.
 //
 //   {"roles":[{"name":"ps","min":1,"max":1,"priority":0},
-//             {"name":"worker","min":2,"max":8,"priority":0}],
+//             {"name":"worker","min":1,"max":8,"priority":0,"completed":[0]}],
 //    "queue":"research","scheduleTimeoutSeconds":120,
 //    "topology":{"level":"example.com/rack","mode":"Required"}}
 //
 // "queue", "scheduleTimeoutSeconds" and "topology" (also a role's own) are
-// written only when the job sets them. The scheduler trusts the annotation only to lower a trusted
+// written only when the job sets them; a role's "completed" only once members
+// of it have succeeded. The scheduler trusts the annotation only to lower a trusted
 // job's bounds (see scheduler/tenancy.h).
 #pragma once
 
@@ -36,6 +37,10 @@ struct GroupRole {
   // The role's override of the group's topology (a domain of its own, or
   // mode None for none); unset: the role shares the group's domain.
   std::optional<TopologySpec> topology;
+  // Indices whose members succeeded, ascending: they never get a pod again,
+  // so they hold their place in the run of indices from 0 (the controller
+  // has already lowered the minimum by their count).
+  std::vector<int32_t> completed;
 
   friend bool operator==(const GroupRole&, const GroupRole&) = default;
 };
@@ -62,8 +67,9 @@ struct GroupSpec {
 GroupSpec GroupSpecOf(const HybridJob& job);
 
 // Reads an annotation value. Refuses unnamed or duplicate roles, min > max,
-// negative bounds or timeout, and a group that can never have a member, with
-// the field's path in the message.
+// negative bounds or timeout, completed indices outside [0, max), repeated or
+// out of order, and a group that can never have a member, with the field's
+// path in the message.
 Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json);
 
 // The annotation value: compact JSON, keys in the order shown above.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/types.h>
 #include <hybridjob/controller/cluster_spec.h>
 #include <hybridjob/controller/options.h>
@@ -42,6 +43,11 @@ nlohmann::json OwnerReference(const api::HybridJob& job);
 // ones the env-file wrapper around each container's command.
 nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role,
                               int32_t index, const PlannerOptions& options);
+// The same carrying `group_spec` rather than the job's own shape: a
+// replacement's, once members have succeeded.
+nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role,
+                              int32_t index, const api::GroupSpec& group_spec,
+                              const PlannerOptions& options);
 
 // Secret <job>-ssh of an MPI job, without its data: the key pair is made
 // where the Secret is created (the shell), never planned.

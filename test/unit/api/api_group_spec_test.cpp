@@ -39,6 +39,9 @@ TEST(GroupSpecTest, FormatThenParseGivesTheSameSpec) {
        "",
        std::nullopt,
        TopologySpec{"example.com/rack", TopologyMode::kRequired}},
+      {{{"ps", 0, 1, 0, std::nullopt, {0}}, {"worker", 1, 8, 0, std::nullopt, {0, 3, 7}}},
+       "",
+       0},
   };
   for (const GroupSpec& spec : specs) {
     const std::string text = FormatGroupSpec(spec);
@@ -55,6 +58,9 @@ TEST(GroupSpecTest, FormatWritesOnlyWhatIsSetInAFixedKeyOrder) {
             R"("queue":"research","scheduleTimeoutSeconds":120})");
   EXPECT_EQ(FormatGroupSpec({{{"w", 1, 2, 0}}, "", std::nullopt}),
             R"({"roles":[{"name":"w","min":1,"max":2,"priority":0}]})");
+  EXPECT_EQ(FormatGroupSpec({{{"w", 0, 2, 0, std::nullopt, {0, 1}}}, "", 0}),
+            R"({"roles":[{"name":"w","min":0,"max":2,"priority":0,"completed":[0,1]}],)"
+            R"("scheduleTimeoutSeconds":0})");
   EXPECT_EQ(
       FormatGroupSpec({{{"ps", 1, 1, 0, TopologySpec{"", TopologyMode::kNone}}, {"w", 1, 2, 0}},
                        "",
@@ -78,6 +84,16 @@ TEST(GroupSpecTest, RefusesBadSpecsNamingTheField) {
       {R"({"roles":[{"name":"a","min":3,"max":2}]})", "roles[0]: need 0 <= min <= max"},
       {R"({"roles":[{"name":"a","min":-1,"max":2}]})", "roles[0]: need 0 <= min <= max"},
       {R"({"roles":[{"name":"a","min":0,"max":0}]})", "roles: every role has max 0"},
+      {R"({"roles":[{"name":"a","max":2,"completed":[2]}]})",
+       "roles[0].completed[0]: index 2 is outside [0, max 2)"},
+      {R"({"roles":[{"name":"a","max":2,"completed":[-1]}]})", "roles[0].completed[0]: index -1"},
+      {R"({"roles":[{"name":"a","max":4,"completed":[1,1]}]})",
+       "roles[0].completed[1]: indices must ascend without repeats"},
+      {R"({"roles":[{"name":"a","max":4,"completed":[2,0]}]})",
+       "roles[0].completed[1]: indices must ascend"},
+      {R"({"roles":[{"name":"a","max":4,"completed":["0"]}]})",
+       "roles[0].completed[0]: must be an integer"},
+      {R"({"roles":[{"name":"a","max":4,"completed":3}]})", "roles[0].completed: must be a list"},
       {R"({"roles":[{"name":"a","max":1000000}]})", "roles[0].max: more than 100000"},
       {R"({"roles":[{"name":"a","min":"1"}]})", "roles[0].min: must be an integer"},
       {R"({"roles":[{"name":"a","priority":4294967296}]})",

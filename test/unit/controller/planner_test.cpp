@@ -565,8 +565,12 @@ TEST(ControllerPlannerTest, WaitingMembersLearnThatAMemberSucceededBeforeTheGang
   }
   const json shaped = GroupSpecOf(cluster, "mnist-worker-0");
   EXPECT_EQ(shaped["roles"][0], json({{"name", "ps"}, {"min", 1}, {"max", 1}, {"priority", 0}}));
-  EXPECT_EQ(shaped["roles"][1], json({{"name", "worker"}, {"min", 1}, {"max", 4}, {"priority", 0}}))
-      << "was " << created["roles"][1];
+  EXPECT_EQ(shaped["roles"][1], json({{"name", "worker"},
+                                      {"min", 1},
+                                      {"max", 4},
+                                      {"priority", 0},
+                                      {"completed", {1}}}))
+      << "was " << created["roles"][1] << "; index 1 holds its place without a pod";
   EXPECT_EQ(shaped["scheduleTimeoutSeconds"], 0) << "index 1 will never have a pod again";
   EXPECT_EQ(GroupSpecOf(cluster, "mnist-ps-0"), shaped);
 }
@@ -582,7 +586,7 @@ TEST(ControllerPlannerTest, ARoleWithoutMaxReplicasKeepsItsMaximumWhenItsMemberS
   EXPECT_THAT(PatchedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1",
                                                       "mnist-worker-2", "mnist-worker-3"));
   EXPECT_EQ(GroupSpecOf(cluster, "mnist-worker-3")["roles"][0],
-            json({{"name", "ps"}, {"min", 0}, {"max", 1}, {"priority", 0}}));
+            json({{"name", "ps"}, {"min", 0}, {"max", 1}, {"priority", 0}, {"completed", {0}}}));
 }
 
 TEST(ControllerPlannerTest, QueuedConditionSaysWhyTheSchedulerWaits) {

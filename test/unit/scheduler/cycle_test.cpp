@@ -243,6 +243,10 @@ TEST_F(CycleTest, MissingMembersDescribesEveryRole) {
   PodInfo w2 = PodBuilder("w2").Member("j", "worker", 2).Build();
   group.pending = {&ps0, &ps1, &w0, &w1, &w2};
   EXPECT_EQ(MissingMembers(group), "");
+  // Members that succeeded never get a pod again: they are not missing.
+  group.spec.roles[1].completed = {0, 2};
+  group.pending = {&ps0, &ps1, &w1};
+  EXPECT_EQ(MissingMembers(group), "");
 }
 
 TEST_F(CycleTest, GroupOrder) {

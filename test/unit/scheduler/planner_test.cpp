@@ -523,6 +523,34 @@ TEST_F(PlannerTest, BoundMembersFillTheirOwnPlacesInTheNumbering) {
   EXPECT_THAT(AssignedNames(plan), ElementsAre("job-w-0", "job-w-2", "job-w-3"));
 }
 
+// Worker 0 succeeded after worker 1 failed and was replaced: the replacement
+// is the gang's only pod, and index 0, which will never have one again, must
+// not hold it back as a gap.
+TEST_F(PlannerTest, SucceededMembersFillTheirPlacesInTheNumbering) {
+  AddNodes("n", 1, 8);
+  GroupRole worker{"worker", 1, 2, 0};
+  GroupFixture gap("gap", MakeSpec({worker}));
+  gap.AddMembers("worker", 1, 1, OneGpu);
+  GroupPlan waiting = PlanGroup(snapshot_, gap.Group(snapshot_), config_);
+  EXPECT_EQ(waiting.outcome, PlanOutcome::kWait);
+  EXPECT_THAT(waiting.reason, HasSubstr("index 0 is missing"));
+
+  worker.completed = {0};
+  GroupFixture job("job", MakeSpec({worker}));
+  job.AddMembers("worker", 1, 1, OneGpu);
+  GroupPlan plan = PlanGroup(snapshot_, job.Group(snapshot_), config_);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_THAT(AssignedNames(plan), ElementsAre("job-worker-1"));
+
+  // A completed index takes no pod: one that claims it is ignored.
+  GroupFixture claims("claims", MakeSpec({GroupRole{"worker", 1, 3, 0, std::nullopt, {0}}}));
+  claims.AddMembers("worker", 0, 3, OneGpu);
+  plan = PlanGroup(snapshot_, claims.Group(snapshot_), config_);
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_THAT(AssignedNames(plan), ElementsAre("claims-worker-1", "claims-worker-2"));
+  EXPECT_THAT(Names(plan.ignored), ElementsAre("claims-worker-0"));
+}
+
 TEST_F(PlannerTest, InvalidGroupIsNotPlanned) {
   AddNodes("n", 1, 8);
   PodGroup group;

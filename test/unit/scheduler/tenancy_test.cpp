@@ -11,6 +11,7 @@ namespace hybridjob::scheduler {
 namespace {
 
 using nlohmann::json;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TrustedJob Job(int32_t min_replicas = 2, int32_t max_replicas = 4) {
@@ -87,6 +88,12 @@ TEST_F(TenancyTest, TheAnnotationMayOnlyAskForLess) {
   EXPECT_EQ(effective.topology, bound.spec.topology);
   EXPECT_FALSE(effective.roles[1].topology.has_value());
   asked.topology.reset();
+
+  // Succeeded indices pass, within the maximum that holds.
+  asked.roles = {GroupRole{"worker", 1, 3, 0, std::nullopt, {0, 2, 5}}};
+  effective = EffectiveGroupSpec(Job(), asked);
+  EXPECT_THAT(effective.roles[1].completed, ElementsAre(0, 2));
+  EXPECT_TRUE(effective.roles[0].completed.empty());
 
   asked.roles = {GroupRole{"worker", 3, 2, 0}};
   effective = EffectiveGroupSpec(Job(), asked);
