@@ -111,10 +111,21 @@ TEST(GroupSpecContractTest, ALoweredShapeIsHonouredAndARaisedOneIsNot) {
 
   api::GroupSpec lowered = api::GroupSpecOf(job);
   lowered.roles[1].min_replicas = 1;
+  lowered.roles[1].completed = {0, 2};
   lowered.schedule_timeout_seconds = 0;
   const api::GroupSpec planned = resolved_with(lowered);
   EXPECT_EQ(planned.roles[1].min_replicas, 1);
+  EXPECT_EQ(planned.roles[1].completed, (std::vector<int32_t>{0, 2}));
   EXPECT_EQ(planned.ScheduleTimeoutSeconds(), 0);
+
+  // What the controller writes on a replacement is what the scheduler reads.
+  const json replacement = controller::BuildMemberPod(job, job.spec.replica_specs[1], 1, lowered,
+                                                      controller::PlannerOptions{});
+  Result<api::GroupSpec> carried = api::ParseGroupSpec(
+      replacement["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)]
+          .get<std::string>());
+  ASSERT_TRUE(carried.ok()) << carried.status().ToString();
+  EXPECT_EQ(*carried, lowered);
 
   api::GroupSpec raised = api::GroupSpecOf(job);
   raised.roles[1].max_replicas = 64;
