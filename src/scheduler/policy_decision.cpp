@@ -4,13 +4,15 @@
 #include <map>
 #include <set>
 
-#include "policy_cycle_internal.h"
+#include "policy_stages.h"
 
-namespace hybridjob::scheduler::policy_internal {
+namespace hybridjob::scheduler::policy_stages {
+namespace {
 
-void PolicyCycle::NumberQueueLines() {
+// Each group waiting to start gets its place in its queue's line.
+void NumberQueueLines(CycleState& state) {
   std::map<std::string_view, std::vector<Entry*>> lines;
-  for (Entry& entry : entries_) {
+  for (Entry& entry : state.entries) {
     // One that can never start stands in nobody's way: it is not counted.
     const bool never =
         entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
@@ -28,14 +30,14 @@ void PolicyCycle::NumberQueueLines() {
   }
 }
 
-PolicyDecision PolicyCycle::Decide(Entry& entry) const {
+PolicyDecision DecideOne(const CycleState& state, Entry& entry) {
   PolicyDecision decision;
   decision.queue = entry.queue;
   decision.cause = entry.cause;
   decision.grown = entry.grown;
   if (!entry.placed && !entry.running) {
     const Reservation* reservation = nullptr;
-    for (const Reservation& held : reservations_) {
+    for (const Reservation& held : state.reservations) {
       reservation = held.group_key == entry.key ? &held : reservation;
     }
     decision.waiting_reason = WaitingReasonCode(
@@ -125,9 +127,10 @@ PolicyDecision PolicyCycle::Decide(Entry& entry) const {
   return decision;
 }
 
-void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
+// One row per queue, counting each group in its queue and every ancestor.
+void FillQueues(const CycleState& state, PolicyCycleResult& result) {
   std::unordered_map<std::string_view, size_t> row_of;
-  for (const QueueAccount& account : share_.accounts()) {
+  for (const QueueAccount& account : state.share.accounts()) {
     QueueStatus status;
     status.name = account.spec.name;
     status.parent = account.spec.parent;
@@ -137,19 +140,19 @@ void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
     status.used = account.used;
     status.guaranteed = account.spec.guaranteed;
     status.max = account.spec.max;
-    status.dominant_share = DominantShare(account.used, share_.capacity(), share_.gpus());
-    status.weighted_share = share_.WeightedShare(account);
+    status.dominant_share = DominantShare(account.used, state.share.capacity(), state.share.gpus());
+    status.weighted_share = state.share.WeightedShare(account);
     row_of.emplace(account.spec.name, result.queues.size());
     result.queues.push_back(std::move(status));
   }
   // A group counts in its queue's row and in every ancestor's.
-  for (const Entry& entry : entries_) {
+  for (const Entry& entry : state.entries) {
     bool placed = entry.placed;
     bool waiting = !placed && !entry.running && entry.cause != WaitCause::kNone;
     if (!placed && !waiting) {
       continue;
     }
-    for (const QueueAccount* account : share_.Path(entry.queue)) {
+    for (const QueueAccount* account : state.share.Path(entry.queue)) {
       QueueStatus& status = result.queues[row_of.at(account->spec.name)];
       ++(placed ? status.placed_groups : status.waiting_groups);
     }
@@ -158,4 +161,34 @@ void PolicyCycle::FillQueues(PolicyCycleResult& result) const {
             [](const QueueStatus& a, const QueueStatus& b) { return a.name < b.name; });
 }
 
-}  // namespace hybridjob::scheduler::policy_internal
+}  // namespace
+
+PolicyCycleResult Decide(CycleState& state) {
+  PolicyCycleResult result;
+  std::vector<size_t> order(state.entries.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&state](size_t a, size_t b) {
+    const Entry& ea = state.entries[a];
+    const Entry& eb = state.entries[b];
+    if ((ea.sequence < 0) != (eb.sequence < 0)) {
+      return ea.sequence >= 0;
+    }
+    return ea.sequence != eb.sequence ? ea.sequence < eb.sequence : ea.input_order < eb.input_order;
+  });
+  FillQueues(state, result);
+  NumberQueueLines(state);
+  for (size_t index : order) {
+    result.decisions.push_back(DecideOne(state, state.entries[index]));
+  }
+  result.evictions = std::move(state.evictions.decided);
+  result.reservations = state.reservations;
+  result.state.evictions = std::move(state.evictions.in_flight);
+  result.state.reservations = std::move(state.reservations);
+  result.state.refused = std::move(state.evictions.refused);
+  result.next_start_slot = state.start_slot;
+  return result;
+}
+
+}  // namespace hybridjob::scheduler::policy_stages

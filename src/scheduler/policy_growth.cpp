@@ -5,29 +5,33 @@
 #include <map>
 #include <optional>
 
-#include "policy_cycle_internal.h"
+#include "policy_stages.h"
 
-namespace hybridjob::scheduler::policy_internal {
+namespace hybridjob::scheduler::policy_stages {
+namespace {
 
-bool PolicyCycle::SomethingWaitsForCapacity() {
-  for (const Entry& entry : entries_) {
+// Whether a group waits for capacity it could get some day (or for evictions
+// under way): growth would take what frees for it.
+bool SomethingWaitsForCapacity(const CycleInput& input, const CycleState& state) {
+  for (const Entry& entry : state.entries) {
     if (entry.cause == WaitCause::kEvicting) {
       return true;
     }
   }
-  for (const Entry& entry : entries_) {
+  for (const Entry& entry : state.entries) {
     if (entry.cause == WaitCause::kNoCapacity &&
-        ChooseReservation(snapshot_, entry.group, policy_, planner_, {}).possible) {
+        ChooseReservation(state.snapshot, entry.group, input.policy, input.planner, {}).possible) {
       return true;  // it could fit some day: leave it the capacity that frees
     }
   }
   return false;
 }
 
-bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
+// Whether the free, unreserved capacity holds every grower's pending members.
+bool AmpleCapacityFor(const CycleState& state, const std::vector<size_t>& growers) {
   ResourceList demand;
   for (size_t index : growers) {
-    const Entry& entry = entries_[index];
+    const Entry& entry = state.entries[index];
     std::unordered_set<const PodInfo*> assigned;
     for (const Assignment& assignment : entry.assignments) {
       assigned.insert(assignment.pod);
@@ -39,10 +43,10 @@ bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
     }
   }
   ResourceList free;
-  const std::vector<NodeState>& slots = snapshot_.slots();
+  const std::vector<NodeState>& slots = state.snapshot.slots();
   for (uint32_t slot = 0; slot < slots.size(); ++slot) {
     const NodeState& node = slots[slot];
-    if (!node.schedulable_slot() || reserved_->Holder(slot) != nullptr) {
+    if (!node.schedulable_slot() || state.reserved->Holder(slot) != nullptr) {
       continue;
     }
     ForEachResource(demand, [&](std::string_view name, int64_t) {
@@ -61,23 +65,13 @@ bool PolicyCycle::AmpleCapacityFor(const std::vector<size_t>& growers) const {
   return ample;
 }
 
-PodGroup PolicyCycle::Current(const Entry& entry) const {
-  PodGroup current = entry.group;
-  current.bound = snapshot_.GroupMembers(entry.group.namespace_name, entry.group.name);
-  std::unordered_set<const PodInfo*> assigned;
-  for (const Assignment& assignment : entry.assignments) {
-    assigned.insert(assignment.pod);
-  }
-  std::erase_if(current.pending, [&](const PodInfo* pod) { return assigned.contains(pod); });
-  return current;
-}
-
-void PolicyCycle::GrowFully(Entry& entry) {
-  PodGroup current = Current(entry);
+// Every pending member that fits, within the max of the queue and its ancestors.
+void GrowFully(const CycleInput& input, CycleState& state, Entry& entry) {
+  PodGroup current = Current(state.snapshot, entry);
   if (current.pending.empty()) {
     return;
   }
-  GroupPlan plan = PlanWithReservations(current, entry.key);
+  GroupPlan plan = PlanWithReservations(input, state, current, entry.key);
   if (!plan.placed() || plan.assignments.empty()) {
     if (!plan.reason.empty()) {
       entry.notes.push_back("no room to grow: " + plan.reason);
@@ -87,7 +81,7 @@ void PolicyCycle::GrowFully(Entry& entry) {
   // Within the max of the queue and its ancestors: give back the members that
   // grew last (lowest role priority, highest index) until every ceiling holds.
   ResourceList request = PlanRequest(plan);
-  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, request)) {
+  if (const QueueAccount* over = state.share.FirstOverMax(entry.queue, request)) {
     std::vector<size_t> order(plan.assignments.size());
     for (size_t i = 0; i < order.size(); ++i) {
       order[i] = i;
@@ -106,7 +100,7 @@ void PolicyCycle::GrowFully(Entry& entry) {
     });
     std::vector<uint8_t> dropped(plan.assignments.size(), 0);
     for (size_t i : order) {
-      if (share_.FirstOverMax(entry.queue, request) == nullptr) {
+      if (state.share.FirstOverMax(entry.queue, request) == nullptr) {
         break;
       }
       request -= plan.assignments[i].pod->requests;
@@ -129,20 +123,22 @@ void PolicyCycle::GrowFully(Entry& entry) {
                                              decision.claim_name) != pod.claims.end();
                           });
     });
-    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
+    entry.notes.push_back(DescribeQueue(input.table, *over, entry.queue) + " reached its max");
   }
   if (plan.assignments.empty()) {
     return;
   }
   size_t before = entry.assignments.size();
-  if (Commit(entry, plan)) {
+  if (Commit(state, entry, plan)) {
     entry.grown += static_cast<int32_t>(entry.assignments.size() - before);
   }
 }
 
-bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_roles,
-                                std::vector<int32_t>& grown_in_role) {
-  PodGroup current = Current(entry);
+// One more member for the entry, of its role that goes first; false when no
+// role can grow. A role that cannot is blocked for the rest of the stage.
+bool GrowOneMember(const CycleInput& input, CycleState& state, Entry& entry,
+                   std::vector<uint8_t>& blocked_roles, std::vector<int32_t>& grown_in_role) {
+  PodGroup current = Current(state.snapshot, entry);
   const std::vector<GroupRole>& roles = entry.group.spec.roles;
   std::vector<int32_t> counts(roles.size(), 0);
   for (size_t r = 0; r < roles.size(); ++r) {
@@ -175,9 +171,9 @@ bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_role
     return false;
   }
   size_t role = *choice;
-  if (const QueueAccount* over = share_.FirstOverMax(entry.queue, next_member->requests)) {
+  if (const QueueAccount* over = state.share.FirstOverMax(entry.queue, next_member->requests)) {
     blocked_roles[role] = 1;
-    entry.notes.push_back(DescribeQueue(*over, entry.queue) + " reached its max");
+    entry.notes.push_back(DescribeQueue(input.table, *over, entry.queue) + " reached its max");
     return true;
   }
   PodGroup one_more = current;
@@ -185,8 +181,8 @@ bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_role
     GroupRole& spec = one_more.spec.roles[r];
     spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
   }
-  GroupPlan plan = PlanWithReservations(one_more, entry.key);
-  if (!plan.placed() || plan.assignments.size() != 1 || !Commit(entry, plan)) {
+  GroupPlan plan = PlanWithReservations(input, state, one_more, entry.key);
+  if (!plan.placed() || plan.assignments.size() != 1 || !Commit(state, entry, plan)) {
     blocked_roles[role] = 1;
     return true;
   }
@@ -195,10 +191,12 @@ bool PolicyCycle::GrowOneMember(Entry& entry, std::vector<uint8_t>& blocked_role
   return true;
 }
 
-void PolicyCycle::Grow() {
+}  // namespace
+
+void Grow(const CycleInput& input, CycleState& state) {
   std::vector<size_t> growers;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const Entry& entry = entries_[i];
+  for (size_t i = 0; i < state.entries.size(); ++i) {
+    const Entry& entry = state.entries[i];
     if (entry.lone) {
       continue;
     }
@@ -213,7 +211,7 @@ void PolicyCycle::Grow() {
   }
   auto defer = [&](WaitCause cause, const std::string& reason) {
     for (size_t index : growers) {
-      Entry& entry = entries_[index];
+      Entry& entry = state.entries[index];
       if (entry.running) {
         entry.cause = cause;
         entry.plan.outcome = PlanOutcome::kWait;
@@ -221,44 +219,44 @@ void PolicyCycle::Grow() {
       }
     }
   };
-  if (!policy_.reclaim.growth) {
+  if (!input.policy.reclaim.growth) {
     defer(WaitCause::kNoRoomToGrow, "elastic growth is turned off");
     return;
   }
-  if (SomethingWaitsForCapacity()) {
+  if (SomethingWaitsForCapacity(input, state)) {
     defer(WaitCause::kGrowthDeferred, "growth deferred: other groups wait for capacity");
     return;
   }
-  std::stable_sort(growers.begin(), growers.end(), [this](size_t a, size_t b) {
-    return GroupGoesFirst(entries_[a].group, entries_[b].group);
+  std::stable_sort(growers.begin(), growers.end(), [&state](size_t a, size_t b) {
+    return GroupGoesFirst(state.entries[a].group, state.entries[b].group);
   });
   std::map<std::string, std::vector<size_t>> by_queue;
   for (size_t index : growers) {
-    by_queue[entries_[index].queue].push_back(index);
+    by_queue[state.entries[index].queue].push_back(index);
   }
-  if (by_queue.size() == 1 || AmpleCapacityFor(growers)) {
+  if (by_queue.size() == 1 || AmpleCapacityFor(state, growers)) {
     // One queue, or room for everyone: fairness has nothing to share out.
     for (size_t index : growers) {
-      GrowFully(entries_[index]);
+      GrowFully(input, state, state.entries[index]);
     }
   } else {
     // Water-filling: one member at a time to the queue with the lowest share.
     std::unordered_map<size_t, std::vector<uint8_t>> blocked;
     std::unordered_map<size_t, std::vector<int32_t>> grown;
     for (size_t index : growers) {
-      size_t roles = entries_[index].group.spec.roles.size();
+      size_t roles = state.entries[index].group.spec.roles.size();
       blocked[index].assign(roles, 0);
       grown[index].assign(roles, 0);
     }
-    QueueTurns turns(share_, std::move(by_queue));
+    QueueTurns turns(state.share, std::move(by_queue));
     while (std::optional<size_t> index = turns.Next()) {
-      if (!GrowOneMember(entries_[*index], blocked[*index], grown[*index])) {
+      if (!GrowOneMember(input, state, state.entries[*index], blocked[*index], grown[*index])) {
         turns.Pass();  // this group cannot grow further: the next one in the queue
       }
     }
   }
   for (size_t index : growers) {
-    Entry& entry = entries_[index];
+    Entry& entry = state.entries[index];
     if (entry.running && entry.grown == 0) {
       entry.cause = WaitCause::kNoRoomToGrow;
       entry.plan.outcome = PlanOutcome::kWait;
@@ -267,4 +265,4 @@ void PolicyCycle::Grow() {
   }
 }
 
-}  // namespace hybridjob::scheduler::policy_internal
+}  // namespace hybridjob::scheduler::policy_stages
