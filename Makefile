@@ -60,11 +60,11 @@ build: configure
 # tests and the libFuzzer targets of test/fuzz/, with AddressSanitizer,
 # UndefinedBehaviorSanitizer and libFuzzer's coverage instrumentation. One
 # tree for both, so the libraries are compiled once; with assertions on.
-# Unoptimised (SANITIZER_OPT): the sanitizers' instrumentation doubled the
-# optimiser's work, and -O1 took twice as long to build as -O0, for fuzzers
-# that ran about twice as fast (docs/development.md). Every library is built,
-# so that Clang checks the shells' locking (-Wthread-safety, see
-# include/hybridjob/common/mutex.h).
+# Unoptimised (SANITIZER_OPT) but for the code the fuzz targets run, which is
+# -O1 (test/fuzz/CMakeLists.txt): with the sanitizers' instrumentation the
+# whole tree took twice as long to build at -O1 (docs/development.md). Every
+# library is built, so that Clang checks the shells' locking
+# (-Wthread-safety, see include/hybridjob/common/mutex.h).
 SANITIZER_OPT ?= -O0
 fuzz-configure: deps
 	@CXX=clang++ cmake -S . -B $(FUZZ_DIR) $(call generator,$(FUZZ_DIR)) -DCMAKE_BUILD_TYPE=Debug \
