@@ -47,7 +47,7 @@
 #include <hybridjob/k8s/config.h>
 #include <hybridjob/k8s/informer.h>
 #include <hybridjob/k8s/rest_client.h>
-#include <hybridjob/scheduler/gang_scheduler.h>
+#include <hybridjob/scheduler/shell/gang_scheduler.h>
 #include <hybridjob/sim/kubelet.h>
 #include <hybridjob/sim/simulator.h>
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/core/snapshot.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 #include "../common/self_stats.h"
 

@@ -47,12 +47,12 @@
 #include <benchmark/benchmark.h>
 
 #include <hybridjob/api/labels.h>
-#include <hybridjob/scheduler/cycle.h>
-#include <hybridjob/scheduler/fair_share.h>
-#include <hybridjob/scheduler/planner.h>
-#include <hybridjob/scheduler/policy_cycle.h>
-#include <hybridjob/scheduler/snapshot.h>
-#include <hybridjob/scheduler/volumes.h>
+#include <hybridjob/scheduler/core/cycle.h>
+#include <hybridjob/scheduler/core/fair_share.h>
+#include <hybridjob/scheduler/core/planner.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
+#include <hybridjob/scheduler/core/snapshot.h>
+#include <hybridjob/scheduler/core/volumes.h>
 
 namespace {
 

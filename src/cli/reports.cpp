@@ -7,11 +7,11 @@
 #include <hybridjob/api/waiting.h>
 #include <hybridjob/cli/reports.h>
 #include <hybridjob/controller/observed.h>
-#include <hybridjob/scheduler/cache.h>
-#include <hybridjob/scheduler/deltas.h>
-#include <hybridjob/scheduler/fair_share.h>
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/tenancy.h>
+#include <hybridjob/scheduler/core/fair_share.h>
+#include <hybridjob/scheduler/core/tenancy.h>
+#include <hybridjob/scheduler/objects/objects.h>
+#include <hybridjob/scheduler/shell/cache.h>
+#include <hybridjob/scheduler/shell/deltas.h>
 
 namespace hybridjob::cli {
 namespace {

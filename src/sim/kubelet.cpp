@@ -3,7 +3,7 @@
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/duration.h>
 #include <hybridjob/k8s/object_meta.h>
-#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/objects/objects.h>
 #include <hybridjob/sim/kubelet.h>
 
 namespace hybridjob::sim {

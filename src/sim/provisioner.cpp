@@ -6,7 +6,7 @@
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/k8s/rate_limiter.h>
-#include <hybridjob/scheduler/volumes.h>
+#include <hybridjob/scheduler/core/volumes.h>
 #include <hybridjob/sim/provisioner.h>
 
 namespace hybridjob::sim {

@@ -9,7 +9,7 @@
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/object_meta.h>
-#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/objects/objects.h>
 #include <hybridjob/sim/simulator.h>
 
 namespace hybridjob::sim {

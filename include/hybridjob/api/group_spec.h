@@ -10,7 +10,7 @@
 // "queue", "scheduleTimeoutSeconds" and "topology" (also a role's own) are
 // written only when the job sets them; a role's "completed" only once members
 // of it have succeeded. The scheduler trusts the annotation only to lower a trusted
-// job's bounds (see scheduler/tenancy.h).
+// job's bounds (see scheduler/core/tenancy.h).
 #pragma once
 
 #include <cstdint>

@@ -37,7 +37,7 @@ inline constexpr std::string_view kSurplusReason = "GangSurplus";
 // kWaitingReason: the group cannot reach every role's minimum yet.
 inline constexpr std::string_view kWaitingReason = "Unschedulable";
 // kUntrustedMemberReason: the pod claims a job's membership without belonging
-// to the job (see scheduler/tenancy.h); it is never planned.
+// to the job (see scheduler/core/tenancy.h); it is never planned.
 inline constexpr std::string_view kUntrustedMemberReason = "UntrustedMember";
 // kInvalidGroupReason: the group's shape cannot be planned (a refused
 // group-spec annotation, members that disagree).
@@ -47,7 +47,7 @@ inline constexpr std::string_view kInvalidGroupReason = "InvalidGroup";
 // it is planned again.
 inline constexpr std::string_view kVolumeBindingReason = "WaitingForVolumes";
 // Other reasons name the scheduling policy's cause (WaitCauseName in
-// scheduler/policy_cycle.h): OverQueueMax, NotAllowedInQueue, ... The code a
+// scheduler/core/policy_cycle.h): OverQueueMax, NotAllowedInQueue, ... The code a
 // user reads (NeverFits, Fragmented, ...) is in the GangWaiting condition
 // (api/waiting.h).
 

@@ -10,7 +10,7 @@
 #include <hybridjob/cli/output.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/api_client.h>
-#include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/shell/config.h>
 
 namespace hybridjob::cli {
 

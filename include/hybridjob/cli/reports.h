@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/common/status.h>
-#include <hybridjob/scheduler/cluster_view.h>
-#include <hybridjob/scheduler/config.h>
-#include <hybridjob/scheduler/gpu_resources.h>
-#include <hybridjob/scheduler/queues.h>
-#include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/core/cluster_view.h>
+#include <hybridjob/scheduler/core/gpu_resources.h>
+#include <hybridjob/scheduler/core/queues.h>
+#include <hybridjob/scheduler/objects/resources.h>
+#include <hybridjob/scheduler/shell/config.h>
 
 namespace hybridjob::cli {
 

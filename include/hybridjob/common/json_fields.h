@@ -1,6 +1,6 @@
 // Typed reads of JSON members with path-qualified errors: the one field reader
 // of the project. The API types (json.h), the scheduler's pod and node model
-// (scheduler/objects.h) and the controller's view of its pods
+// (scheduler/objects/objects.h) and the controller's view of its pods
 // (controller/observed.h) all read through it, so a field of the wrong type is
 // reported the same way everywhere ("spec.replicaSpecs[1].minReplicas: must be
 // an integer").

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/common/status.h>
-#include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/objects/resources.h>
 #include <hybridjob/sim/exec_pod.h>
 
 namespace hybridjob::sim {

@@ -14,10 +14,10 @@
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/observability/http_server.h>
 #include <hybridjob/observability/instrumentation.h>
-#include <hybridjob/scheduler/config.h>
-#include <hybridjob/scheduler/config_watcher.h>
-#include <hybridjob/scheduler/gang_scheduler.h>
-#include <hybridjob/scheduler/metrics.h>
+#include <hybridjob/scheduler/shell/config.h>
+#include <hybridjob/scheduler/shell/config_watcher.h>
+#include <hybridjob/scheduler/shell/gang_scheduler.h>
+#include <hybridjob/scheduler/shell/metrics.h>
 
 namespace {
 

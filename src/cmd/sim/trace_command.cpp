@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include <hybridjob/common/flags.h>
-#include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/shell/config.h>
 #include <hybridjob/sim/trace/engine.h>
 #include <hybridjob/sim/trace/generator.h>
 #include <hybridjob/sim/trace/report.h>

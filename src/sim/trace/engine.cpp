@@ -9,13 +9,13 @@
 #include <utility>
 
 #include <hybridjob/api/names.h>
-#include <hybridjob/scheduler/cycle.h>
-#include <hybridjob/scheduler/fair_share.h>
-#include <hybridjob/scheduler/planner.h>
-#include <hybridjob/scheduler/policy_cycle.h>
-#include <hybridjob/scheduler/queues.h>
-#include <hybridjob/scheduler/snapshot.h>
-#include <hybridjob/scheduler/topology.h>
+#include <hybridjob/scheduler/core/cycle.h>
+#include <hybridjob/scheduler/core/fair_share.h>
+#include <hybridjob/scheduler/core/planner.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
+#include <hybridjob/scheduler/core/queues.h>
+#include <hybridjob/scheduler/core/snapshot.h>
+#include <hybridjob/scheduler/core/topology.h>
 #include <hybridjob/sim/trace/engine.h>
 
 namespace hybridjob::sim::trace {

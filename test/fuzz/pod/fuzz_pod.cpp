@@ -16,8 +16,8 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/tenancy.h>
+#include <hybridjob/scheduler/core/tenancy.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 namespace {
 

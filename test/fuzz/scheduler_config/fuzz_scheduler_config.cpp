@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include <hybridjob/k8s/rate_limiter.h>
-#include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/shell/config.h>
 
 namespace {
 

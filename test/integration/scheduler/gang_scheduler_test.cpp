@@ -13,7 +13,7 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/waiting.h>
 #include <hybridjob/k8s/api_status.h>
-#include <hybridjob/scheduler/gang_scheduler.h>
+#include <hybridjob/scheduler/shell/gang_scheduler.h>
 #include <hybridjob/sim/provisioner.h>
 #include <hybridjob/sim/simulator.h>
 

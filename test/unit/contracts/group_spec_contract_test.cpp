@@ -12,8 +12,8 @@
 #include <hybridjob/api/labels.h>
 #include <hybridjob/controller/children.h>
 #include <hybridjob/controller/options.h>
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/tenancy.h>
+#include <hybridjob/scheduler/core/tenancy.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 #include "job_fixtures.h"
 

@@ -14,7 +14,7 @@
 #include <hybridjob/api/defaults.h>
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/validation.h>
-#include <hybridjob/scheduler/config.h>
+#include <hybridjob/scheduler/shell/config.h>
 
 #include "chart_render.h"
 #include "openapi_check.h"

@@ -1,7 +1,7 @@
 // The binder's pure decision: which failed binds may have taken.
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/binder.h>
+#include <hybridjob/scheduler/shell/binder.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include <hybridjob/api/labels.h>
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/planner.h>
-#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/core/planner.h>
+#include <hybridjob/scheduler/core/snapshot.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 namespace hybridjob::scheduler::testing {
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/api/labels.h>
-#include <hybridjob/scheduler/cache.h>
-#include <hybridjob/scheduler/delta_feed.h>
+#include <hybridjob/scheduler/shell/cache.h>
+#include <hybridjob/scheduler/shell/delta_feed.h>
 
 namespace hybridjob::scheduler {
 namespace {

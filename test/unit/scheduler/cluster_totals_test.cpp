@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/cluster_totals.h>
+#include <hybridjob/scheduler/core/cluster_totals.h>
 
 #include "builders.h"
 

@@ -8,8 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/config.h>
-#include <hybridjob/scheduler/config_watcher.h>
+#include <hybridjob/scheduler/shell/config.h>
+#include <hybridjob/scheduler/shell/config_watcher.h>
 
 namespace hybridjob::scheduler {
 namespace {

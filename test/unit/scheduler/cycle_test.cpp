@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/cycle.h>
+#include <hybridjob/scheduler/core/cycle.h>
 
 #include "builders.h"
 

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/fair_share.h>
+#include <hybridjob/scheduler/core/fair_share.h>
 
 #include "policy_fixture.h"
 

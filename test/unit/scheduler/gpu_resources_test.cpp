@@ -1,7 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/gpu_resources.h>
+#include <hybridjob/scheduler/core/gpu_resources.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -7,9 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/cycle.h>
-#include <hybridjob/scheduler/objects.h>
-#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/core/cycle.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 #include "policy_fixture.h"
 

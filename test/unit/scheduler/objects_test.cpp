@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/objects.h>
+#include <hybridjob/scheduler/objects/objects.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/planner.h>
+#include <hybridjob/scheduler/core/planner.h>
 
 #include "builders.h"
 

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
 
 #include "policy_fixture.h"
 

@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/cycle.h>
-#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/core/cycle.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
 
 #include "builders.h"
 

@@ -1,6 +1,6 @@
 // Single stages of the policy cycle, each on a state set up by hand or by the
 // stages before it: what one stage decides, apart from the others.
-#include "scheduler/policy_stages.h"
+#include "scheduler/core/policy_stages.h"
 
 #include <memory>
 #include <string>

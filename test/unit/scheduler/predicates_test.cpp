@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/predicates.h>
+#include <hybridjob/scheduler/core/predicates.h>
 
 #include "builders.h"
 

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/preemption.h>
+#include <hybridjob/scheduler/core/preemption.h>
 
 #include "policy_fixture.h"
 

@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/queues.h>
-#include <hybridjob/scheduler/what_if.h>
+#include <hybridjob/scheduler/core/queues.h>
+#include <hybridjob/scheduler/core/what_if.h>
 
 #include "policy_fixture.h"
 

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/reclaim.h>
+#include <hybridjob/scheduler/core/reclaim.h>
 
 #include "policy_fixture.h"
 

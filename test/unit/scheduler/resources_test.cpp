@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/resources.h>
+#include <hybridjob/scheduler/objects/resources.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/scorers.h>
+#include <hybridjob/scheduler/core/scorers.h>
 
 #include "builders.h"
 

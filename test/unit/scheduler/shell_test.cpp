@@ -18,10 +18,10 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/api_status.h>
-#include <hybridjob/scheduler/binder.h>
-#include <hybridjob/scheduler/claim_writer.h>
-#include <hybridjob/scheduler/gang_scheduler.h>
-#include <hybridjob/scheduler/status_reporter.h>
+#include <hybridjob/scheduler/shell/binder.h>
+#include <hybridjob/scheduler/shell/claim_writer.h>
+#include <hybridjob/scheduler/shell/gang_scheduler.h>
+#include <hybridjob/scheduler/shell/status_reporter.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/snapshot.h>
+#include <hybridjob/scheduler/core/snapshot.h>
 
 #include "builders.h"
 

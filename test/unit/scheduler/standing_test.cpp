@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/waiting.h>
-#include <hybridjob/scheduler/status_reporter.h>
+#include <hybridjob/scheduler/shell/status_reporter.h>
 
 namespace hybridjob::scheduler {
 namespace {

@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/starvation.h>
+#include <hybridjob/scheduler/core/starvation.h>
 
 #include "policy_fixture.h"
 

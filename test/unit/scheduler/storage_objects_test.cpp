@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <hybridjob/scheduler/volumes.h>
+#include <hybridjob/scheduler/core/volumes.h>
 
 namespace hybridjob::scheduler {
 namespace {

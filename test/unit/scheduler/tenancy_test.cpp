@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/api/labels.h>
-#include <hybridjob/scheduler/tenancy.h>
+#include <hybridjob/scheduler/core/tenancy.h>
 
 namespace hybridjob::scheduler {
 namespace {

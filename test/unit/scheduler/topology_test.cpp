@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/planner.h>
-#include <hybridjob/scheduler/topology.h>
+#include <hybridjob/scheduler/core/planner.h>
+#include <hybridjob/scheduler/core/topology.h>
 
 #include "builders.h"
 

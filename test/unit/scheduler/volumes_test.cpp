@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <hybridjob/scheduler/planner.h>
-#include <hybridjob/scheduler/volumes.h>
+#include <hybridjob/scheduler/core/planner.h>
+#include <hybridjob/scheduler/core/volumes.h>
 
 #include "builders.h"
 

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/waiting.h>
-#include <hybridjob/scheduler/policy_cycle.h>
+#include <hybridjob/scheduler/core/policy_cycle.h>
 
 #include "policy_fixture.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
-#include <hybridjob/scheduler/queues.h>
+#include <hybridjob/scheduler/core/queues.h>
 #include <hybridjob/sim/trace/inventory.h>
 #include <hybridjob/sim/trace/trace.h>
 
