@@ -82,8 +82,9 @@ tsan-build: deps
 
 # Two trees, one after the other: the normal one (GCC, without the unit tests
 # and benchmarks) and the sanitizer one (Clang, with the unit tests and
-# fuzzers); then the normal tree's integration, e2e and fault tests, and the
-# sanitizer tree's unit tests and fuzzers (hack/run-tests.sh).
+# fuzzers); then the normal tree's integration, e2e and fault tests, and beside
+# them, at the lowest CPU priority, the sanitizer tree's unit tests and fuzzers
+# (hack/run-tests.sh).
 test: BENCH := OFF
 test: UNIT_TESTS := OFF
 test: k8s configure fuzz-configure
