@@ -136,17 +136,18 @@ std::string MissingMembers(const PodGroup& group) {
   for (const GroupRole& role : group.spec.roles) {
     std::vector<bool> present(static_cast<size_t>(role.max_replicas), false);
     int32_t count = 0;
-    for (int32_t index : role.completed) {  // succeeded members never get a pod again
+    auto mark = [&](int32_t index) {
       if (index >= 0 && index < role.max_replicas && !present[static_cast<size_t>(index)]) {
         present[static_cast<size_t>(index)] = true;
         ++count;
       }
+    };
+    for (int32_t index : role.completed) {  // succeeded members never get a pod again
+      mark(index);
     }
     for (const PodInfo* pod : group.pending) {
-      if (pod->role == role.name && pod->index >= 0 && pod->index < role.max_replicas &&
-          !present[static_cast<size_t>(pod->index)]) {
-        present[static_cast<size_t>(pod->index)] = true;
-        ++count;
+      if (pod->role == role.name) {
+        mark(pod->index);
       }
     }
     if (count < role.max_replicas) {
