@@ -91,9 +91,7 @@ void PlaceAtMinimum(const CycleInput& input, CycleState& state, Entry& entry) {
 bool HoldsUpItsQueue(const QueueTable& table, const Entry& entry) {
   const QueueSpec* queue = table.Find(entry.queue);
   // One that can never start would hold its line for good: it steps aside.
-  const bool never =
-      entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
-  return queue != nullptr && queue->order == QueueOrder::kStrictFifo && !never &&
+  return queue != nullptr && queue->order == QueueOrder::kStrictFifo && !NeverStarts(entry) &&
          (entry.cause == WaitCause::kNoCapacity || entry.cause == WaitCause::kOverQueueMax);
 }
 

@@ -14,9 +14,7 @@ void NumberQueueLines(CycleState& state) {
   std::map<std::string_view, std::vector<Entry*>> lines;
   for (Entry& entry : state.entries) {
     // One that can never start stands in nobody's way: it is not counted.
-    const bool never =
-        entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
-    if (entry.starting && !entry.placed && !never) {
+    if (entry.starting && !entry.placed && !NeverStarts(entry)) {
       lines[entry.queue].push_back(&entry);
     }
   }

@@ -68,6 +68,11 @@ struct Entry {
   int32_t queue_position = 0;  // in its queue's line of groups waiting to start
 };
 
+// Waits for capacity the cluster could never give it, whatever ends.
+inline bool NeverStarts(const Entry& entry) {
+  return entry.cause == WaitCause::kNoCapacity && entry.plan.shortfall == Shortfall::kNeverFits;
+}
+
 // Evictions: those of earlier cycles whose pods are still there, those
 // decided in this one, and the refusals that shield groups for a while.
 struct EvictionBook {
