@@ -12,7 +12,9 @@
 # directory: the API server's Go CPU profile of each leg's first BURST_API_PPROF_SECONDS
 # (default 15), as LEG-NAMESPACE.pprof; read with `go tool pprof -top`), BURST_API_AUDIT (a
 # directory: the API server's audit log, and after each leg the requests it served during it
-# by client (user agent), verb and resource).
+# by client (user agent), verb and resource), BURST_TRACE_STATUS (N: each status the first N
+# HybridJobs of a leg were written with, on stderr), BURST_CONTROLLER_FLAGS (more flags for
+# hybridjob-controller in every leg, e.g. "--status-batch-period 0").
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
@@ -113,6 +115,7 @@ APISERVER="$(cat "$CLUSTER/apiserver.pid")"
 API_SERVER_URL="$(awk '/server:/ { print $2; exit }' "$KUBECONFIG")"
 API_TOKEN="$(cut -d, -f1 "$CLUSTER/tokens.csv")"
 PROFILES=""
+STATUS_WRITES=""
 # The API server's request counts and seconds by verb, resource and subresource
 # (watches left out: their duration is how long they stay open).
 api_requests() {
@@ -172,7 +175,11 @@ run_leg() {
   started="$(date -u +%s.%N)"
   row="$("$BIN/bench_scheduling" --kubeconfig "$KUBECONFIG" --namespace "$ns" --label "$label" \
     --scheduler-pid "$pid" --pods "$PODS" --group-size "$GROUP" --gpus-per-pod 0 \
-    --concurrency "$CONCURRENCY" "$@" || true)"$'\n'
+    --concurrency "$CONCURRENCY" ${BURST_TRACE_STATUS:+--trace-status "$BURST_TRACE_STATUS"} "$@" 2> >(tee "$WORK/leg.err" >&2) || true)"$'\n'
+  # The job status writes the harness's watch saw (legs with --via-controller).
+  local writes
+  writes="$(sed -n 's/^bench_scheduling: \([0-9]* job status writes.*\)/\1/p' "$WORK/leg.err" || true)"
+  [ -z "$writes" ] || STATUS_WRITES+="- $label: $writes"$'\n'
   if [[ " $* " == *" --created-only "* ]]; then CREATE_ROWS+="$row"; else ROWS+="$row"; fi
   [ -z "${BURST_API_AUDIT:-}" ] ||
     printf '%s\t%s\t%s\n' "$started" "$(date -u +%s.%N)" "$label" >>"$BURST_API_AUDIT/legs.tsv"
@@ -217,7 +224,7 @@ start_controller() {
   local ns="$1"
   shift
   "$BIN/hybridjob-controller" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr 0 \
-    --health-addr 0 --log-level warn "$@" >>"$WORK/controller.log" 2>&1 &
+    --health-addr 0 --log-level warn "$@" ${BURST_CONTROLLER_FLAGS:-} >>"$WORK/controller.log" 2>&1 &
   CONTROLLER=$!
   PIDS+=("$CONTROLLER")
   sleep 2
@@ -301,6 +308,12 @@ echo "| run | kube-apiserver | etcd | scheduler | hybridjob-controller |"
 echo "|---|---|---|---|---|"
 printf '%s' "$CPU_ROWS"
 echo
+if [ -n "$STATUS_WRITES" ]; then
+  echo "HybridJob status writes (each status the harness's watch saw):"
+  echo
+  printf '%s' "$STATUS_WRITES"
+  echo
+fi
 [ -z "$PROFILES" ] || printf '%s\n' "$PROFILES"
 # The audit log's requests within each leg's window, by client, verb and resource
 # (a watch counts once, when it starts).

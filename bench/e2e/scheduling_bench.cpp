@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   bool bind_self = false;
   bool via_controller = false;
   bool created_only = false;
+  int64_t trace_status = 0;
   std::string ns = "bench-" + std::to_string(::getpid());
   hybridjob::FlagSet flags("bench_scheduling");
   flags.String("kubeconfig", &kubeconfig, "kubeconfig");
@@ -94,6 +95,9 @@ int main(int argc, char** argv) {
   flags.Bool("created-only", &created_only,
              "stop the clock once the watch has seen every pod created (nothing need bind "
              "them): the create rate alone");
+  flags.Int("trace-status", &trace_status,
+            "with --via-controller: print on stderr each status the first N jobs were "
+            "written with");
   if (auto status = flags.Parse(argc, argv); !status.ok() || flags.help_requested()) {
     std::cerr << (status.ok() ? "" : status.message() + "\n") << flags.Usage();
     return status.ok() ? 0 : 2;
@@ -232,53 +236,102 @@ int main(int argc, char** argv) {
 
   // Observe bindings (and, as the ceiling binder, pods to bind).
   std::atomic<bool> stop{false};
+  Clock::time_point start_time = Clock::now();  // reset when the clock starts
   std::vector<std::string> to_bind;
   std::condition_variable bind_cv;
   std::string list_rv;
   if (auto initial = client.List(k8s::resources::Pods(), ns, {}); initial) {
     list_rv = initial->resource_version;
   }
-  std::unique_ptr<k8s::WatchStream> active_watch;
-  std::thread watcher([&] {
-    std::string rv = list_rv;
+  // Follows `resource` in the namespace from `from` until stopped, coming
+  // back after a watch ends; `on_event` sees each event. The stream open now
+  // is in `slot`, for the end to cancel.
+  auto follow = [&](const k8s::Resource& resource, std::string from,
+                    std::unique_ptr<k8s::WatchStream>& slot,
+                    const std::function<void(const k8s::WatchEvent&)>& on_event) {
+    std::string rv = std::move(from);
     while (!stop) {
       k8s::WatchOptions options;
       options.resource_version = rv;
       options.timeout = std::chrono::seconds(600);
-      auto watch = client.Watch(k8s::resources::Pods(), ns, options);
+      auto watch = client.Watch(resource, ns, options);
       if (!watch) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }
+      k8s::WatchStream* stream = nullptr;
       {
         std::lock_guard lock(mu);
-        active_watch = std::move(*watch);
+        slot = std::move(*watch);
+        stream = slot.get();
       }
       while (!stop) {
-        auto event = active_watch->Next();
+        auto event = stream->Next();
         if (!event || !event->has_value()) {
           break;
         }
-        const json& pod = (*event)->object;
-        rv = pod["metadata"].value("resourceVersion", rv);
-        const std::string name = pod["metadata"].value("name", "");
-        const std::string node = pod["spec"].value("nodeName", "");
-        std::lock_guard lock(mu);
-        if ((*event)->type == k8s::WatchEventType::kAdded) {
-          ++seen_count;
-          last_seen = Clock::now();
-        }
-        if (!node.empty()) {
-          if (bound_at.emplace(name, Clock::now()).second) {
-            ++bound_count;
-          }
-        } else if (bind_self && (*event)->type == k8s::WatchEventType::kAdded) {
-          to_bind.push_back(name);
-          bind_cv.notify_one();
-        }
+        rv = (*event)->object["metadata"].value("resourceVersion", rv);
+        on_event(**event);
       }
     }
+  };
+  std::unique_ptr<k8s::WatchStream> active_watch;
+  std::thread watcher([&] {
+    follow(k8s::resources::Pods(), list_rv, active_watch, [&](const k8s::WatchEvent& event) {
+      const json& pod = event.object;
+      const std::string name = pod["metadata"].value("name", "");
+      const std::string node = pod["spec"].value("nodeName", "");
+      std::lock_guard lock(mu);
+      if (event.type == k8s::WatchEventType::kAdded) {
+        ++seen_count;
+        last_seen = Clock::now();
+      }
+      if (!node.empty()) {
+        if (bound_at.emplace(name, Clock::now()).second) {
+          ++bound_count;
+        }
+      } else if (bind_self && event.type == k8s::WatchEventType::kAdded) {
+        to_bind.push_back(name);
+        bind_cv.notify_one();
+      }
+    });
   });
+
+  // With --via-controller, every status a job is written with, as its watch
+  // events show it (a write that changes nothing makes no event).
+  std::unordered_map<std::string, json> job_status;
+  std::unordered_map<std::string, int64_t> status_writes;
+  std::unique_ptr<k8s::WatchStream> job_watch;
+  std::thread job_watcher;
+  if (via_controller) {
+    std::string jobs_rv;
+    if (auto initial = client.List(k8s::resources::HybridJobs(), ns, {}); initial) {
+      jobs_rv = initial->resource_version;
+    }
+    job_watcher = std::thread([&, jobs_rv] {
+      follow(k8s::resources::HybridJobs(), jobs_rv, job_watch, [&](const k8s::WatchEvent& event) {
+        const json& job = event.object;
+        const std::string name = job["metadata"].value("name", "");
+        const json status = job.value("status", json::object());
+        std::lock_guard lock(mu);
+        json& last = job_status[name];
+        if (status == last || (last.is_null() && status.empty())) {
+          return;
+        }
+        last = status;
+        const int64_t writes = ++status_writes[name];
+        const std::string group = name.size() > 1 ? name.substr(1) : "";
+        if (trace_status > 0 && !group.empty() &&
+            group.find_first_not_of("0123456789") == std::string::npos &&
+            std::stoll(group) < trace_status) {
+          std::fprintf(stderr, "bench_scheduling: %s status write %lld at %.2f s: %s\n",
+                       name.c_str(), static_cast<long long>(writes),
+                       std::chrono::duration<double>(Clock::now() - start_time).count(),
+                       status.dump().c_str());
+        }
+      });
+    });
+  }
 
   std::vector<std::thread> binders;
   std::atomic<uint64_t> next_node{0};
@@ -313,6 +366,10 @@ int main(int argc, char** argv) {
           .dump();
   std::atomic<int64_t> next_pod{0};
   const auto start = Clock::now();
+  {
+    std::lock_guard lock(mu);
+    start_time = start;
+  }
   std::atomic<int64_t> refused{0};
   if (via_controller) {
     create_jobs([&](int64_t, const std::string& name, Clock::time_point before,
@@ -383,6 +440,10 @@ int main(int argc, char** argv) {
       next_report += std::chrono::seconds(5);
     }
   }
+  if (via_controller) {
+    // The status write that follows the last binding (Scheduled) is counted.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
   stop = true;
   bind_cv.notify_all();
   {
@@ -390,8 +451,26 @@ int main(int argc, char** argv) {
     if (active_watch) {
       active_watch->Cancel();
     }
+    if (job_watch) {
+      job_watch->Cancel();
+    }
   }
   watcher.join();
+  if (job_watcher.joinable()) {
+    job_watcher.join();
+  }
+  if (via_controller) {
+    std::lock_guard lock(mu);
+    int64_t writes = 0;
+    for (const auto& [job, count] : status_writes) {
+      writes += count;
+    }
+    std::fprintf(stderr,
+                 "bench_scheduling: %lld job status writes, %.2f per job (until 3 s after the "
+                 "last member was bound)\n",
+                 static_cast<long long>(writes),
+                 static_cast<double>(writes) / static_cast<double>(std::max<int64_t>(groups, 1)));
+  }
   for (auto& binder : binders) {
     binder.join();
   }

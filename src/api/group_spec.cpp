@@ -86,6 +86,10 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
   if (object.is_discarded()) {
     return InvalidArgument("group spec: not valid JSON");
   }
+  return GroupSpecFromJson(object);
+}
+
+Result<GroupSpec> GroupSpecFromJson(const json& object) {
   if (!object.is_object()) {
     return InvalidArgument("group spec: must be an object");
   }
@@ -148,7 +152,9 @@ Result<GroupSpec> ParseGroupSpec(std::string_view annotation_json) {
   return spec;
 }
 
-std::string FormatGroupSpec(const GroupSpec& spec) {
+namespace {
+
+ordered_json GroupSpecObject(const GroupSpec& spec) {
   ordered_json roles = ordered_json::array();
   for (const GroupRole& role : spec.roles) {
     ordered_json item = {{"name", role.name},
@@ -173,7 +179,17 @@ std::string FormatGroupSpec(const GroupSpec& spec) {
   if (spec.topology) {
     object["topology"] = TopologyObject<ordered_json>(*spec.topology);
   }
-  return object.dump();
+  return object;
+}
+
+}  // namespace
+
+std::string FormatGroupSpec(const GroupSpec& spec) {
+  return GroupSpecObject(spec).dump();
+}
+
+json GroupSpecToJson(const GroupSpec& spec) {
+  return json::parse(GroupSpecObject(spec).dump());
 }
 
 }  // namespace hybridjob::api

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/json_fields.h>
@@ -281,12 +282,20 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
   out.observed_generation = reader.Int64(status, "observedGeneration", path).value_or(0);
   out.placement = reader.String(status, "placement", path).value_or("");
   out.run = reader.Int64(status, "run", path).value_or(0);
-  if (const json* run_spec = JsonMember(status, "runSpec"); run_spec != nullptr) {
-    // The controller's own copy: one that does not parse is dropped whole.
-    JsonFields strict;
-    HybridJobSpec spec = ReadSpec(strict, json{{"spec", *run_spec}});
-    if (strict.ok()) {
-      out.run_spec = std::move(spec);
+  if (const json* run_spec = JsonMember(status, "runSpec");
+      run_spec != nullptr && run_spec->is_object()) {
+    // The controller's own record: one without a gang that parses is dropped
+    // whole (a record of an older controller, the whole spec, has none: the
+    // run then goes on with the spec as it is, see spec_edits.h).
+    const json* group = JsonMember(*run_spec, "group");
+    if (group != nullptr) {
+      if (Result<GroupSpec> parsed = GroupSpecFromJson(*group); parsed.ok()) {
+        JsonFields strict;
+        out.run_spec =
+            RunSpecRecord{.hash = strict.String(*run_spec, "hash", "runSpec").value_or(""),
+                          .revision = strict.String(*run_spec, "revision", "runSpec").value_or(""),
+                          .group = std::move(*parsed)};
+      }
     }
   }
   if (const json* queue = JsonMember(status, "queue"); queue != nullptr && queue->is_object()) {
@@ -566,7 +575,9 @@ json ToJson(const HybridJobStatus& status) {
     out["queue"] = std::move(queue);
   }
   if (status.run_spec) {
-    out["runSpec"] = ToJson(*status.run_spec);
+    out["runSpec"] = {{"hash", status.run_spec->hash},
+                      {"revision", status.run_spec->revision},
+                      {"group", GroupSpecToJson(status.run_spec->group)}};
   }
   return out;
 }

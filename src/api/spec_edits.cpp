@@ -1,8 +1,11 @@
 #include <algorithm>
+#include <cstdint>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include <hybridjob/api/defaults.h>
+#include <hybridjob/api/json.h>
 #include <hybridjob/api/spec_edits.h>
 #include <hybridjob/api/validation.h>
 
@@ -101,13 +104,69 @@ RunningSpec ApplyRunningEdits(const HybridJob& job, const HybridJobSpec& run_spe
   return out;
 }
 
-RunningSpec EffectiveSpec(const HybridJob& job) {
-  if (job.status.run_spec) {
-    return ApplyRunningEdits(job, *job.status.run_spec);
+namespace {
+
+// FNV-1a, 64 bits: names and compares, never secures.
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
   }
-  RunningSpec out{.spec = job.spec, .ignored = {}};
-  ApplyDefaults(out.spec);
+  return hash;
+}
+
+std::string Hex(uint64_t value, int digits) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(static_cast<size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = kDigits[value & 0xf];
+    value >>= 4;
+  }
   return out;
+}
+
+HybridJobSpec Defaulted(HybridJobSpec spec) {
+  ApplyDefaults(spec);
+  return spec;
+}
+
+}  // namespace
+
+std::string RunFixedHash(const HybridJobSpec& spec) {
+  HybridJobSpec fixed = Defaulted(spec);
+  fixed.suspend = false;
+  fixed.run_policy = {};
+  fixed.artifacts.reset();
+  for (ReplicaSpec& role : fixed.replica_specs) {
+    role.max_replicas.reset();
+    role.priority = 0;
+  }
+  return Hex(Fnv1a(ToJson(fixed).dump()), 16);
+}
+
+std::string RunRevisionName(std::string_view job_name, const HybridJobSpec& spec) {
+  return std::string(job_name) + "-run-" + Hex(Fnv1a(ToJson(Defaulted(spec)).dump()), 10);
+}
+
+bool NeedsStartedSpec(const HybridJob& job) {
+  if (!job.status.run_spec) {
+    return false;
+  }
+  if (RunFixedHash(job.spec) != job.status.run_spec->hash) {
+    return true;
+  }
+  HybridJob defaulted = job;
+  ApplyDefaults(defaulted.spec);
+  return !Validate(defaulted).empty();
+}
+
+RunningSpec EffectiveSpec(const HybridJob& job, const HybridJobSpec* started) {
+  if (job.status.run_spec && started != nullptr) {
+    return ApplyRunningEdits(job, *started);
+  }
+  // Not started, or job.spec still is the run's spec (NeedsStartedSpec).
+  return RunningSpec{.spec = Defaulted(job.spec), .ignored = {}};
 }
 
 }  // namespace hybridjob::api

@@ -20,6 +20,10 @@ std::string Describe(const Action& action) {
           return "CreateService " + k8s::NameOf(a.service);
         } else if constexpr (std::is_same_v<T, CreateSshKeySecret>) {
           return "CreateSshKeySecret " + k8s::NameOf(a.secret);
+        } else if constexpr (std::is_same_v<T, CreateRunRevision>) {
+          return "CreateRunRevision " + k8s::NameOf(a.revision);
+        } else if constexpr (std::is_same_v<T, DeleteRunRevision>) {
+          return "DeleteRunRevision " + a.name;
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
           return "CreateConfigMap " + k8s::NameOf(a.config_map);
         } else if constexpr (std::is_same_v<T, UpdateConfigMap>) {

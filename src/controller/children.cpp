@@ -2,9 +2,12 @@
 #include <set>
 
 #include <hybridjob/api/group_spec.h>
+#include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
 #include <hybridjob/api/names.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/controller/children.h>
+#include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
 namespace {
@@ -501,6 +504,39 @@ json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
           {"kind", "Pod"},
           {"metadata", std::move(meta)},
           {"spec", std::move(spec)}};
+}
+
+json BuildRunRevision(const api::HybridJob& job, const api::HybridJobSpec& spec) {
+  json meta = ChildMeta(job, api::RunRevisionName(job.metadata.name, spec));
+  meta["labels"][std::string(api::kRunLabel)] = std::to_string(job.status.run);
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "ControllerRevision"},
+          {"metadata", std::move(meta)},
+          {"data", {{"spec", api::ToJson(spec)}}},
+          {"revision", std::max<int64_t>(job.status.run, 0) + 1}};
+}
+
+Result<api::HybridJobSpec> StartedSpecOf(const json& revision, const api::HybridJob& job) {
+  const std::string name = k8s::NameOf(revision);
+  if (k8s::ControllerUidOf(revision) != job.metadata.uid) {
+    return InvalidArgument("ControllerRevision " + name + " is not this job's");
+  }
+  auto data = revision.find("data");
+  if (data == revision.end() || !data->is_object() || !data->contains("spec")) {
+    return InvalidArgument("ControllerRevision " + name + ": no data.spec");
+  }
+  Result<api::HybridJob> parsed =
+      api::ParseHybridJob(json{{"apiVersion", api::kApiVersion},
+                               {"kind", api::kKind},
+                               {"metadata", {{"name", job.metadata.name}}},
+                               {"spec", (*data)["spec"]}});
+  if (!parsed.ok()) {
+    return InvalidArgument("ControllerRevision " + name + ": " + parsed.status().message());
+  }
+  if (!job.status.run_spec || api::RunFixedHash(parsed->spec) != job.status.run_spec->hash) {
+    return InvalidArgument("ControllerRevision " + name + " holds another spec than the run's");
+  }
+  return std::move(parsed->spec);
 }
 
 json BuildSshKeySecret(const api::HybridJob& job) {

@@ -79,8 +79,10 @@ JobController::JobController(k8s::ApiClient& client, ControllerOptions options,
                              k8s::WorkQueueObserver queue_observer)
     : client_(client),
       options_(std::move(options)),
-      expectations_(std::chrono::duration_cast<Expectations::Clock::duration>(
-          options_.expectations_timeout)) {
+      expectations_(
+          std::chrono::duration_cast<Expectations::Clock::duration>(options_.expectations_timeout)),
+      pending_statuses_(std::chrono::duration_cast<PendingStatusWrites::Clock::duration>(
+          options_.status_batch_period)) {
   queue_ = std::make_unique<k8s::WorkQueue>(nullptr, std::move(queue_observer));
   events_ = std::make_unique<k8s::EventRecorder>(client_, "hybridjob-controller");
   const std::string ns = options_.namespace_name;
@@ -305,11 +307,13 @@ Status JobController::Reconcile(const std::string& key) {
   if (job == nullptr) {
     expectations_.Forget(key);
     departed_.Forget(key);
+    pending_statuses_.Forget(key);
     refused_.Forget(key);
     {
       MutexLock lock(mu_);
       config_maps_found_.erase(key);
       ssh_secrets_made_.erase(key);
+      started_specs_.erase(key);
     }
     queue_->Forget(key);
     return Status::Ok();  // deleted: its children go with it by ownerReferences
@@ -355,10 +359,21 @@ Status JobController::Reconcile(const std::string& key) {
   observed = read_caches();
   observed.departed = departed_.For(key, observed.pods, clock_now);
   observed.refused = refused_.For(key, k8s::UidOf(*job));
-  observed.missing = MissingConfigMaps(key, *job);
+  // A pass builds on the status still waiting to be written, if any.
+  nlohmann::json planned = *job;
+  if (std::optional<api::HybridJobStatus> unwritten =
+          pending_statuses_.Pending(key, k8s::UidOf(*job))) {
+    planned["status"] = api::ToJson(*unwritten);
+  }
+  if (Status read = ReadStartedSpec(key, planned, observed); !read.ok()) {
+    return read;
+  }
+  observed.missing = MissingConfigMaps(key, planned, observed);
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
-  Plan plan = PlanJob(*job, observed, now, options_.planner);
+  Plan plan = PlanJob(planned, observed, now, options_.planner);
+  const std::optional<PendingStatusWrites::Clock::duration> status_due =
+      BatchStatusWrite(key, *job, plan);
   for (size_t i = 0; i < plan.actions.size();) {
     if (halting_) {
       return Cancelled("the controller is stopping");
@@ -380,7 +395,38 @@ Status JobController::Reconcile(const std::string& key) {
   if (plan.requeue_after) {
     queue_->AddAfter(key, std::chrono::duration_cast<k8s::Duration>(*plan.requeue_after));
   }
+  if (status_due) {
+    queue_->AddAfter(
+        key, std::chrono::duration_cast<k8s::Duration>(*status_due) + std::chrono::milliseconds(1));
+  }
   return Status::Ok();
+}
+
+std::optional<PendingStatusWrites::Clock::duration> JobController::BatchStatusWrite(
+    const std::string& key, const nlohmann::json& job, Plan& plan) {
+  std::optional<api::HybridJobStatus> planned;
+  size_t at = 0;
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    if (auto* update = std::get_if<UpdateStatus>(&plan.actions[i])) {
+      planned = std::move(update->status);
+      plan.actions.erase(plan.actions.begin() + static_cast<std::ptrdiff_t>(i));
+      at = i;
+      break;
+    }
+  }
+  auto status = job.find("status");
+  const api::HybridJobStatus written = status != job.end() && status->is_object()
+                                           ? api::ParseHybridJobStatus(*status)
+                                           : api::HybridJobStatus{};
+  PendingStatusWrites::Decision decision = pending_statuses_.Decide(
+      key, k8s::UidOf(job), written, planned, PendingStatusWrites::Clock::now());
+  if (decision.write) {
+    plan.actions.insert(plan.actions.begin() + static_cast<std::ptrdiff_t>(at),
+                        UpdateStatus{std::move(decision.status)});
+  } else if (planned) {
+    ++stats_.status_writes_batched;
+  }
+  return decision.recheck;
 }
 
 Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job,
@@ -433,8 +479,47 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
   return Status::Ok();
 }
 
+Status JobController::ReadStartedSpec(const std::string& key, const nlohmann::json& job,
+                                      Observed& observed) {
+  Result<api::HybridJob> parsed = api::ParseHybridJob(job);
+  if (!parsed.ok() || !api::NeedsStartedSpec(*parsed)) {
+    return Status::Ok();
+  }
+  const std::string& revision = parsed->status.run_spec->revision;
+  {
+    // A revision never changes: read once per job and run.
+    MutexLock lock(mu_);
+    auto it = started_specs_.find(key);
+    if (it != started_specs_.end() && it->second.uid == parsed->metadata.uid &&
+        it->second.revision == revision) {
+      observed.run_spec = it->second.spec;
+      return Status::Ok();
+    }
+  }
+  Result<api::HybridJobSpec> spec = NotFound("the run's record names no ControllerRevision");
+  if (!revision.empty()) {
+    Result<nlohmann::json> found =
+        client_.Get(k8s::resources::ControllerRevisions(), k8s::NamespaceOf(job), revision);
+    if (!found.ok() && !k8s::IsNotFound(found.status())) {
+      return found.status().WithContext("reading the run's ControllerRevision " + revision);
+    }
+    spec = found.ok() ? StartedSpecOf(*found, *parsed) : Result<api::HybridJobSpec>(found.status());
+  }
+  if (!spec.ok()) {
+    spdlog::warn("job {}: the spec its run started with: {}", key, spec.status().ToString());
+    observed.run_spec_lost = true;
+    return Status::Ok();
+  }
+  observed.run_spec = *spec;
+  MutexLock lock(mu_);
+  started_specs_[key] =
+      StartedSpec{.uid = parsed->metadata.uid, .revision = revision, .spec = std::move(*spec)};
+  return Status::Ok();
+}
+
 std::vector<RequiredConfigMap> JobController::MissingConfigMaps(const std::string& key,
-                                                                const nlohmann::json& job) {
+                                                                const nlohmann::json& job,
+                                                                const Observed& observed) {
   const std::string uid = k8s::UidOf(job);
   {
     MutexLock lock(mu_);
@@ -448,7 +533,8 @@ std::vector<RequiredConfigMap> JobController::MissingConfigMaps(const std::strin
     return {};
   }
   // The templates the run's members are built from, as the planner sees them.
-  parsed->spec = api::EffectiveSpec(*parsed).spec;
+  parsed->spec =
+      api::EffectiveSpec(*parsed, observed.run_spec ? &*observed.run_spec : nullptr).spec;
   std::vector<RequiredConfigMap> missing;
   bool unknown = false;
   if ((!parsed->status.phase || !api::IsTerminal(*parsed->status.phase)) &&
@@ -554,6 +640,13 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                              write);
         } else if constexpr (std::is_same_v<T, CreateSshKeySecret>) {
           return CreateSshKeySecretOnce(key, job, a.secret, write);
+        } else if constexpr (std::is_same_v<T, CreateRunRevision>) {
+          // Named by a hash of the spec it holds: one that exists is the same.
+          return IgnoreAlreadyExists(
+              client_.Create(k8s::resources::ControllerRevisions(), ns, a.revision, write));
+        } else if constexpr (std::is_same_v<T, DeleteRunRevision>) {
+          Status deleted = client_.Delete(k8s::resources::ControllerRevisions(), ns, a.name, {});
+          return k8s::IsNotFound(deleted) ? Status::Ok() : deleted;
         } else if constexpr (std::is_same_v<T, CreateConfigMap>) {
           return CreateChild(key, ChildKind::kConfigMap, k8s::resources::ConfigMaps(), ns,
                              a.config_map, write);
@@ -615,6 +708,9 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
           updated["status"] = api::ToJson(a.status);
           auto written = client_.Update(k8s::resources::HybridJobs(), updated, "status", write);
           if (!written) {
+            // Planned on the status it would have written; kept for the retry.
+            pending_statuses_.WriteFailed(key, k8s::UidOf(job), a.status,
+                                          PendingStatusWrites::Clock::now());
             return written.status();
           }
           // A write that changed nothing keeps the version: expect no change.

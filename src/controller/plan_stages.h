@@ -130,6 +130,11 @@ void ComputeReadyMembers(const PlanView& view, const std::optional<Membership>& 
 // none carries one.
 void ComputePlacement(const PlanView& view, PlanBuilder& plan);
 
+// status.runSpec: recorded (with its ControllerRevision) when the run starts,
+// or again when the run's revision is lost; otherwise its gang follows the
+// edits the run takes.
+void RecordRunSpec(const PlanView& view, PlanBuilder& plan);
+
 // SpecChangeIgnored names the edits the run does not take, while there are any.
 void ReportIgnoredEdits(const PlanView& view, PlanBuilder& plan);
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <hybridjob/api/group_spec.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/common/strings.h>
 #include <hybridjob/controller/children.h>
 
@@ -457,6 +459,9 @@ void ComputeFinishedStatus(const PlanView& view, const Terminal& terminal,
 void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
   plan.status.phase = JobPhase::kSuspended;
   // Resumed, the job starts from its spec as it is then.
+  if (plan.status.run_spec) {
+    plan.support.emplace_back(DeleteRunRevision{plan.status.run_spec->revision});
+  }
   plan.status.run_spec.reset();
   RemoveCondition(plan, api::kConditionSpecChangeIgnored);
   plan.status.start_time.reset();
@@ -477,6 +482,25 @@ void ComputeSuspendedStatus(const PlanView& view, PlanBuilder& plan) {
                "the job is suspended: its member pods are deleted and it holds no GPUs; set "
                "spec.suspend to false to resume it",
                true);
+}
+
+void RecordRunSpec(const PlanView& view, PlanBuilder& plan) {
+  std::optional<api::RunSpecRecord>& record = plan.status.run_spec;
+  if (record && !view.observed.run_spec_lost) {
+    record->group = api::GroupSpecOf(view.job);
+    return;
+  }
+  if (record) {
+    plan.support.emplace_back(RecordEvent{
+        EventType::kWarning, "RunSpecLost",
+        "the spec this run started with (ControllerRevision " + record->revision +
+            ") is gone or is not this job's; the run goes on with the spec as it is now"});
+  }
+  record =
+      api::RunSpecRecord{.hash = api::RunFixedHash(view.job.spec),
+                         .revision = api::RunRevisionName(view.job.metadata.name, view.job.spec),
+                         .group = api::GroupSpecOf(view.job)};
+  plan.run_revision = BuildRunRevision(view.job, view.job.spec);
 }
 
 void ReportIgnoredEdits(const PlanView& view, PlanBuilder& plan) {
@@ -505,6 +529,9 @@ void ComputeRerunStatus(const PlanView& view, PlanBuilder& plan) {
   finished.completion_time = old.completion_time;
   finished.restart_count = old.restart_count;
 
+  if (old.run_spec) {
+    plan.support.emplace_back(DeleteRunRevision{old.run_spec->revision});
+  }
   api::HybridJobStatus next;
   next.previous_runs = old.previous_runs;
   next.previous_runs.push_back(std::move(finished));
@@ -532,6 +559,9 @@ void ComputeInvalidStatus(const PlanView& view, const std::string& message, Plan
 
 Plan Assemble(const PlanView& view, PlanBuilder plan) {
   Plan out;
+  if (plan.run_revision) {
+    out.actions.emplace_back(CreateRunRevision{std::move(*plan.run_revision)});
+  }
   if (plan.status != view.old_status) {
     out.actions.emplace_back(UpdateStatus{plan.status});
   }

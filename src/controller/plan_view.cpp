@@ -56,7 +56,8 @@ std::optional<Membership> RefusalLimit(const PlanView& view) {
 
 PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoint now,
                       const PlannerOptions& options) {
-  api::RunningSpec running = api::EffectiveSpec(job);
+  api::RunningSpec running =
+      api::EffectiveSpec(job, observed.run_spec ? &*observed.run_spec : nullptr);
   job.spec = std::move(running.spec);
   api::HybridJobStatus old_status = job.status;
   if (!job.status.phase) {

@@ -96,6 +96,7 @@ struct PlanBuilder {
   api::HybridJobStatus status;  // the status being built, starting from the old one
   std::vector<Action> support;  // PVCs, Services, the TensorBoard Deployment
   std::optional<Action> config_map_action;
+  std::optional<nlohmann::json> run_revision;  // to create before anything else
   std::vector<DeletePod> deletes;
   std::vector<PatchPodGroupSpec> patches;
   std::vector<nlohmann::json> creates;  // member pods

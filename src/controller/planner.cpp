@@ -79,9 +79,7 @@ Plan PlanInvalid(const PlanView& view, const std::string& message, PlanBuilder p
 Plan PlanActive(const PlanView& view, PlanBuilder plan) {
   plan.status.start_time = plan.status.start_time.value_or(view.now_text);
   // From here on, edits reach the run only as api/spec_edits.h allows.
-  if (!plan.status.run_spec) {
-    plan.status.run_spec = view.job.spec;
-  }
+  RecordRunSpec(view, plan);
   ReportIgnoredEdits(view, plan);
   DeleteStaleRuns(view, plan);
   if (std::optional<Terminal> overdue = CheckDeadline(view, *plan.status.start_time, plan)) {

@@ -73,6 +73,9 @@ Resource PriorityClasses() {
 Resource Deployments() {
   return {"apps", "v1", "deployments", true};
 }
+Resource ControllerRevisions() {
+  return {"apps", "v1", "controllerrevisions", true};
+}
 Resource HybridJobs() {
   return {std::string(api::kGroup), std::string(api::kVersion), std::string(api::kPlural), true};
 }

@@ -318,6 +318,60 @@ struct ReplicaStatus {
   friend bool operator==(const ReplicaStatus&, const ReplicaStatus&) = default;
 };
 
+// How long a gang waits for all its member pods to exist before it is planned
+// with those that do, when the job does not say.
+inline constexpr int64_t kDefaultScheduleTimeoutSeconds = 300;
+
+// One role of a pod group: how many members it may run with.
+struct GroupRole {
+  std::string name;
+  int32_t min_replicas = 1;
+  int32_t max_replicas = 1;
+  int32_t priority = 0;  // higher roles grow toward their maximum first
+  // The role's override of the group's topology (a domain of its own, or
+  // mode None for none); unset: the role shares the group's domain.
+  std::optional<TopologySpec> topology;
+  // Indices whose members succeeded, ascending: they never get a pod again,
+  // so they hold their place in the run of indices from 0 (the controller
+  // has already lowered the minimum by their count).
+  std::vector<int32_t> completed;
+
+  friend bool operator==(const GroupRole&, const GroupRole&) = default;
+};
+
+// The whole group's shape.
+struct GroupSpec {
+  std::vector<GroupRole> roles;
+  // Empty: the job names no queue (its namespace's default queue applies).
+  std::string queue;
+  // Unset: kDefaultScheduleTimeoutSeconds. Zero: never wait.
+  std::optional<int64_t> schedule_timeout_seconds;
+  // Every role without an override keeps to one domain of this level.
+  std::optional<TopologySpec> topology;
+
+  const GroupRole* FindRole(std::string_view name) const;
+  int64_t ScheduleTimeoutSeconds() const {
+    return schedule_timeout_seconds.value_or(kDefaultScheduleTimeoutSeconds);
+  }
+
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
+};
+
+// What the controller keeps of the spec a run started (or was last resumed)
+// with (status.runSpec): enough to tell the edits the run does not take, and
+// the gang as the run schedules it. The whole spec is in a ControllerRevision
+// the job owns, read only when the spec's fixed fields changed (spec_edits.h).
+struct RunSpecRecord {
+  // RunFixedHash of the run's spec: the fields a running job takes no edits of.
+  std::string hash;
+  std::string revision;  // the ControllerRevision's name
+  // The gang as the run schedules it, edits taken: what the gang-scheduler
+  // trusts (the members' annotation can only lower it).
+  GroupSpec group;
+
+  friend bool operator==(const RunSpecRecord&, const RunSpecRecord&) = default;
+};
+
 // How an earlier run of the job ended (status.previousRuns).
 struct PreviousRun {
   int64_t run = 0;
@@ -360,10 +414,10 @@ struct HybridJobStatus {
   // The run this status describes: spec.runPolicy.rerun when it began.
   int64_t run = 0;
   std::vector<PreviousRun> previous_runs;  // oldest first, at most kMaxPreviousRuns
-  // The spec the current run started (or was last resumed) with, defaults
-  // applied; absent before it starts and while the job is suspended. Edits
-  // to spec apply to it only as spec_edits.h allows.
-  std::optional<HybridJobSpec> run_spec;
+  // The current run's record of its spec; absent before it starts and while
+  // the job is suspended. Edits to spec apply to the run only as
+  // spec_edits.h allows.
+  std::optional<RunSpecRecord> run_spec;
   // While the job waits to start: its queue, its place in it, and why.
   std::optional<QueueStanding> queue;
 

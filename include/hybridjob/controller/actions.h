@@ -33,6 +33,15 @@ struct CreateService {
 struct CreateConfigMap {
   nlohmann::json config_map;
 };
+// The ControllerRevision holding the spec a run starts with (spec_edits.h).
+// One that exists already under its name (made from the same spec) will do.
+struct CreateRunRevision {
+  nlohmann::json revision;
+};
+// The revision of a run that ended (suspended, re-run).
+struct DeleteRunRevision {
+  std::string name;
+};
 // A full replacement (PUT); metadata.resourceVersion is the observed one, so a
 // concurrent change makes it fail with Conflict.
 struct UpdateConfigMap {
@@ -96,9 +105,10 @@ struct DeleteJob {
   std::string uid;  // precondition
 };
 
-using Action = std::variant<UpdateStatus, RecordEvent, CreatePVC, CreateService, CreateDeployment,
-                            CreateSshKeySecret, CreateConfigMap, UpdateConfigMap, DeleteConfigMap,
-                            DeletePod, PatchPodGroupSpec, CreatePod, DeleteJob>;
+using Action = std::variant<CreateRunRevision, DeleteRunRevision, UpdateStatus, RecordEvent,
+                            CreatePVC, CreateService, CreateDeployment, CreateSshKeySecret,
+                            CreateConfigMap, UpdateConfigMap, DeleteConfigMap, DeletePod,
+                            PatchPodGroupSpec, CreatePod, DeleteJob>;
 
 struct Plan {
   std::vector<Action> actions;

@@ -8,6 +8,7 @@
 
 #include <hybridjob/api/group_spec.h>
 #include <hybridjob/api/types.h>
+#include <hybridjob/common/status.h>
 #include <hybridjob/controller/cluster_spec.h>
 #include <hybridjob/controller/options.h>
 
@@ -48,6 +49,13 @@ nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec&
 nlohmann::json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role,
                               int32_t index, const api::GroupSpec& group_spec,
                               const PlannerOptions& options);
+
+// ControllerRevision api::RunRevisionName(job, spec) holding `spec` (the
+// spec a run of the job starts with), owned by the job.
+nlohmann::json BuildRunRevision(const api::HybridJob& job, const api::HybridJobSpec& spec);
+// The spec a revision holds, if it is the job's (its controller) and its
+// fixed fields are the ones the job's run recorded (status.runSpec.hash).
+Result<api::HybridJobSpec> StartedSpecOf(const nlohmann::json& revision, const api::HybridJob& job);
 
 // Secret <job>-ssh of an MPI job, without its data: the key pair is made
 // where the Secret is created (the shell), never planned.

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <hybridjob/controller/options.h>
 #include <hybridjob/controller/references.h>
 #include <hybridjob/controller/refused_creates.h>
+#include <hybridjob/controller/status_batch.h>
 #include <hybridjob/k8s/api_client.h>
 #include <hybridjob/k8s/event_recorder.h>
 #include <hybridjob/k8s/informer.h>
@@ -38,6 +40,9 @@ struct ControllerOptions {
   // How long a job waits for the caches to show the controller's own writes
   // (see expectations.h) before it is planned anyway.
   std::chrono::milliseconds expectations_timeout{std::chrono::seconds(30)};
+  // How long a status that only reports progress may wait to go out with the
+  // next change (status_batch.h); 0 writes every change at once.
+  std::chrono::milliseconds status_batch_period{std::chrono::seconds(1)};
 };
 
 struct ControllerStats {
@@ -49,6 +54,8 @@ struct ControllerStats {
   // own writes, and expectations given up on after the timeout.
   std::atomic<uint64_t> expectation_waits{0};
   std::atomic<uint64_t> expectations_expired{0};
+  // Passes whose status change waited to be written with a later one.
+  std::atomic<uint64_t> status_writes_batched{0};
 };
 
 // Observes each reconcile: job key, outcome (ok or not) and duration.
@@ -89,13 +96,23 @@ class JobController {
   // Applies the plan for one job key; Ok, or why it must be retried.
   Status Reconcile(const std::string& key);
   Status Apply(const std::string& key, const nlohmann::json& job, const Action& action);
+  // Takes the plan's status write out when it only reports progress and is
+  // not yet due (status_batch.h), or puts a due one in; how long until the
+  // status still pending is due, if one is.
+  std::optional<PendingStatusWrites::Clock::duration> BatchStatusWrite(const std::string& key,
+                                                                       const nlohmann::json& job,
+                                                                       Plan& plan);
   // Applies actions [begin, end): pod writes concurrently, the rest singly.
   Status ApplyRun(const std::string& key, const nlohmann::json& job,
                   const std::vector<Action>& actions, size_t begin, size_t end);
   // The job's required ConfigMaps (references.h) that do not exist, asked of
   // the API server until each was seen once for this job.
   std::vector<RequiredConfigMap> MissingConfigMaps(const std::string& key,
-                                                   const nlohmann::json& job);
+                                                   const nlohmann::json& job,
+                                                   const Observed& observed);
+  // observed.run_spec from the run's ControllerRevision when the job needs it
+  // (api::NeedsStartedSpec), or run_spec_lost; an error to retry on.
+  Status ReadStartedSpec(const std::string& key, const nlohmann::json& job, Observed& observed);
   // Creates a child other than a pod and expects the cache to show it.
   Status CreateChild(const std::string& key, Expectations::ChildKind kind,
                      const k8s::Resource& resource, const std::string& ns,
@@ -112,6 +129,7 @@ class JobController {
   Expectations expectations_;
   DepartedMembers departed_;
   RefusedCreates refused_;
+  PendingStatusWrites pending_statuses_;
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<k8s::Informer<nlohmann::json>> jobs_;
@@ -128,6 +146,13 @@ class JobController {
   std::map<std::string, std::string> config_maps_found_ HJ_GUARDED_BY(mu_);
   // Job key -> uid of the MPI job whose SSH Secret exists.
   std::map<std::string, std::string> ssh_secrets_made_ HJ_GUARDED_BY(mu_);
+  // Job key -> the spec its run started with, as its revision holds it.
+  struct StartedSpec {
+    std::string uid;
+    std::string revision;
+    api::HybridJobSpec spec;
+  };
+  std::map<std::string, StartedSpec> started_specs_ HJ_GUARDED_BY(mu_);
   std::atomic<bool> halting_{false};  // Stop() began: reconcile nothing more
   std::vector<std::thread> workers_;
 };

@@ -119,6 +119,11 @@ struct Observed {
   std::vector<nlohmann::json> config_maps;
   std::vector<nlohmann::json> claims;
   std::vector<nlohmann::json> deployments;
+  // The spec the run started with, read from its ControllerRevision when
+  // job.spec no longer is it (api::NeedsStartedSpec); `run_spec_lost` when
+  // that revision is gone or not the job's.
+  std::optional<api::HybridJobSpec> run_spec;
+  bool run_spec_lost = false;
 };
 
 std::string_view ToString(PodPhase phase);

@@ -38,6 +38,7 @@ Resource ServiceAccounts();
 Resource Leases();
 Resource PriorityClasses();
 Resource Deployments();
+Resource ControllerRevisions();
 Resource HybridJobs();
 Resource CustomResourceDefinitions();
 }  // namespace resources

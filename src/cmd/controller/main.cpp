@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
   hybridjob::AddLoggingFlags(flags, &logging);
   flags.Double("qps", &qps, "API requests per second");
   flags.Int("burst", &burst, "API request burst");
+  flags.Duration("status-batch-period", &options.status_batch_period,
+                 "how long a job's status change that only reports progress (counts, its "
+                 "place in the queue, Queued) may wait to be written with the next one; 0 "
+                 "writes each at once");
   flags.String("code-fetcher-image", &options.planner.code_fetcher_image,
                "image of the init container that fetches spec.code.source");
   std::string gpu_resources = "nvidia.com/gpu";
@@ -70,6 +74,10 @@ int main(int argc, char** argv) {
                "comma-separated extended resources that count as GPUs (MPI hostfile slots)");
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
+  }
+  if (options.status_batch_period.count() < 0 ||
+      options.status_batch_period > std::chrono::minutes(1)) {
+    return Fail("--status-batch-period must be between 0 and 1m");
   }
   if (workers < 1 || workers > 256) {
     return Fail("--workers must be between 1 and 256");

@@ -66,11 +66,16 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
   if (out.name.empty() || out.uid.empty()) {
     return InvalidArgument("HybridJob: metadata.name and metadata.uid are required");
   }
-  // The same shape the controller writes on the job's members: the running
-  // spec, so an edit the run does not take changes nothing here either.
-  api::HybridJob running = job;
-  running.spec = api::EffectiveSpec(job).spec;
-  out.spec = api::GroupSpecOf(running);
+  // A running job's gang as the controller recorded it (status.runSpec), so
+  // an edit the run does not take changes nothing here either; before it
+  // starts, the job's own shape.
+  if (job.status.run_spec) {
+    out.spec = job.status.run_spec->group;
+  } else {
+    api::HybridJob defaulted = job;
+    defaulted.spec = api::EffectiveSpec(job).spec;
+    out.spec = api::GroupSpecOf(defaulted);
+  }
   return out;
 }
 

@@ -14,8 +14,10 @@
 
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/spec_edits.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/api/waiting.h>
+#include <hybridjob/controller/children.h>
 #include <hybridjob/controller/departed.h>
 #include <hybridjob/controller/planner.h>
 #include <hybridjob/controller/refused_creates.h>
@@ -106,6 +108,19 @@ class FakeCluster {
     }
     observed.departed = departed_->For("job", observed.pods, DepartedMembers::Clock::time_point{});
     observed.refused = refused_->For("job", job_["metadata"].value("uid", ""));
+    // As the shell: the run's revision, read only when the job needs it.
+    if (Result<api::HybridJob> job = api::ParseHybridJob(job_);
+        job.ok() && api::NeedsStartedSpec(*job)) {
+      auto revision = revisions_.find(job->status.run_spec->revision);
+      Result<api::HybridJobSpec> started = revision == revisions_.end()
+                                               ? Result<api::HybridJobSpec>(NotFound("no revision"))
+                                               : StartedSpecOf(revision->second, *job);
+      if (started.ok()) {
+        observed.run_spec = std::move(*started);
+      } else {
+        observed.run_spec_lost = true;
+      }
+    }
     return observed;
   }
 
@@ -258,6 +273,7 @@ class FakeCluster {
   const std::map<std::string, json>& Secrets() const { return secrets_; }
   void RemoveConfigMap(const std::string& name) { config_maps_.erase(name); }
   const std::map<std::string, json>& Services() const { return services_; }
+  std::map<std::string, json>& Revisions() { return revisions_; }
   const std::map<std::string, json>& Claims() const { return claims_; }
   const std::map<std::string, json>& Deployments() const { return deployments_; }
 
@@ -332,6 +348,10 @@ class FakeCluster {
     }
   }
   void ApplyOne(const CreateService& create) { Store(services_, create.service); }
+  void ApplyOne(const CreateRunRevision& create) {
+    revisions_.try_emplace(NameOf(create.revision), create.revision);
+  }
+  void ApplyOne(const DeleteRunRevision& removal) { revisions_.erase(removal.name); }
   void ApplyOne(const CreateConfigMap& create) { Store(config_maps_, create.config_map); }
   void ApplyOne(const CreateSshKeySecret& create) { Store(secrets_, create.secret); }
   void ApplyOne(const UpdateConfigMap& update) {
@@ -362,6 +382,7 @@ class FakeCluster {
   std::map<std::string, json> secrets_;
   std::map<std::string, json> claims_;
   std::map<std::string, json> deployments_;
+  std::map<std::string, json> revisions_;  // ControllerRevisions by name
   std::vector<RecordEvent> events_;
   std::map<std::string, int> creates_;
   bool job_deleted_ = false;

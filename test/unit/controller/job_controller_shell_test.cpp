@@ -67,10 +67,12 @@ class JobControllerShellTest : public ::testing::Test {
     }
   }
 
-  void StartController(int workers = 2) {
+  void StartController(int workers = 2, std::chrono::milliseconds status_batch_period =
+                                            ControllerOptions{}.status_batch_period) {
     ControllerOptions options;
     options.workers = workers;
     options.expectations_timeout = 5s;
+    options.status_batch_period = status_batch_period;
     controller_ = std::make_unique<JobController>(api_, options);
     controller_->Start();
     ASSERT_TRUE(controller_->WaitForCacheSync(10s));
@@ -266,6 +268,45 @@ TEST_F(JobControllerShellTest, AnMpiJobGetsOneSshKeySecretThatIsNeverRead) {
 
 // Another writer changed the job between the controller's read and its status
 // write: the 409 is retried from the caches, and no member is created twice.
+bool IsStatusWriteOf(const Request& request, const std::string& job) {
+  return request.verb == "update" && request.subresource == "status" &&
+         request.body["metadata"].value("name", "") == job;
+}
+
+// A job bound within the batch period is written once, Running: its first
+// record (Queued) waited and went out with the change that mattered.
+TEST_F(JobControllerShellTest, AJobBoundWithinTheBatchPeriodGetsOneStatusWrite) {
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController(2, /*status_batch_period=*/10s));
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  EXPECT_EQ(Phase("mnist"), "") << "the first record waits";
+  EXPECT_EQ(Count([](const Request& r) {
+              return r.verb == "create" && r.resource == "controllerrevisions";
+            }),
+            1u)
+      << "the run's spec is kept at once";
+  for (const std::string& name : MembersOf("mnist")) {
+    json pod = *api_.Object(k8s::resources::Pods(), kNamespace, name);
+    pod["spec"]["nodeName"] = "node-1";
+    api_.Seed(k8s::resources::Pods(), pod);
+  }
+  ASSERT_TRUE(Eventually([&] { return Phase("mnist") == "Running"; })) << Phase("mnist");
+  EXPECT_EQ(Count([](const Request& r) { return IsStatusWriteOf(r, "mnist"); }), 1u);
+  auto job = api_.Object(k8s::resources::HybridJobs(), kNamespace, "mnist");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_TRUE((*job)["status"].contains("startTime"));
+  EXPECT_TRUE((*job)["status"]["runSpec"].contains("revision"));
+  EXPECT_GE(controller_->stats().status_writes_batched.load(), 1u);
+}
+
+// One that keeps waiting has its first record written when the period ends.
+TEST_F(JobControllerShellTest, AWaitingJobIsWrittenQueuedWhenTheBatchPeriodEnds) {
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController(2, /*status_batch_period=*/300ms));
+  ASSERT_TRUE(Eventually([&] { return Phase("mnist") == "Queued"; })) << Phase("mnist");
+  EXPECT_EQ(Count([](const Request& r) { return IsStatusWriteOf(r, "mnist"); }), 1u);
+}
+
 TEST_F(JobControllerShellTest, AConflictOnTheStatusWriteIsRetried) {
   std::atomic<int> status_writes{0};
   api_.SetFault([&](const Request& request) -> std::optional<Status> {

@@ -98,7 +98,8 @@ TEST(ControllerPlannerTest, FirstPassCreatesTheWholeGang) {
   EXPECT_EQ(ActionsOf<CreateService>(plan)[0].service["metadata"]["name"], "mnist");
   EXPECT_TRUE(ActionsOf<CreateConfigMap>(plan).empty());  // not before placement
   EXPECT_TRUE(DeletedPods(plan).empty());
-  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0) << "status goes first";
+  EXPECT_EQ(IndexOf<CreateRunRevision>(plan), 0) << "the run's spec is kept before anything";
+  EXPECT_EQ(IndexOf<UpdateStatus>(plan), 1) << "then the status that names it";
   EXPECT_LT(IndexOf<CreateService>(plan), IndexOf<CreatePod>(plan));
 
   const api::HybridJobStatus status = ActionsOf<UpdateStatus>(plan)[0].status;
@@ -565,11 +566,8 @@ TEST(ControllerPlannerTest, WaitingMembersLearnThatAMemberSucceededBeforeTheGang
   }
   const json shaped = GroupSpecOf(cluster, "mnist-worker-0");
   EXPECT_EQ(shaped["roles"][0], json({{"name", "ps"}, {"min", 1}, {"max", 1}, {"priority", 0}}));
-  EXPECT_EQ(shaped["roles"][1], json({{"name", "worker"},
-                                      {"min", 1},
-                                      {"max", 4},
-                                      {"priority", 0},
-                                      {"completed", {1}}}))
+  EXPECT_EQ(shaped["roles"][1],
+            json({{"name", "worker"}, {"min", 1}, {"max", 4}, {"priority", 0}, {"completed", {1}}}))
       << "was " << created["roles"][1] << "; index 1 holds its place without a pod";
   EXPECT_EQ(shaped["scheduleTimeoutSeconds"], 0) << "index 1 will never have a pod again";
   EXPECT_EQ(GroupSpecOf(cluster, "mnist-ps-0"), shaped);
@@ -1303,6 +1301,8 @@ json& WorkerTemplate(FakeCluster& cluster) {
 TEST(ControllerPlannerTest, AnEditTheRunDoesNotTakeIsReportedAndChangesNothing) {
   FakeCluster cluster = PlacedTfJob();
   ASSERT_TRUE(cluster.Status().run_spec.has_value()) << "the run records the spec it started with";
+  ASSERT_EQ(cluster.Revisions().size(), 1u) << "whole, in a ControllerRevision";
+  EXPECT_EQ(cluster.Revisions().begin()->first, cluster.Status().run_spec->revision);
   const json started_template = WorkerTemplate(cluster);
   WorkerTemplate(cluster)["spec"]["containers"][0]["args"] = {"--lr=0.1"};
   cluster.Job()["spec"]["queue"] = "elsewhere";
@@ -1336,6 +1336,36 @@ TEST(ControllerPlannerTest, AnEditTheRunDoesNotTakeIsReportedAndChangesNothing) 
   cluster.Job()["spec"].erase("queue");
   cluster.Step(T0() + seconds(50));
   EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+}
+
+TEST(ControllerPlannerTest, ARunWhoseRevisionIsLostGoesOnWithTheSpecAsItIsAndSaysSo) {
+  FakeCluster cluster = PlacedTfJob();
+  const std::string lost = cluster.Status().run_spec->revision;
+  cluster.Revisions().clear();
+  Plan plan = cluster.Step(T0() + seconds(5));
+  EXPECT_THAT(EventReasons(plan), IsEmpty()) << "unedited, the revision is not needed";
+
+  WorkerTemplate(cluster)["spec"]["containers"][0]["args"] = {"--lr=0.1"};
+  plan = cluster.Step(T0() + seconds(10));
+  EXPECT_THAT(EventReasons(plan), Contains("RunSpecLost"));
+  const api::HybridJobStatus status = cluster.Status();
+  ASSERT_TRUE(status.run_spec.has_value());
+  EXPECT_NE(status.run_spec->revision, lost);
+  EXPECT_EQ(cluster.Revisions().count(status.run_spec->revision), 1u) << "recorded anew";
+  EXPECT_EQ(status.FindCondition(api::kConditionSpecChangeIgnored), nullptr);
+  EXPECT_EQ(status.phase, JobPhase::kRunning);
+}
+
+TEST(ControllerPlannerTest, TheRecordedGangFollowsTheEditsTheRunTakes) {
+  FakeCluster cluster = RunningDdpJob();
+  ASSERT_EQ(cluster.Status().run_spec->group.FindRole("worker")->max_replicas, 4);
+  Result<api::HybridJob> job = api::ParseHybridJob(cluster.Job());
+  ASSERT_TRUE(job.ok());
+  EXPECT_FALSE(api::NeedsStartedSpec(*job)) << "unedited, the spec is the run's";
+  cluster.Job()["spec"]["replicaSpecs"][1]["maxReplicas"] = 6;
+  cluster.Step(T0() + seconds(10));
+  EXPECT_EQ(cluster.Status().run_spec->group.FindRole("worker")->max_replicas, 6)
+      << "what the gang scheduler trusts";
 }
 
 TEST(ControllerPlannerTest, LoweringMaxReplicasShrinksARunningElasticJob) {
@@ -1396,6 +1426,7 @@ TEST(ControllerPlannerTest, ASuspendedJobResumesWithTheSpecAsItIsThen) {
   cluster.Step(T0() + seconds(20));
   EXPECT_THAT(cluster.PodNames(), IsEmpty());
   EXPECT_FALSE(cluster.Status().run_spec.has_value());
+  EXPECT_TRUE(cluster.Revisions().empty()) << "the suspended run's revision goes with it";
   EXPECT_EQ(cluster.Status().FindCondition(api::kConditionSpecChangeIgnored), nullptr);
 
   cluster.Job()["spec"]["suspend"] = false;

@@ -242,8 +242,10 @@ TEST(TenancyParseTest, ObjectsWithoutWhatTrustNeedsAreRefused) {
   EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 8, 3}));
 }
 
-// A running job's shape is its run spec with the edits a run takes: a
-// changed queue or minimum is not the scheduler's to act on either.
+// A running job's shape is the gang the controller recorded for its run
+// (status.runSpec.group): a changed queue or minimum is not the scheduler's to
+// act on, and an edit the run takes (maxReplicas) counts once the controller
+// has taken it.
 TEST(TenancyParseTest, ARunningJobIsScheduledAsItsRunGoesOn) {
   json object = {{"metadata", {{"name", "j"}, {"namespace", "n"}, {"uid", "u"}}},
                  {"spec",
@@ -252,7 +254,11 @@ TEST(TenancyParseTest, ARunningJobIsScheduledAsItsRunGoesOn) {
                                                   {"minReplicas", 2},
                                                   {"maxReplicas", 8},
                                                   {"template", json::object()}}})}}}};
-  object["status"]["runSpec"] = object["spec"];
+  object["status"]["runSpec"] = {
+      {"hash", "0123456789abcdef"},
+      {"revision", "j-run-0123456789"},
+      {"group",
+       {{"roles", json::array({{{"name", "worker"}, {"min", 2}, {"max", 8}}})}, {"queue", "q"}}}};
   object["spec"]["queue"] = "elsewhere";
   object["spec"]["replicaSpecs"][0]["minReplicas"] = 1;
   object["spec"]["replicaSpecs"][0]["maxReplicas"] = 4;
@@ -260,6 +266,11 @@ TEST(TenancyParseTest, ARunningJobIsScheduledAsItsRunGoesOn) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->spec.queue, "q");
   ASSERT_EQ(job->spec.roles.size(), 1u);
+  EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 8, 0})) << "not yet taken";
+
+  object["status"]["runSpec"]["group"]["roles"][0]["max"] = 4;
+  job = ParseTrustedJob(object);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 4, 0})) << "maxReplicas is taken";
 }
 
