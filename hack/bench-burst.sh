@@ -17,6 +17,9 @@
 # hybridjob-controller in every leg, e.g. "--status-batch-period 0").
 #
 # One local cluster with BURST_NODES simulated nodes (128 CPUs each). In turn:
+#   0. (not by default) kube-scheduler, client QPS/burst 5000: small plain pods
+#      (identity labels and a group-spec annotation, nothing else), the pods a
+#      user would create for it, BURST_CONCURRENCY in flight;
 #   1. kube-scheduler v1.20.2, client QPS/burst 5000: BURST_JOBS x BURST_GROUP
 #      one-CPU pods created directly, BURST_CONCURRENCY in flight (the very pods
 #      hybridjob-controller makes for those jobs: the harness creates the
@@ -244,6 +247,12 @@ start_ours() {
 
 leg() { [[ "$LEGS" == *" $1 "* ]]; }
 
+if leg 0; then
+  start_kube_scheduler 5000 5000
+  run_leg burst-kube-plain "kube-scheduler v1.20.2, small plain pods created directly (QPS/burst 5000)" \
+    "$KS" --scheduler-name default-scheduler --plain-pods
+  stop_binaries
+fi
 if leg 1; then
   start_kube_scheduler 5000 5000
   run_leg burst-kube-raised "kube-scheduler v1.20.2, pods created directly (QPS/burst 5000)" \

@@ -2,7 +2,7 @@
 //
 //   bench_scheduling --kubeconfig FILE --scheduler-name NAME [--pods 10000]
 //       [--group-size 10] [--gpus-per-pod 1] [--concurrency 16] [--bind-self]
-//       [--via-controller] [--scheduler-pid PID] [--label TEXT]
+//       [--via-controller | --plain-pods] [--scheduler-pid PID] [--label TEXT]
 //
 // Creates --pods pods in groups of --group-size (one worker role, min = max =
 // group size, 1 CPU and --gpus-per-pod GPUs each) with schedulerName NAME,
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   bool bind_self = false;
   bool via_controller = false;
   bool created_only = false;
+  bool plain_pods = false;
   int64_t trace_status = 0;
   std::string ns = "bench-" + std::to_string(::getpid());
   hybridjob::FlagSet flags("bench_scheduling");
@@ -92,6 +93,9 @@ int main(int argc, char** argv) {
   flags.Bool("bind-self", &bind_self, "bind the pods here (the raw bind ceiling)");
   flags.Bool("via-controller", &via_controller,
              "create only the HybridJobs (timed); hybridjob-controller creates the pods");
+  flags.Bool("plain-pods", &plain_pods,
+             "create small plain pods (identity labels and the group-spec annotation only), no "
+             "HybridJobs: the pods a user would create for kube-scheduler");
   flags.Bool("created-only", &created_only,
              "stop the clock once the watch has seen every pod created (nothing need bind "
              "them): the create rate alone");
@@ -101,6 +105,10 @@ int main(int argc, char** argv) {
   if (auto status = flags.Parse(argc, argv); !status.ok() || flags.help_requested()) {
     std::cerr << (status.ok() ? "" : status.message() + "\n") << flags.Usage();
     return status.ok() ? 0 : 2;
+  }
+  if (via_controller && plain_pods) {
+    std::cerr << "--via-controller and --plain-pods exclude each other\n";
+    return 2;
   }
   if (via_controller && bind_self) {
     std::cerr << "--via-controller and --bind-self exclude each other\n";
@@ -188,10 +196,10 @@ int main(int argc, char** argv) {
   // job controls it, and the pods created directly are the very pods
   // hybridjob-controller would create for it (its planner's first pass), so
   // every leg creates and binds the same objects. Left out when the CRD is
-  // not installed (the other schedulers do not need it): then the pods are
-  // the smaller ones below.
+  // not installed (the other schedulers do not need it), or with
+  // --plain-pods: then the pods are the smaller ones below.
   std::vector<json> member_pods(static_cast<size_t>(pods));
-  if (!via_controller) {
+  if (!via_controller && !plain_pods) {
     // Each writer fills only its own groups' slots.
     std::atomic<int64_t> unplanned{0};
     create_jobs([&](int64_t group, const std::string& name, Clock::time_point,

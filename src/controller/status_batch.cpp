@@ -79,17 +79,9 @@ PendingStatusWrites::Decision PendingStatusWrites::Decide(
     pending_.erase(it);  // a job of the same name before this one
     it = pending_.end();
   }
-  auto due = [&](std::map<std::string, Entry>::iterator entry) {
-    const Clock::time_point at = entry->second.since + period_;
-    if (now < at) {
-      return Decision{.write = false, .status = {}, .recheck = at - now};
-    }
-    Decision out{.write = true, .status = std::move(entry->second.status), .recheck = {}};
-    pending_.erase(entry);
-    return out;
-  };
+
   if (!planned) {
-    return it == pending_.end() ? Decision{} : due(it);
+    return it == pending_.end() ? Decision{} : Due(it, now);
   }
   if (*planned == written) {
     if (it != pending_.end()) {
@@ -108,7 +100,18 @@ PendingStatusWrites::Decision PendingStatusWrites::Decide(
   } else {
     it->second.status = *planned;
   }
-  return due(it);
+  return Due(it, now);
+}
+
+PendingStatusWrites::Decision PendingStatusWrites::Due(std::map<std::string, Entry>::iterator entry,
+                                                       Clock::time_point now) {
+  const Clock::time_point at = entry->second.since + period_;
+  if (now < at) {
+    return Decision{.write = false, .status = {}, .recheck = at - now};
+  }
+  Decision out{.write = true, .status = std::move(entry->second.status), .recheck = {}};
+  pending_.erase(entry);
+  return out;
 }
 
 void PendingStatusWrites::WriteFailed(const std::string& key, const std::string& uid,

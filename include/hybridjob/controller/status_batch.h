@@ -70,6 +70,10 @@ class PendingStatusWrites {
     Clock::time_point since;  // when the oldest unwritten change was planned
   };
 
+  // Whether `entry`'s status is due: taken out to write, or when it will be.
+  Decision Due(std::map<std::string, Entry>::iterator entry, Clock::time_point now)
+      HJ_REQUIRES(mu_);
+
   const Clock::duration period_;
   mutable Mutex mu_;
   std::map<std::string, Entry> pending_ HJ_GUARDED_BY(mu_);  // by job key
