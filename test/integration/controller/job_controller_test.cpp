@@ -728,6 +728,44 @@ TEST_F(JobControllerTest, EditsARunningJobTakesAndOnesItIgnores) {
   EXPECT_EQ(ignored("status"), "True");
 }
 
+// The run's spec lives in a ControllerRevision the job owns; status.runSpec
+// names it. Deleted, it is not missed while the spec is unedited; an edit
+// then cannot be told from the run's spec: a Warning says so, and the run is
+// recorded anew from the spec as it is.
+TEST_F(JobControllerTest, TheRunsSpecIsKeptInARevisionAndALostOneIsReported) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("rev", "pytorch", json::array({Role("worker", 2, 2, "OnFailure")})));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("rev").size() == 2; })) << Describe("rev");
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rev-worker-0", "rev-worker-1"}));
+  ASSERT_TRUE(WaitFor([&] { return Phase("rev") == "Running"; })) << Describe("rev");
+  const json record = Job("rev")["status"]["runSpec"];
+  ASSERT_TRUE(record.is_object()) << Describe("rev");
+  EXPECT_FALSE(record.contains("replicaSpecs")) << "a record, not a copy: " << record.dump();
+  const std::string revision = record.value("revision", "");
+  auto stored = client_->Get(k8s::resources::ControllerRevisions(), ns(), revision);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(k8s::ControllerUidOf(*stored), Uid(Job("rev")));
+  EXPECT_EQ((*stored)["data"]["spec"]["replicaSpecs"][0]["minReplicas"], 2);
+
+  ASSERT_TRUE(client_->Delete(k8s::resources::ControllerRevisions(), ns(), revision, {}).ok());
+  json roles = Job("rev")["spec"]["replicaSpecs"];
+  roles[0]["template"]["spec"]["containers"][0]["args"] = json::array({"--lr=0.1"});
+  auto patched = client_->Patch(k8s::resources::HybridJobs(), ns(), "rev", k8s::PatchType::kMerge,
+                                json{{"spec", {{"replicaSpecs", roles}}}}.dump());
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("rev", "RunSpecLost", "Warning"); }))
+      << Describe("rev");
+  std::string renewed;
+  ASSERT_TRUE(WaitFor([&] {
+    renewed = Job("rev")["status"]["runSpec"].value("revision", "");
+    return !renewed.empty() && renewed != revision &&
+           Exists(k8s::resources::ControllerRevisions(), renewed);
+  })) << Describe("rev");
+  EXPECT_EQ(Phase("rev"), "Running");
+  EXPECT_FALSE(Condition("rev", "SpecChangeIgnored").is_object())
+      << "the spec as it is now is the run's";
+}
+
 // A private registry: a pull secret named in a role's template, or carried by
 // the ServiceAccount a template names (the API server's ServiceAccount
 // admission copies it onto the pod), reaches every member of that role.
