@@ -100,12 +100,20 @@ PendingStatusWrites::Decision PendingStatusWrites::Decide(
   } else {
     it->second.status = *planned;
   }
+  it->second.first_record = !written.phase.has_value();
   return Due(it, now);
 }
 
 PendingStatusWrites::Decision PendingStatusWrites::Due(std::map<std::string, Entry>::iterator entry,
                                                        Clock::time_point now) {
-  const Clock::time_point at = entry->second.since + period_;
+  // A job's first record waits longer while the gang scheduler has not said
+  // where it stands: most gangs of a burst are placed within it, and one that
+  // waits gets its standing, and so its Queued, written at once.
+  const Entry& pending = entry->second;
+  const bool unplaced_first =
+      pending.first_record && !pending.status.queue && Waiting(pending.status.phase);
+  const Clock::time_point at =
+      pending.since + (unplaced_first ? period_ * kFirstRecordPeriods : period_);
   if (now < at) {
     return Decision{.write = false, .status = {}, .recheck = at - now};
   }

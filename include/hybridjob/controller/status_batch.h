@@ -7,7 +7,11 @@
 // sent to every watcher. As kube-controller-manager's Job controller folds the
 // pod updates of a second into one sync, a status that only reports progress
 // waits up to a batch period for the next change that matters and goes out with
-// it; whatever is still pending when the period ends is written then. A change
+// it; whatever is still pending when the period ends is written then. A job's
+// first record waits up to kFirstRecordPeriods periods while the gang
+// scheduler has not said where the job stands (status.queue): most gangs of a
+// burst are placed within that, and one that waits gets its standing, and so
+// its Queued, written within a period. A change
 // that matters (Running, Restarting, Suspended, a terminal phase, a condition
 // that is not progress, the run's record) is written at once.
 //
@@ -45,6 +49,8 @@ class PendingStatusWrites {
     std::optional<Clock::duration> recheck;
   };
 
+  static constexpr int kFirstRecordPeriods = 5;
+
   explicit PendingStatusWrites(Clock::duration period) : period_(period) {}
 
   // The status a pass of job `key` (uid `uid`) starts from: the one waiting
@@ -67,7 +73,8 @@ class PendingStatusWrites {
   struct Entry {
     std::string uid;
     api::HybridJobStatus status;
-    Clock::time_point since;  // when the oldest unwritten change was planned
+    Clock::time_point since;    // when the oldest unwritten change was planned
+    bool first_record = false;  // the server has no status of the job yet
   };
 
   // Whether `entry`'s status is due: taken out to write, or when it will be.

@@ -96,7 +96,7 @@ TEST_F(PendingStatusWritesTest, ProgressWaitsAndGoesOutWithTheNextChangeThatMatt
   auto first = writes_.Decide("ns/a", "u1", {}, Queued(0), t0_);
   EXPECT_FALSE(first.write);
   ASSERT_TRUE(first.recheck.has_value());
-  EXPECT_EQ(*first.recheck, 1s);
+  EXPECT_EQ(*first.recheck, 5s) << "a first record the scheduler has said nothing about";
   ASSERT_TRUE(writes_.Pending("ns/a", "u1").has_value());
   EXPECT_EQ(*writes_.Pending("ns/a", "u1"), Queued(0)) << "the next pass builds on it";
   EXPECT_FALSE(writes_.Pending("ns/a", "u2").has_value()) << "another job of that name";
@@ -104,7 +104,7 @@ TEST_F(PendingStatusWritesTest, ProgressWaitsAndGoesOutWithTheNextChangeThatMatt
   auto bound = writes_.Decide("ns/a", "u1", {}, Queued(8), t0_ + 300ms);
   EXPECT_FALSE(bound.write);
   ASSERT_TRUE(bound.recheck.has_value());
-  EXPECT_EQ(*bound.recheck, 700ms) << "due a period after the oldest unwritten change";
+  EXPECT_EQ(*bound.recheck, 4700ms) << "due after the oldest unwritten change";
 
   auto running = writes_.Decide("ns/a", "u1", {}, Running(), t0_ + 600ms);
   EXPECT_TRUE(running.write);
@@ -115,13 +115,29 @@ TEST_F(PendingStatusWritesTest, ProgressWaitsAndGoesOutWithTheNextChangeThatMatt
 }
 
 TEST_F(PendingStatusWritesTest, WhatIsStillPendingIsWrittenWhenDue) {
-  (void)writes_.Decide("ns/a", "u1", {}, Queued(0), t0_);
-  auto early = writes_.Decide("ns/a", "u1", {}, std::nullopt, t0_ + 900ms);
+  (void)writes_.Decide("ns/a", "u1", Queued(0), Queued(2), t0_);
+  auto early = writes_.Decide("ns/a", "u1", Queued(0), std::nullopt, t0_ + 900ms);
   EXPECT_FALSE(early.write);
-  auto due = writes_.Decide("ns/a", "u1", {}, std::nullopt, t0_ + 1s);
+  auto due = writes_.Decide("ns/a", "u1", Queued(0), std::nullopt, t0_ + 1s);
   EXPECT_TRUE(due.write);
-  EXPECT_EQ(due.status, Queued(0));
-  EXPECT_FALSE(writes_.Decide("ns/a", "u1", Queued(0), std::nullopt, t0_ + 2s).write);
+  EXPECT_EQ(due.status, Queued(2));
+  EXPECT_FALSE(writes_.Decide("ns/a", "u1", Queued(2), std::nullopt, t0_ + 2s).write);
+}
+
+// A job's first record waits longer until the gang scheduler says where it
+// stands; then its Queued goes out within the period.
+TEST_F(PendingStatusWritesTest, AFirstRecordWaitsForTheSchedulersWordOrFivePeriods) {
+  (void)writes_.Decide("ns/a", "u1", {}, Queued(0), t0_);
+  EXPECT_FALSE(writes_.Decide("ns/a", "u1", {}, std::nullopt, t0_ + 2s).write);
+  api::HybridJobStatus standing = Queued(0);
+  standing.queue = api::QueueStanding{.name = "default", .position = 2, .reason = "Waiting"};
+  auto said = writes_.Decide("ns/a", "u1", {}, standing, t0_ + 2s);
+  EXPECT_TRUE(said.write) << "due a period after the first change, long past";
+  EXPECT_EQ(said.status, standing);
+
+  (void)writes_.Decide("ns/b", "u2", {}, Queued(0), t0_);
+  EXPECT_FALSE(writes_.Decide("ns/b", "u2", {}, std::nullopt, t0_ + 4900ms).write);
+  EXPECT_TRUE(writes_.Decide("ns/b", "u2", {}, std::nullopt, t0_ + 5s).write);
 }
 
 TEST_F(PendingStatusWritesTest, ABackToWrittenStatusCancelsThePendingOne) {
