@@ -365,13 +365,18 @@ Status JobController::Reconcile(const std::string& key) {
           pending_statuses_.Pending(key, k8s::UidOf(*job))) {
     planned["status"] = api::ToJson(*unwritten);
   }
-  if (Status read = ReadStartedSpec(key, planned, observed); !read.ok()) {
-    return read;
+  // Parsed once for the run's spec and the planner.
+  const Result<api::HybridJob> parsed = api::ParseHybridJob(planned);
+  if (parsed.ok()) {
+    if (Status read = ReadStartedSpec(key, *parsed, observed); !read.ok()) {
+      return read;
+    }
   }
   observed.missing = MissingConfigMaps(key, planned, observed);
 
   const auto now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
-  Plan plan = PlanJob(planned, observed, now, options_.planner);
+  Plan plan = parsed.ok() ? PlanJob(*parsed, observed, now, options_.planner)
+                          : PlanJob(planned, observed, now, options_.planner);
   const std::optional<PendingStatusWrites::Clock::duration> status_due =
       BatchStatusWrite(key, *job, plan);
   for (size_t i = 0; i < plan.actions.size();) {
@@ -479,18 +484,17 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
   return Status::Ok();
 }
 
-Status JobController::ReadStartedSpec(const std::string& key, const nlohmann::json& job,
+Status JobController::ReadStartedSpec(const std::string& key, const api::HybridJob& job,
                                       Observed& observed) {
-  Result<api::HybridJob> parsed = api::ParseHybridJob(job);
-  if (!parsed.ok() || !api::NeedsStartedSpec(*parsed)) {
+  if (!api::NeedsStartedSpec(job)) {
     return Status::Ok();
   }
-  const std::string& revision = parsed->status.run_spec->revision;
+  const std::string& revision = job.status.run_spec->revision;
   {
     // A revision never changes: read once per job and run.
     MutexLock lock(mu_);
     auto it = started_specs_.find(key);
-    if (it != started_specs_.end() && it->second.uid == parsed->metadata.uid &&
+    if (it != started_specs_.end() && it->second.uid == job.metadata.uid &&
         it->second.revision == revision) {
       observed.run_spec = it->second.spec;
       return Status::Ok();
@@ -499,11 +503,11 @@ Status JobController::ReadStartedSpec(const std::string& key, const nlohmann::js
   Result<api::HybridJobSpec> spec = NotFound("the run's record names no ControllerRevision");
   if (!revision.empty()) {
     Result<nlohmann::json> found =
-        client_.Get(k8s::resources::ControllerRevisions(), k8s::NamespaceOf(job), revision);
+        client_.Get(k8s::resources::ControllerRevisions(), JobNamespace(job), revision);
     if (!found.ok() && !k8s::IsNotFound(found.status())) {
       return found.status().WithContext("reading the run's ControllerRevision " + revision);
     }
-    spec = found.ok() ? StartedSpecOf(*found, *parsed) : Result<api::HybridJobSpec>(found.status());
+    spec = found.ok() ? StartedSpecOf(*found, job) : Result<api::HybridJobSpec>(found.status());
   }
   if (!spec.ok()) {
     spdlog::warn("job {}: the spec its run started with: {}", key, spec.status().ToString());
@@ -513,7 +517,7 @@ Status JobController::ReadStartedSpec(const std::string& key, const nlohmann::js
   observed.run_spec = *spec;
   MutexLock lock(mu_);
   started_specs_[key] =
-      StartedSpec{.uid = parsed->metadata.uid, .revision = revision, .spec = std::move(*spec)};
+      StartedSpec{.uid = job.metadata.uid, .revision = revision, .spec = std::move(*spec)};
   return Status::Ok();
 }
 

@@ -112,7 +112,7 @@ class JobController {
                                                    const Observed& observed);
   // observed.run_spec from the run's ControllerRevision when the job needs it
   // (api::NeedsStartedSpec), or run_spec_lost; an error to retry on.
-  Status ReadStartedSpec(const std::string& key, const nlohmann::json& job, Observed& observed);
+  Status ReadStartedSpec(const std::string& key, const api::HybridJob& job, Observed& observed);
   // Creates a child other than a pod and expects the cache to show it.
   Status CreateChild(const std::string& key, Expectations::ChildKind kind,
                      const k8s::Resource& resource, const std::string& ns,
