@@ -78,6 +78,7 @@ GroupSpec GroupSpecOf(const HybridJob& job) {
   spec.queue = job.spec.queue.value_or("");
   spec.topology = job.spec.topology;
   spec.schedule_timeout_seconds = job.spec.run_policy.schedule_timeout_seconds;
+  spec.resize_restarts = !LearnsMembershipLive(job.spec.framework);
   return spec;
 }
 
@@ -143,6 +144,7 @@ Result<GroupSpec> GroupSpecFromJson(const json& object) {
     fields.Error("scheduleTimeoutSeconds", "must not be negative");
   }
   spec.topology = ReadTopology(fields, object, "");
+  spec.resize_restarts = fields.Bool(object, "resizeRestarts", "").value_or(false);
   if (spec.topology && spec.topology->mode == TopologyMode::kNone) {
     fields.Error("topology.mode", "None is only for a role");
   }
@@ -178,6 +180,9 @@ ordered_json GroupSpecObject(const GroupSpec& spec) {
   }
   if (spec.topology) {
     object["topology"] = TopologyObject<ordered_json>(*spec.topology);
+  }
+  if (spec.resize_restarts) {
+    object["resizeRestarts"] = true;
   }
   return object;
 }

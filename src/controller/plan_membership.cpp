@@ -21,9 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-bool LearnsMembershipLive(api::Framework framework) {
-  return framework == api::Framework::kPyTorch || framework == api::Framework::kGeneric;
-}
+using api::LearnsMembershipLive;
 
 // The job as new members describe their gang to the scheduler, and the
 // group spec they carry.

@@ -5,10 +5,12 @@
 //   {"roles":[{"name":"ps","min":1,"max":1,"priority":0},
 //             {"name":"worker","min":1,"max":8,"priority":0,"completed":[0]}],
 //    "queue":"research","scheduleTimeoutSeconds":120,
-//    "topology":{"level":"example.com/rack","mode":"Required"}}
+//    "topology":{"level":"example.com/rack","mode":"Required"},
+//    "resizeRestarts":true}
 //
 // "queue", "scheduleTimeoutSeconds" and "topology" (also a role's own) are
-// written only when the job sets them; a role's "completed" only once members
+// written only when the job sets them; "resizeRestarts" only for frameworks
+// that restart every member on a new membership (TensorFlow, MXNet, MPI); a role's "completed" only once members
 // of it have succeeded. The scheduler trusts the annotation only to lower a trusted
 // job's bounds (see scheduler/core/tenancy.h).
 #pragma once

@@ -19,6 +19,13 @@ namespace hybridjob::api {
 
 enum class Framework { kTensorFlow, kPyTorch, kMXNet, kMPI, kGeneric };
 
+// TF_CONFIG, DMLC_* and MPI hostfiles are read once at start: a new
+// membership restarts every member. PyTorch (TorchElastic) and generic jobs
+// read /etc/hybridjob again.
+inline bool LearnsMembershipLive(Framework framework) {
+  return framework == Framework::kPyTorch || framework == Framework::kGeneric;
+}
+
 // What happens when a member's pod ends. The controller, not the kubelet,
 // restarts members: pods always run with restartPolicy Never.
 enum class RestartPolicy {
@@ -348,6 +355,10 @@ struct GroupSpec {
   std::optional<int64_t> schedule_timeout_seconds;
   // Every role without an override keeps to one domain of this level.
   std::optional<TopologySpec> topology;
+  // A change of membership restarts every member (the framework reads its
+  // cluster spec only at start): the scheduler never shrinks such a group
+  // to grow another one, only for a waiting group's minimum.
+  bool resize_restarts = false;
 
   const GroupRole* FindRole(std::string_view name) const;
   int64_t ScheduleTimeoutSeconds() const {

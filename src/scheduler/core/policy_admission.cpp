@@ -112,6 +112,9 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
     }
     const PodInfo* pod = state.snapshot.FindPod(eviction.namespace_name, eviction.name);
     if (pod == nullptr || (!eviction.uid.empty() && pod->uid != eviction.uid)) {
+      if (eviction.rebalance) {
+        ++state.evictions.owed_growth[eviction.for_group];
+      }
       continue;  // gone: its capacity is free
     }
     state.evictions.in_flight.push_back(eviction);
@@ -130,6 +133,11 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
     state.evictions.refused.push_back(refusal);
     if (input.now < refusal.retry_after) {
       state.evictions.shielding.insert(pod->Key());
+    }
+  }
+  for (const GroupResize& resize : previous.resizes) {
+    if (input.now - resize.at < seconds{input.policy.reclaim.min_resize_interval_seconds}) {
+      state.resizes.push_back(resize);
     }
   }
   for (const Reservation& reservation : previous.reservations) {

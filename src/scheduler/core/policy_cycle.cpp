@@ -289,8 +289,9 @@ PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup
   ChooseEvictions(input, state);
   KeepReservations(input, state);
   ReserveForStarved(input, state);
+  Rebalance(input, state);
   Grow(input, state);
-  return Decide(state);
+  return Decide(input, state);
 }
 
 void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const PolicyConfig& policy,

@@ -127,6 +127,7 @@ PolicyDecision DecideOne(const CycleState& state, Entry& entry) {
 
 // One row per queue, counting each group in its queue and every ancestor.
 void FillQueues(const CycleState& state, PolicyCycleResult& result) {
+  const FairTargets targets = state.targets.has_value() ? *state.targets : QueueTargets(state);
   std::unordered_map<std::string_view, size_t> row_of;
   for (const QueueAccount& account : state.share.accounts()) {
     QueueStatus status;
@@ -140,6 +141,7 @@ void FillQueues(const CycleState& state, PolicyCycleResult& result) {
     status.max = account.spec.max;
     status.dominant_share = DominantShare(account.used, state.share.capacity(), state.share.gpus());
     status.weighted_share = state.share.WeightedShare(account);
+    status.fair_share = targets.Queue(account.spec.name);
     row_of.emplace(account.spec.name, result.queues.size());
     result.queues.push_back(std::move(status));
   }
@@ -161,7 +163,7 @@ void FillQueues(const CycleState& state, PolicyCycleResult& result) {
 
 }  // namespace
 
-PolicyCycleResult Decide(CycleState& state) {
+PolicyCycleResult Decide(const CycleInput& input, CycleState& state) {
   PolicyCycleResult result;
   std::vector<size_t> order(state.entries.size());
   for (size_t i = 0; i < order.size(); ++i) {
@@ -180,6 +182,22 @@ PolicyCycleResult Decide(CycleState& state) {
   for (size_t index : order) {
     result.decisions.push_back(DecideOne(state, state.entries[index]));
   }
+  // Sizes changed in this cycle: shrunk by evictions, or grown while running.
+  std::vector<GroupResize> resizes = std::move(state.resizes);
+  auto resized = [&resizes, &input](const std::string& key) {
+    std::erase_if(resizes, [&key](const GroupResize& resize) { return resize.group_key == key; });
+    resizes.push_back(GroupResize{key, input.now});
+  };
+  for (const Eviction& eviction : state.evictions.decided) {
+    resized(eviction.victim_group);
+  }
+  for (const Entry& entry : state.entries) {
+    if (entry.running && entry.grown > 0) {
+      resized(entry.key);
+    }
+  }
+  result.state.resizes = std::move(resizes);
+  result.rebalanced = std::move(state.rebalanced);
   result.evictions = std::move(state.evictions.decided);
   result.reservations = state.reservations;
   result.state.evictions = std::move(state.evictions.in_flight);

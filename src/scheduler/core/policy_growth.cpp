@@ -227,6 +227,21 @@ void Grow(const CycleInput& input, CycleState& state) {
     defer(WaitCause::kGrowthDeferred, "growth deferred: other groups wait for capacity");
     return;
   }
+  // Groups whose rebalancing victims are gone take their places first.
+  for (size_t index : growers) {
+    Entry& entry = state.entries[index];
+    auto owed = state.evictions.owed_growth.find(entry.key);
+    if (owed == state.evictions.owed_growth.end()) {
+      continue;
+    }
+    std::vector<uint8_t> blocked(entry.group.spec.roles.size(), 0);
+    std::vector<int32_t> grown(entry.group.spec.roles.size(), 0);
+    for (int32_t i = 0; i < owed->second; ++i) {
+      if (!GrowOneMember(input, state, entry, blocked, grown)) {
+        break;
+      }
+    }
+  }
   std::stable_sort(growers.begin(), growers.end(), [&state](size_t a, size_t b) {
     return GroupGoesFirst(state.entries[a].group, state.entries[b].group);
   });

@@ -4,7 +4,7 @@
 // (policy_cycle.cpp) runs them in order:
 //
 //   CarryOver -> Classify -> PlaceMinimums -> ChooseEvictions
-//     -> KeepReservations -> ReserveForStarved -> Grow -> Decide
+//     -> KeepReservations -> ReserveForStarved -> Rebalance -> Grow -> Decide
 //
 // Whatever one stage decides that a later one needs is in the state: the
 // entries' causes and plans, the evictions, the reservations. Private to the
@@ -24,6 +24,7 @@
 
 #include <hybridjob/scheduler/core/cycle.h>
 #include <hybridjob/scheduler/core/fair_share.h>
+#include <hybridjob/scheduler/core/fair_targets.h>
 #include <hybridjob/scheduler/core/policy_cycle.h>
 #include <hybridjob/scheduler/core/preemption.h>
 
@@ -83,6 +84,9 @@ struct EvictionBook {
   std::vector<Eviction> decided;  // in this cycle
   std::vector<RefusedEviction> refused;
   std::unordered_set<std::string> shielding;  // pod keys of groups a refusal shields now
+  // Members each group may grow first in this cycle: its rebalancing
+  // victims that are gone since the last one.
+  std::unordered_map<std::string, int32_t> owed_growth;
 
   // Whether pods are leaving for the group `key`.
   bool LeavingFor(const std::string& key) const;
@@ -110,6 +114,13 @@ struct CycleState {
   std::unique_ptr<ReservedSlots> reserved;
 
   std::optional<RunningGroups> running;  // built on first use (Running)
+
+  // Groups resized within the min resize interval before this cycle.
+  std::vector<GroupResize> resizes;
+  // The fair-share targets, on the usage once the evictions in flight end
+  // (built on first use: Targets).
+  std::optional<FairTargets> targets;
+  std::vector<PolicyCycleResult::Rebalanced> rebalanced;
 };
 
 // ---- the stages, in order ---------------------------------------------------
@@ -141,6 +152,14 @@ void KeepReservations(const CycleInput& input, CycleState& state);
 // starvation.maxWaitSeconds.
 void ReserveForStarved(const CycleInput& input, CycleState& state);
 
+// Running (and just-placed) groups below their fair share, in queues below
+// theirs, get elastic members of groups over their share reclaimed for them:
+// never a group below its own share, one whose framework restarts on a
+// resize, or one resized within reclaim.minResizeIntervalSeconds. The freed
+// nodes are reserved for the group until the victims are gone; Grow then
+// places its members there.
+void Rebalance(const CycleInput& input, CycleState& state);
+
 // Running and just-placed groups grow toward their maximum, when nothing
 // waits for capacity it could get: fully when there is room for all, else
 // one member at a time to the queue whose turn it is.
@@ -149,7 +168,7 @@ void Grow(const CycleInput& input, CycleState& state);
 // The result: one decision per group (planned ones in the order they were
 // planned), every queue's status, the evictions, reservations and the state
 // for the next cycle. Takes what it hands out from `state`.
-PolicyCycleResult Decide(CycleState& state);
+PolicyCycleResult Decide(const CycleInput& input, CycleState& state);
 
 // ---- shared by the stages ---------------------------------------------------
 
@@ -194,6 +213,10 @@ GroupPlan PlanWithReservations(const CycleInput& input, CycleState& state, const
 bool Commit(CycleState& state, Entry& entry, GroupPlan& plan);
 // The running groups, with this cycle's leaving pods apart (built once).
 RunningGroups& Running(const CycleInput& input, CycleState& state);
+// The fair-share targets of this cycle (fair_targets.h), built on first use.
+const FairTargets& Targets(const CycleInput& input, CycleState& state);
+// The queues' targets alone, without the running groups (cheap).
+FairTargets QueueTargets(const CycleState& state);
 // The entry's group as it now stands: its bound members, and its pending
 // ones not yet assigned in this cycle.
 PodGroup Current(const Snapshot& snapshot, const Entry& entry);

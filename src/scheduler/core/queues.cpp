@@ -263,6 +263,12 @@ Status ValidatePolicyConfig(const PolicyConfig& config) {
   if (config.reclaim.max_groups_per_cycle < 0) {
     return InvalidArgument("reclaim.maxGroupsPerCycle: must not be negative");
   }
+  if (!(config.reclaim.share_tolerance >= 0 && config.reclaim.share_tolerance < 1)) {
+    return InvalidArgument("reclaim.shareTolerance: must be at least 0 and below 1");
+  }
+  if (config.reclaim.min_resize_interval_seconds < 0) {
+    return InvalidArgument("reclaim.minResizeIntervalSeconds: must not be negative");
+  }
   if (config.starvation.max_wait_seconds < 0) {
     return InvalidArgument("starvation.maxWaitSeconds: must not be negative");
   }

@@ -647,10 +647,15 @@ RunningGroups RunningGroups::FromSnapshot(const Snapshot& snapshot, const Policy
     if (with_spec != nullptr) {
       group.queue = std::string(QueueOfPod(*with_spec));
     }
+    if (with_spec != nullptr && with_spec->controller.has_value() &&
+        with_spec->controller->kind == "HybridJob") {
+      group.job_uid = with_spec->controller->uid;
+    }
     if (group.single_pod || with_spec == nullptr) {
       group.elastic_shape = false;
       continue;
     }
+    group.resize_restarts = with_spec->group_spec->resize_restarts;
     group.elastic_shape = AssignRoles(group, *with_spec->group_spec);
   }
   return out;

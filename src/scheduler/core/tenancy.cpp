@@ -76,6 +76,8 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
     defaulted.spec = api::EffectiveSpec(job).spec;
     out.spec = api::GroupSpecOf(defaulted);
   }
+  // The framework is fixed for a run; a record of an older controller lacks it.
+  out.spec.resize_restarts = !api::LearnsMembershipLive(job.spec.framework);
   return out;
 }
 
@@ -193,6 +195,7 @@ GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpe
   GroupSpec out;
   out.queue = job.spec.queue;
   out.topology = job.spec.topology;
+  out.resize_restarts = job.spec.resize_restarts;
   // The controller sets the timeout to 0 once members have succeeded: their
   // indices never get pods again, so the gang must not wait to assemble.
   out.schedule_timeout_seconds =

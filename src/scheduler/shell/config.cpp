@@ -304,9 +304,18 @@ Status ParseReclaim(const YAML::Node& node, ReclaimSettings* out) {
   HJ_RETURN_IF_ERROR(reader.Read("enabled", &out->enabled));
   HJ_RETURN_IF_ERROR(reader.Read("growth", &out->growth));
   HJ_RETURN_IF_ERROR(reader.Read("maxGroupsPerCycle", &out->max_groups_per_cycle));
+  HJ_RETURN_IF_ERROR(reader.Read("rebalance", &out->rebalance));
+  HJ_RETURN_IF_ERROR(reader.Read("shareTolerance", &out->share_tolerance));
+  HJ_RETURN_IF_ERROR(reader.Read("minResizeIntervalSeconds", &out->min_resize_interval_seconds));
   HJ_RETURN_IF_ERROR(reader.RejectUnknown());
   if (out->max_groups_per_cycle < 0 || out->max_groups_per_cycle > 1000) {
     return InvalidArgument("reclaim.maxGroupsPerCycle: must be between 0 and 1000");
+  }
+  if (!(out->share_tolerance >= 0 && out->share_tolerance < 1)) {
+    return InvalidArgument("reclaim.shareTolerance: must be at least 0 and below 1");
+  }
+  if (out->min_resize_interval_seconds < 0 || out->min_resize_interval_seconds > 86400) {
+    return InvalidArgument("reclaim.minResizeIntervalSeconds: must be between 0 and 86400");
   }
   return Status::Ok();
 }

@@ -66,6 +66,7 @@ TEST_P(GroupSpecContractTest, TheSchedulerReadsWhatTheControllerWrote) {
     EXPECT_EQ(pod.group_spec->roles, written.roles);
     EXPECT_EQ(pod.group_spec->topology, written.topology);
     EXPECT_EQ(pod.group_spec->ScheduleTimeoutSeconds(), written.ScheduleTimeoutSeconds());
+    EXPECT_EQ(pod.group_spec->resize_restarts, written.resize_restarts);
     EXPECT_EQ(pod.queue, written.queue.empty() ? std::string(api::kDefaultQueue) : written.queue);
   }
 }
@@ -87,7 +88,8 @@ INSTANTIATE_TEST_SUITE_P(
                                   {"minReplicas", 0},
                                   {"maxReplicas", 16},
                                   {"template", hybridjob::testing::PodTemplate(1)}}}}}},
-                      Variant{"NeverWaits", {{"runPolicy", {{"scheduleTimeoutSeconds", 0}}}}}),
+                      Variant{"NeverWaits", {{"runPolicy", {{"scheduleTimeoutSeconds", 0}}}}},
+                      Variant{"LearnsMembershipLive", {{"framework", "pytorch"}}}),
     [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
 // The controller lowers the shape on waiting members when some have
@@ -126,6 +128,12 @@ TEST(GroupSpecContractTest, ALoweredShapeIsHonouredAndARaisedOneIsNot) {
           .get<std::string>());
   ASSERT_TRUE(carried.ok()) << carried.status().ToString();
   EXPECT_EQ(*carried, lowered);
+
+  // Whether a resize restarts the job is the framework's, not the pod's.
+  EXPECT_TRUE(api::GroupSpecOf(job).resize_restarts) << "TensorFlow reads TF_CONFIG at start";
+  api::GroupSpec disowned = api::GroupSpecOf(job);
+  disowned.resize_restarts = false;
+  EXPECT_TRUE(resolved_with(disowned).resize_restarts);
 
   api::GroupSpec raised = api::GroupSpecOf(job);
   raised.roles[1].max_replicas = 64;

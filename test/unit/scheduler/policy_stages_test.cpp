@@ -299,7 +299,7 @@ TEST_F(PolicyStagesTest, DecideListsPlannedGroupsFirstAndNumbersQueueLines) {
   Start();
   ClassifyPending();
   PlaceMinimums(input(), state());
-  PolicyCycleResult result = Decide(state());
+  PolicyCycleResult result = Decide(input(), state());
   std::vector<std::string> order;
   for (const PolicyDecision& decision : result.decisions) {
     order.push_back(decision.group.name);

@@ -61,6 +61,9 @@ struct Eviction {
   std::string victim_queue;
   std::string for_group;  // key of the waiting group it makes room for (GroupKey)
   std::string for_queue;
+  // Reclaimed to bring `for_group` up to its fair share (it is running and
+  // grows), not for a waiting group's minimum.
+  bool rebalance = false;
   // For the Event and the pod's DisruptionTarget condition, e.g.
   // "Reclaim: making room for team/big (queue a); team/elastic worker shrinks
   // to 6 members (min 2)".
@@ -75,6 +78,10 @@ struct InFlightEviction {
   std::string for_group;
   EvictionCause cause = EvictionCause::kReclaim;
   Timestamp issued{};
+  // Made to let `for_group` grow to its fair share (Eviction::rebalance):
+  // once the pod is gone, the group grows one member into its place before
+  // anyone else grows.
+  bool rebalance = false;
 
   friend bool operator==(const InFlightEviction&, const InFlightEviction&) = default;
 };
@@ -96,10 +103,20 @@ struct RefusedEviction {
 // What the policies carry from one cycle to the next: plain data, valid
 // across snapshot changes. The caller stores the result's state and hands it
 // back, after RecordRefusedEviction for each eviction the API refused.
+// When a group's size last changed (grown while running, or members
+// evicted): rebalancing leaves it alone for reclaim.minResizeIntervalSeconds.
+struct GroupResize {
+  std::string group_key;
+  Timestamp at{};
+
+  friend bool operator==(const GroupResize&, const GroupResize&) = default;
+};
+
 struct PolicyState {
   std::vector<InFlightEviction> evictions;
   std::vector<Reservation> reservations;
   std::vector<RefusedEviction> refused;
+  std::vector<GroupResize> resizes;  // within the last min resize interval
 
   friend bool operator==(const PolicyState&, const PolicyState&) = default;
 };
@@ -170,6 +187,9 @@ struct QueueStatus {
   ResourceCeiling max;
   double dominant_share = 0;
   double weighted_share = 0;
+  // The dominant share the queue is entitled to for what every queue asks
+  // for now (fair_targets.h).
+  double fair_share = 0;
   int32_t waiting_groups = 0;
   int32_t placed_groups = 0;
 };
@@ -182,6 +202,15 @@ struct PolicyCycleResult {
   std::vector<Reservation> reservations;  // held after this cycle
   PolicyState state;                      // hand back to the next cycle
   std::vector<QueueStatus> queues;        // sorted by name
+  // One per group rebalancing shrank in this cycle, for an Event on its job:
+  // "rebalanced: 2 workers to queue team-b (share 4 of 16 GPUs)".
+  struct Rebalanced {
+    std::string namespace_name;
+    std::string job_name;
+    std::string job_uid;  // empty when no HybridJob owns the group
+    std::string message;
+  };
+  std::vector<Rebalanced> rebalanced;
   uint32_t next_start_slot = 0;
 };
 

@@ -95,6 +95,15 @@ struct ReclaimSettings {
   bool growth = true;
   // Waiting groups examined for evictions per cycle: bounds the cycle's cost.
   int32_t max_groups_per_cycle = 8;
+  // Hand capacity back to groups below their fair share (FairShareTargets):
+  // elastic members of groups over theirs are reclaimed for them.
+  bool rebalance = true;
+  // A group (and its queues) counts as below its fair share only while it
+  // uses less than (1 - share_tolerance) of it.
+  double share_tolerance = 0.1;
+  // Rebalancing never shrinks a group resized (grown or shrunk) less than
+  // this long ago; a cycle's own decisions count as one resize.
+  int64_t min_resize_interval_seconds = 30;
 
   friend bool operator==(const ReclaimSettings&, const ReclaimSettings&) = default;
 };

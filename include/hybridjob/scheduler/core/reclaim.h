@@ -75,6 +75,10 @@ struct RunningGroup {
   // Members can be shrunk down to each role's minimum. False when the group
   // spec is unknown or a member does not fit it: then only whole.
   bool elastic_shape = false;
+  // A new membership restarts every member (GroupSpec::resize_restarts).
+  bool resize_restarts = false;
+  // The HybridJob's uid (the pods' controller), when a HybridJob owns it.
+  std::string job_uid;
   std::vector<RunningRole> roles;
   std::vector<const PodInfo*> members;  // every staying member
   int32_t leaving = 0;                  // members already being evicted
