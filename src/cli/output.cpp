@@ -219,11 +219,17 @@ json ToJson(const QueuesReport& report) {
 }
 
 std::string FormatTable(const QueuesReport& report) {
-  Table table({"QUEUE", "PARENT", "WEIGHT", "ORDER", "GUARANTEED", "USED", "MAX", "WAITING"});
+  Table table({"QUEUE", "PARENT", "WEIGHT", "ORDER", "GUARANTEED", "USED", "FAIR SHARE", "MAX",
+               "WAITING"});
+  const bool gpus = report.gpus.MilliGpus(report.capacity) > 0;
   for (const QueueRow& queue : report.queues) {
+    // The share in GPUs on a GPU cluster, else of the cluster.
+    const std::string fair =
+        gpus ? scheduler::FormatGpuCount(queue.fair_milli_gpus)
+             : std::to_string(static_cast<int>(std::lround(queue.fair_share * 100))) + "%";
     table.Add({queue.name + (queue.configured ? "" : " (not configured)"), Dash(queue.parent),
                Weight(queue.weight), queue.leaf ? Dash(queue.order) : "-",
-               Resources(queue.guaranteed), Resources(queue.used), queue.max.ToString(),
+               Resources(queue.guaranteed), Resources(queue.used), fair, queue.max.ToString(),
                std::to_string(queue.waiting.size())});
   }
   std::string out = table.Render();

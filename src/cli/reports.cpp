@@ -162,7 +162,7 @@ QueuesReport BuildQueuesReport(const ClusterObjects& objects,
   QueuesReport report;
   report.capacity = share.capacity();
   report.gpus = config.gpu_resources;
-  report.queues = BuildQueueViews(share);
+  report.queues = BuildQueueViews(share, cache->Pending());
   for (const json& object : objects.jobs) {
     Result<api::HybridJob> job = api::ParseHybridJob(object);
     if (!job.ok() || !job->status.queue || job->status.queue->name.empty()) {

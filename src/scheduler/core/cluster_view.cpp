@@ -1,8 +1,10 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
 #include <hybridjob/scheduler/core/cluster_view.h>
+#include <hybridjob/scheduler/core/fair_targets.h>
 
 namespace hybridjob::scheduler {
 
@@ -71,7 +73,24 @@ GpuMap BuildGpuMap(const Snapshot& snapshot, const GpuResources& gpus,
   return map;
 }
 
-std::vector<QueueView> BuildQueueViews(const FairShare& share) {
+std::vector<QueueView> BuildQueueViews(const FairShare& share,
+                                       const std::vector<const PodInfo*>& pending) {
+  std::map<std::string, GroupDemand, std::less<>> wanted;
+  for (const PodInfo* pod : pending) {
+    std::string queue(QueueOfPod(*pod));
+    GroupDemand& demand = wanted[queue];
+    demand.key = queue;
+    demand.queue = queue;
+    demand.wanted += pod->requests;
+  }
+  std::vector<GroupDemand> demands;
+  for (auto& [queue, demand] : wanted) {
+    if (share.Find(queue) != nullptr) {
+      demands.push_back(std::move(demand));
+    }
+  }
+  const FairTargets targets = ComputeFairTargets(share, demands, /*per_group=*/false);
+  const auto capacity_gpus = static_cast<double>(share.gpus().MilliGpus(share.capacity()));
   std::vector<QueueView> views;
   for (const QueueAccount& account : share.accounts()) {
     QueueView view;
@@ -85,6 +104,8 @@ std::vector<QueueView> BuildQueueViews(const FairShare& share) {
     view.max = account.spec.max;
     view.used = account.used;
     view.pods = account.pods;
+    view.fair_share = targets.Queue(account.spec.name);
+    view.fair_milli_gpus = std::llround(view.fair_share * capacity_gpus);
     views.push_back(std::move(view));
   }
   std::sort(views.begin(), views.end(),
@@ -222,6 +243,8 @@ json ToJson(const QueueView& queue, const GpuResources& gpus) {
               {"max", max},
               {"gpusUsed", FormatMilliGpus(gpus.MilliGpus(queue.used))},
               {"gpusGuaranteed", FormatMilliGpus(gpus.MilliGpus(queue.guaranteed))},
+              {"fairShare", std::round(queue.fair_share * 1e4) / 1e4},
+              {"gpusFair", FormatMilliGpus(queue.fair_milli_gpus)},
               {"pods", queue.pods},
               {"waiting", json::array()}};
   ResourceList ceiling;

@@ -68,7 +68,7 @@ std::string_view DashboardPage() {
 <div id="status">loading…</div>
 <h2>Queues</h2>
 <table id="queues"><thead><tr><th>Queue</th><th>Parent</th><th>Weight</th><th>Order</th>
-<th>GPUs used / guaranteed / max</th><th></th><th>Used</th><th>Waiting</th></tr></thead><tbody></tbody></table>
+<th>GPUs used / guaranteed / max</th><th>Fair share</th><th></th><th>Used</th><th>Waiting</th></tr></thead><tbody></tbody></table>
 <h2>Waiting jobs</h2>
 <table id="waiting"><thead><tr><th>Job</th><th>Queue</th><th>Position</th><th>Reason</th><th>Why</th></tr></thead><tbody></tbody></table>
 <h2>Running jobs</h2>
@@ -121,7 +121,7 @@ function render(state) {
     queues.appendChild(row([q.name + (q.configured ? "" : " (not configured)"), q.parent || "-",
         String(q.weight), q.leaf ? q.order : "-",
         used + " / " + (guaranteed || "-") + " / " + (q.gpusMax === undefined ? "unlimited" : max),
-        bar(used, guaranteed, max), resources(q.used), String(q.waiting.length)]));
+        q.gpusFair, bar(used, guaranteed, max), resources(q.used), String(q.waiting.length)]));
     for (const w of q.waiting) {
       const reason = el("span", {class: "reason " + w.reason}, [w.reason]);
       waiting.appendChild(row([w.namespace + "/" + w.name, q.name, w.position ? String(w.position) : "-",

@@ -582,7 +582,8 @@ void GangScheduler::PublishDashboard() {
   state->map = BuildGpuMap(snapshot, config_.gpu_resources, levels);
   const QueueTable table(policy.queues);
   state->queues = BuildQueueViews(
-      FairShare::FromSnapshot(snapshot, table, policy, config_.gpu_resources, &queue_usage_));
+      FairShare::FromSnapshot(snapshot, table, policy, config_.gpu_resources, &queue_usage_),
+      cache_.Pending());
   if (leading) {
     for (const auto& [queue, waiting] : last_waiting_) {
       AddWaiting(state->queues, queue, waiting);
@@ -623,6 +624,7 @@ void GangScheduler::RunOneCycle() {
   }
   std::vector<DecisionCopy> decisions;
   std::vector<Eviction> evictions;
+  std::vector<PolicyCycleResult::Rebalanced> rebalanced;
   if (!pending.empty()) {
     // Every pending group goes in, so reservations and evictions in flight
     // follow the groups they are for.
@@ -633,6 +635,7 @@ void GangScheduler::RunOneCycle() {
     policy_state_ = std::move(result.state);
     next_start_slot_ = result.next_start_slot;
     evictions = std::move(result.evictions);
+    rebalanced = std::move(result.rebalanced);
     std::map<std::string, Timestamp> oldest_waiting;
     for (const auto& decision : result.decisions) {
       DecisionCopy copy;
@@ -797,6 +800,16 @@ void GangScheduler::RunOneCycle() {
     }
   }
   evictor_->CarryOut(evictions, policy, now, policy_state_);
+  // Why a job shrank, on the job: its pods' Reclaimed Events name the
+  // receiver, this one the shares.
+  for (const PolicyCycleResult::Rebalanced& shrunk : rebalanced) {
+    if (!shrunk.job_uid.empty()) {
+      events_->Record(k8s::ObjectReference{std::string(api::kApiVersion), std::string(api::kKind),
+                                           shrunk.namespace_name, shrunk.job_name, shrunk.job_uid,
+                                           "", ""},
+                      k8s::EventType::kNormal, "Rebalanced", shrunk.message);
+    }
+  }
   // Forget surplus pods that are gone (deleted, or bound after all).
   std::erase_if(surplus_,
                 [&still_pending](const std::string& key) { return !still_pending.contains(key); });

@@ -129,7 +129,12 @@ TEST(QueuesReportTest, UsageGuaranteesCeilingsAndTheLineAsTheSchedulerCountsThem
   EXPECT_THAT(table, HasSubstr("QUEUE "));
   EXPECT_THAT(table, HasSubstr("nowhere (not configured)"));
   EXPECT_THAT(table, HasSubstr("prod                       -        1        StrictFIFO       -   "
-                               "               nvidia.com/gpu=3   nvidia.com/gpu=12   3\n"));
+                               "               nvidia.com/gpu=3   3 GPUs       nvidia.com/gpu=12   "
+                               "3\n"));
+  // Nobody asks for more than it has (no member is pending): each queue's
+  // fair share is what it uses.
+  EXPECT_EQ(research->fair_milli_gpus, 8000);
+  EXPECT_EQ(prod->fair_milli_gpus, 3000);
   EXPECT_THAT(table, HasSubstr("Waiting in prod:\n  POSITION   JOB          REASON\n"
                                "  1          team/early   QueueLimit\n"
                                "  2          team/late    InsufficientCapacity\n"

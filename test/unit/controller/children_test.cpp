@@ -101,7 +101,9 @@ TEST_F(ControllerChildrenTest, GroupSpecAnnotationDescribesTheWholeGang) {
   const std::string annotation = pod["metadata"]["annotations"]["batch.hybridjob.io/group-spec"];
   EXPECT_EQ(annotation, R"({"roles":[{"name":"ps","min":1,"max":1,"priority":0},)"
                         R"({"name":"worker","min":2,"max":4,"priority":5}],)"
-                        R"("queue":"research","scheduleTimeoutSeconds":120})");
+                        R"("queue":"research","scheduleTimeoutSeconds":120,)"
+                        R"("resizeRestarts":true})")
+      << "TensorFlow reads TF_CONFIG at start: a resize restarts it";
   EXPECT_EQ(api::FormatGroupSpec(api::GroupSpecOf(job)), annotation);
   object_["spec"].erase("runPolicy");
   EXPECT_THAT(api::FormatGroupSpec(api::GroupSpecOf(hybridjob::testing::DefaultedJob(object_))),

@@ -75,11 +75,17 @@ struct QueueView {
   ResourceCeiling max;
   ResourceList used;  // bound members of the queue (its subtree for a parent)
   int64_t pods = 0;
+  // The dominant share it is entitled to for what every queue asks for now
+  // (fair_targets.h), and that share of the cluster's weighted GPUs.
+  double fair_share = 0;
+  int64_t fair_milli_gpus = 0;
   std::vector<WaitingJob> waiting;  // in line order, then those not in line
 };
 
-// Every account of the fair share, by name, with nobody waiting yet.
-std::vector<QueueView> BuildQueueViews(const FairShare& share);
+// Every account of the fair share, by name, with nobody waiting yet; the fair
+// shares for the usage and the `pending` pods' requests.
+std::vector<QueueView> BuildQueueViews(const FairShare& share,
+                                       const std::vector<const PodInfo*>& pending);
 // Adds a waiting job to its queue's view (a view, unconfigured, is made for a
 // queue that has none), then keeps each queue's list in line order.
 void AddWaiting(std::vector<QueueView>& queues, const std::string& queue, WaitingJob job);
