@@ -464,6 +464,123 @@ TEST(PolicyEndToEndTest, TwoTeamsUnderOneParentAndAThirdShareSixteenGpus) {
       << system.Job("sneak", "team-a").dump();
 }
 
+// Members of a job bound to a node, and each one's uid: a resize shows as a
+// changed set.
+std::set<std::string> BoundMembers(System& system, const std::string& job, const std::string& ns) {
+  std::set<std::string> uids;
+  for (const auto& pod : system.Pods(job, ns)) {
+    if (!pod["spec"].value("nodeName", "").empty() &&
+        !pod["metadata"].contains("deletionTimestamp")) {
+      uids.insert(pod["metadata"].value("uid", ""));
+    }
+  }
+  return uids;
+}
+
+// Fair elastic sharing, as a new user tries it: org {team-a, team-b} and
+// team-c, weight 1 each, every team queue bound to its namespace, one elastic
+// job of 1..16 one-GPU workers per team applied one after the other. The
+// tree's shares are 4 / 4 / 8, and the jobs get there with the scheduler's
+// defaults (tolerance 10 %, 30 s between two resizes of one job).
+TEST(PolicyEndToEndTest, ElasticCapacityFlowsBackToTheTreesShares) {
+  const std::string config =
+      "gangBackoffSeconds: 1\n"
+      "queues:\n"
+      "  - name: org\n"
+      "  - name: team-a\n    parent: org\n    namespaces: [team-a]\n"
+      "  - name: team-b\n    parent: org\n    namespaces: [team-b]\n"
+      "  - name: team-c\n    namespaces: [team-c]\n";
+  const int dashboard_port = FreeLoopbackPort();
+  ASSERT_GT(dashboard_port, 0);
+  System system(
+      {.nodes = 2, .gpus_per_node = 8, .scheduler_config = config},
+      {.scheduler_args = {"--dashboard-addr", "127.0.0.1:" + std::to_string(dashboard_port)}});
+  ASSERT_TRUE(system.ok());
+  for (const char* ns : {"team-a", "team-b", "team-c"}) {
+    json object = {{"apiVersion", "v1"},
+                   {"kind", "Namespace"},
+                   {"metadata",
+                    {{"name", ns}, {"labels", {{"batch.hybridjob.io/default-queue", ns}}}}}};
+    ASSERT_TRUE(system.client().Create(k8s::resources::Namespaces(), "", object).ok());
+  }
+  auto apply = [&system](const std::string& name, const std::string& ns) {
+    std::string manifest = Job(name, "pytorch", {Member("worker", 1, 16, 1, "")});
+    const std::string marker = "metadata:\n";
+    manifest.insert(manifest.find(marker) + marker.size(), "  namespace: " + ns + "\n");
+    return system.Apply(manifest);
+  };
+  auto bound = [&system](const std::string& job, const std::string& ns) {
+    return static_cast<int>(BoundMembers(system, job, ns).size());
+  };
+  auto shares = [&] {
+    return "team-a " + std::to_string(bound("a", "team-a")) + ", team-b " +
+           std::to_string(bound("b", "team-b")) + ", team-c " +
+           std::to_string(bound("c", "team-c")) + "\n" + system.Logs();
+  };
+
+  ASSERT_EQ(apply("a", "team-a"), 0);
+  ASSERT_TRUE(WaitFor([&] { return bound("a", "team-a") == 16; }, 60s)) << shares();
+  ASSERT_EQ(apply("b", "team-b"), 0);
+  ASSERT_TRUE(WaitFor([&] { return bound("b", "team-b") >= 1; }, 60s)) << shares();
+  ASSERT_EQ(apply("c", "team-c"), 0);
+  const auto third_applied = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return bound("a", "team-a") == 4 && bound("b", "team-b") == 4 && bound("c", "team-c") == 8;
+      },
+      60s))
+      << "not 4 / 4 / 8 within 60 s of the third job: " << shares();
+  EXPECT_LE(std::chrono::steady_clock::now() - third_applied, 60s);
+
+  // It holds: 30 s more without a resize of anyone.
+  const std::set<std::string> a = BoundMembers(system, "a", "team-a");
+  const std::set<std::string> b = BoundMembers(system, "b", "team-b");
+  const std::set<std::string> c = BoundMembers(system, "c", "team-c");
+  const auto hold_until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < hold_until) {
+    ASSERT_EQ(BoundMembers(system, "a", "team-a"), a) << shares();
+    ASSERT_EQ(BoundMembers(system, "b", "team-b"), b) << shares();
+    ASSERT_EQ(BoundMembers(system, "c", "team-c"), c) << shares();
+    std::this_thread::sleep_for(1s);
+  }
+
+  // The shrunk job says why, and the dashboard shows each queue's share.
+  k8s::ListOptions rebalanced;
+  rebalanced.field_selector = "reason=Rebalanced,involvedObject.name=a";
+  auto events = system.client().List(k8s::resources::Events(), "team-a", rebalanced);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->items.empty()) << system.Logs();
+  EXPECT_EQ(events->items[0].value("type", ""), "Normal");
+  EXPECT_TRUE(std::regex_search(events->items[0].value("message", ""),
+                                std::regex(R"(^rebalanced: \d+ workers? to queue team-[bc] )"
+                                           R"(\(share [48] of 16 GPUs\))")))
+      << events->items[0].value("message", "");
+  std::string text;
+  ASSERT_EQ(RunCommand("curl -sf http://127.0.0.1:" + std::to_string(dashboard_port) +
+                           "/api/state",
+                       &text),
+            0);
+  std::map<std::string, std::string> fair;
+  const json state = json::parse(text);
+  for (const json& queue : state["queues"]) {
+    fair[queue["name"].get<std::string>()] = queue.value("gpusFair", "");
+  }
+  EXPECT_EQ(fair["org"], "8") << text;
+  EXPECT_EQ(fair["team-a"], "4");
+  EXPECT_EQ(fair["team-b"], "4");
+  EXPECT_EQ(fair["team-c"], "8");
+
+  // A second job in team-c splits team-c's 8 with the first; team-a and
+  // team-b keep the very same members.
+  ASSERT_EQ(apply("c2", "team-c"), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] { return bound("c", "team-c") == 4 && bound("c2", "team-c") == 4; }, 60s))
+      << "c " << bound("c", "team-c") << ", c2 " << bound("c2", "team-c") << "\n"
+      << shares();
+  EXPECT_EQ(BoundMembers(system, "a", "team-a"), a);
+  EXPECT_EQ(BoundMembers(system, "b", "team-b"), b);
+}
+
 // spec.topology (`level`, `mode`) added to a manifest from Job.
 std::string WithTopology(std::string manifest, const std::string& level, const std::string& mode) {
   const std::string marker = "\nspec:\n";

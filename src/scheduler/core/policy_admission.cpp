@@ -106,6 +106,11 @@ void WaitBehind(CycleState& state, Entry& entry, const Entry& head) {
 }  // namespace
 
 void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState& state) {
+  for (const PolicyState::OwedGrowth& owed : previous.owed) {
+    if (input.now - owed.since < seconds{input.policy.reservation_forget_after_seconds}) {
+      state.evictions.owed_growth[owed.group_key] = owed;
+    }
+  }
   for (const InFlightEviction& eviction : previous.evictions) {
     if (input.now - eviction.issued > seconds{input.policy.eviction_timeout_seconds}) {
       continue;
@@ -113,7 +118,10 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
     const PodInfo* pod = state.snapshot.FindPod(eviction.namespace_name, eviction.name);
     if (pod == nullptr || (!eviction.uid.empty() && pod->uid != eviction.uid)) {
       if (eviction.rebalance) {
-        ++state.evictions.owed_growth[eviction.for_group];
+        PolicyState::OwedGrowth& owed = state.evictions.owed_growth[eviction.for_group];
+        owed.group_key = eviction.for_group;
+        ++owed.members;
+        owed.since = input.now;
       }
       continue;  // gone: its capacity is free
     }

@@ -197,6 +197,15 @@ PolicyCycleResult Decide(const CycleInput& input, CycleState& state) {
     }
   }
   result.state.resizes = std::move(resizes);
+  for (auto& [key, owed] : state.evictions.owed_growth) {
+    if (owed.members > 0) {
+      result.state.owed.push_back(owed);
+    }
+  }
+  std::sort(result.state.owed.begin(), result.state.owed.end(),
+            [](const PolicyState::OwedGrowth& a, const PolicyState::OwedGrowth& b) {
+              return a.group_key < b.group_key;
+            });
   result.rebalanced = std::move(state.rebalanced);
   result.evictions = std::move(state.evictions.decided);
   result.reservations = state.reservations;

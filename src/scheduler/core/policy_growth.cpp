@@ -236,9 +236,13 @@ void Grow(const CycleInput& input, CycleState& state) {
     }
     std::vector<uint8_t> blocked(entry.group.spec.roles.size(), 0);
     std::vector<int32_t> grown(entry.group.spec.roles.size(), 0);
-    for (int32_t i = 0; i < owed->second; ++i) {
+    while (owed->second.members > 0) {
+      const int32_t before = entry.grown;
       if (!GrowOneMember(input, state, entry, blocked, grown)) {
         break;
+      }
+      if (entry.grown > before) {
+        --owed->second.members;
       }
     }
   }

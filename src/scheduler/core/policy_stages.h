@@ -84,9 +84,9 @@ struct EvictionBook {
   std::vector<Eviction> decided;  // in this cycle
   std::vector<RefusedEviction> refused;
   std::unordered_set<std::string> shielding;  // pod keys of groups a refusal shields now
-  // Members each group may grow first in this cycle: its rebalancing
-  // victims that are gone since the last one.
-  std::unordered_map<std::string, int32_t> owed_growth;
+  // Members each group may grow first (PolicyState::owed): its rebalancing
+  // victims that are gone.
+  std::unordered_map<std::string, PolicyState::OwedGrowth> owed_growth;
 
   // Whether pods are leaving for the group `key`.
   bool LeavingFor(const std::string& key) const;

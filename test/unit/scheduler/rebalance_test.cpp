@@ -200,6 +200,27 @@ TEST_F(RebalanceTest, ASecondJobInAQueueSplitsItsShareWithoutTouchingTheOthers) 
   EXPECT_EQ(snapshot_.GroupMembers("team", "c2").size(), 4u);
 }
 
+TEST_F(RebalanceTest, ANewJobInAQueueGetsHalfOfItAtOnceAndKeepsWhatWasFreedForIt) {
+  AddJob("a", Elastic("team-a"), 4, 4);
+  AddJob("b", Elastic("team-b"), 4, 4);
+  AddRunning("c1", Elastic("team-c"), "worker", 0, 8, 1, "n1");
+  AddPending("c1", Elastic("team-c"), "worker", 8, 8, 1);
+  AddPending("c2", Elastic("team-c"), "worker", 0, 16, 1);
+
+  PolicyCycleResult first = Run(At(1000));
+  EXPECT_EQ(first.evictions.size(), 4u) << "one for c2's minimum, three to rebalance";
+  ApplyEvictions(first);
+  // c1 is older, so first in its queue's line to grow; the places freed for
+  // c2 stay c2's even before c2 has started.
+  Settle(1001);
+  EXPECT_EQ(snapshot_.GroupMembers("team", "c1").size(), 4u);
+  EXPECT_EQ(snapshot_.GroupMembers("team", "c2").size(), 4u);
+  EXPECT_EQ(QueueGpus("team-a"), 4);
+  EXPECT_EQ(QueueGpus("team-b"), 4);
+  EXPECT_EQ(evictions_, 0);
+  EXPECT_THAT(state_.owed, IsEmpty());
+}
+
 TEST_F(RebalanceTest, WithinTheToleranceNothingMoves) {
   policy_.reclaim.share_tolerance = 0.3;
   AddJob("a", Elastic("team-a"), 5, 5);

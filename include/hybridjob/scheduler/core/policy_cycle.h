@@ -117,6 +117,16 @@ struct PolicyState {
   std::vector<Reservation> reservations;
   std::vector<RefusedEviction> refused;
   std::vector<GroupResize> resizes;  // within the last min resize interval
+  // Members groups may grow before anyone else: their rebalancing victims
+  // are gone and the places are theirs (kept a while if they cannot grow yet).
+  struct OwedGrowth {
+    std::string group_key;
+    int32_t members = 0;
+    Timestamp since{};
+
+    friend bool operator==(const OwedGrowth&, const OwedGrowth&) = default;
+  };
+  std::vector<OwedGrowth> owed;
 
   friend bool operator==(const PolicyState&, const PolicyState&) = default;
 };
