@@ -191,6 +191,9 @@ int RunTraceCommand(int argc, char** argv) {
     if (!flags.WasSet("starvation-seconds")) {
       replay.starvation_seconds = policy_config.starvation.max_wait_seconds;
     }
+    replay.rebalance = policy_config.reclaim.rebalance;
+    replay.share_tolerance = policy_config.reclaim.share_tolerance;
+    replay.min_resize_interval_seconds = policy_config.reclaim.min_resize_interval_seconds;
   }
   replay.gpus = gpus;
   replay.gpus_per_node = static_cast<int32_t>(gpus_per_node);

@@ -28,7 +28,7 @@ namespace {
 constexpr double kEpsilon = 1e-9;
 // Moves decided in one cycle: bounds the cycle's cost on huge clusters; the
 // next cycle goes on.
-constexpr int32_t kMaxMovesPerCycle = 64;
+constexpr int32_t kMaxMovesPerCycle = 256;
 
 // The usage the targets are judged on: this cycle's, less the pods leaving,
 // plus the minimums of groups waiting for their evictions.
@@ -450,11 +450,18 @@ void Rebalance(const CycleInput& input, CycleState& state) {
     Receiver& receiver = receivers[*pick];
     Entry& entry = state.entries[receiver.entry];
     const PodInfo* member = receiver.members[receiver.next];
-    // The best victim unit for this member: the nearest in the tree, then
-    // the side furthest over its target.
-    std::optional<std::pair<size_t, uint32_t>> best;  // victim, slot
-    int32_t best_distance = 0;
-    double best_over = 0;
+    // The best victim for this member: the nearest in the tree, then the
+    // side furthest over its target, then the fewest members taken. A member
+    // larger than one unit takes the victim's next units on the same node
+    // until it fits there.
+    struct Choice {
+      size_t victim = 0;
+      uint32_t slot = 0;
+      size_t units = 0;
+      int32_t distance = 0;
+      double over = 0;
+    };
+    std::optional<Choice> best;
     for (size_t v = 0; v < victims.size(); ++v) {
       Victim& victim = victims[v];
       if (victim.next >= victim.units.size()) {
@@ -467,81 +474,97 @@ void Rebalance(const CycleInput& input, CycleState& state) {
       if (group.queue == entry.queue && group.priority > entry.group.priority) {
         continue;  // within a queue, never from a group of higher priority
       }
-      const VictimUnit& unit = victim.units[victim.next];
       auto [victim_side, receiver_side] =
           Sides(projected, group.Key(), group.queue, entry.key, entry.queue);
-      if (!below(receiver_side) || !victim_side_holds(victim_side, unit.requests) ||
-          !receiver_side_holds(receiver_side, member->requests)) {
+      if (!below(receiver_side) || !receiver_side_holds(receiver_side, member->requests)) {
         continue;
       }
-      const PodInfo* pod = unit.pods.front();
-      const NodeState* node = state.snapshot.FindNode(pod->node_name);
+      const NodeState* node = state.snapshot.FindNode(victim.units[victim.next].pods.front()->node_name);
       if (node == nullptr) {
         continue;
       }
-      uint32_t slot = static_cast<uint32_t>(node - state.snapshot.slots().data());
+      const auto slot = static_cast<uint32_t>(node - state.snapshot.slots().data());
       if (const std::string* holder = state.reserved->Holder(slot);
           holder != nullptr && *holder != entry.key) {
         continue;  // what frees there is someone else's
       }
-      ResourceList with_unit = credit[{*pick, slot}] + unit.requests;
-      if (!FitsWithCredit(*member, *node, with_unit)) {
+      ResourceList freed = credit[{*pick, slot}];
+      ResourceList taken;
+      size_t units = 0;
+      bool fits = false;
+      for (size_t u = victim.next; u < victim.units.size(); ++u) {
+        const VictimUnit& unit = victim.units[u];
+        if (unit.pods.front()->node_name != node->info.name ||
+            !victim_side_holds(victim_side, taken + unit.requests)) {
+          break;
+        }
+        taken += unit.requests;
+        freed += unit.requests;
+        ++units;
+        if (FitsWithCredit(*member, *node, freed)) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits) {
         continue;
       }
-      int32_t distance = projected.Distance(entry.queue, group.queue);
-      double over = over_by(victim_side);
-      if (!best.has_value() || distance < best_distance ||
-          (distance == best_distance && over > best_over + kEpsilon)) {
-        best = std::make_pair(v, slot);
-        best_distance = distance;
-        best_over = over;
+      const int32_t distance = projected.Distance(entry.queue, group.queue);
+      const double over = over_by(victim_side);
+      if (!best.has_value() || distance < best->distance ||
+          (distance == best->distance && over > best->over + kEpsilon) ||
+          (distance == best->distance && std::abs(over - best->over) <= kEpsilon &&
+           units < best->units)) {
+        best = Choice{v, slot, units, distance, over};
       }
     }
     if (!best.has_value()) {
       done[*pick] = 1;  // nothing may or can move to it now
       continue;
     }
-    Victim& victim = victims[best->first];
+    Victim& victim = victims[best->victim];
     RunningGroup& group = running.groups()[victim.group];
-    const VictimUnit unit = victim.units[victim.next++];
-    credit[{*pick, best->second}] += unit.requests;
-    credit[{*pick, best->second}] -= member->requests;
-    group_used[group.Key()] -= unit.requests;
-    projected.Remove(group.queue, unit.requests, 1);
+    credit[{*pick, best->slot}] -= member->requests;
     group_used[entry.key] += member->requests;
     projected.Add(entry.queue, member->requests, 1);
     ++receiver.next;
-    ++moves;
+    for (size_t taken = 0; taken < best->units; ++taken) {
+      const VictimUnit unit = victim.units[victim.next++];
+      credit[{*pick, best->slot}] += unit.requests;
+      group_used[group.Key()] -= unit.requests;
+      projected.Remove(group.queue, unit.requests, static_cast<int64_t>(unit.pods.size()));
+      ++moves;
 
-    const PodInfo* pod = unit.pods.front();
-    const RunningRole& role = group.roles[static_cast<size_t>(unit.role)];
-    ++moved[{group.Key(), entry.queue}][role.name];
-    Eviction eviction;
-    eviction.namespace_name = pod->namespace_name;
-    eviction.name = pod->name;
-    eviction.uid = pod->uid;
-    eviction.node_name = pod->node_name;
-    eviction.role = pod->role;
-    eviction.index = pod->index;
-    eviction.cause = EvictionCause::kReclaim;
-    eviction.victim_group = group.Key();
-    eviction.victim_queue = group.queue;
-    eviction.for_group = entry.key;
-    eviction.for_queue = entry.queue;
-    eviction.rebalance = true;
-    eviction.message = "Reclaim: rebalancing to fair shares, for " + entry.key + " (queue " +
-                       entry.queue + ", " + TargetText(projected, targets.Queue(entry.queue)) +
-                       "); " + group.Key() + " " + role.name + " shrinks to " +
-                       std::to_string(role.members.size() - 1) + " members (min " +
-                       std::to_string(role.min_replicas) + ")";
-    state.evictions.decided.push_back(std::move(eviction));
-    state.evictions.in_flight.push_back(InFlightEviction{pod->namespace_name, pod->name, pod->uid,
-                                                         entry.key, EvictionCause::kReclaim,
-                                                         input.now, /*rebalance=*/true});
-    state.evictions.leaving.insert(pod->Key());
-    state.evictions.leaving_for[entry.key].push_back(pod);
-    running.MarkLeaving(victim.group, unit.pods);
-
+      const PodInfo* pod = unit.pods.front();
+      const RunningRole& role = group.roles[static_cast<size_t>(unit.role)];
+      ++moved[{group.Key(), entry.queue}][role.name];
+      Eviction eviction;
+      eviction.namespace_name = pod->namespace_name;
+      eviction.name = pod->name;
+      eviction.uid = pod->uid;
+      eviction.node_name = pod->node_name;
+      eviction.role = pod->role;
+      eviction.index = pod->index;
+      eviction.cause = EvictionCause::kReclaim;
+      eviction.victim_group = group.Key();
+      eviction.victim_queue = group.queue;
+      eviction.for_group = entry.key;
+      eviction.for_queue = entry.queue;
+      eviction.rebalance = true;
+      eviction.message = "Reclaim: rebalancing to fair shares, for " + entry.key + " (queue " +
+                         entry.queue + ", " + TargetText(projected, targets.Queue(entry.queue)) +
+                         "); " + group.Key() + " " + role.name + " shrinks to " +
+                         std::to_string(role.members.size() - 1) + " members (min " +
+                         std::to_string(role.min_replicas) + ")";
+      state.evictions.decided.push_back(std::move(eviction));
+      state.evictions.in_flight.push_back(InFlightEviction{pod->namespace_name, pod->name,
+                                                           pod->uid, entry.key,
+                                                           EvictionCause::kReclaim, input.now,
+                                                           /*rebalance=*/true});
+      state.evictions.leaving.insert(pod->Key());
+      state.evictions.leaving_for[entry.key].push_back(pod);
+      running.MarkLeaving(victim.group, unit.pods);
+    }
   }
   // One line per shrunk group and receiving queue, for the job's Event.
   std::map<std::string, std::vector<std::string>> lines;

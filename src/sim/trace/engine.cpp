@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include <hybridjob/api/names.h>
 #include <hybridjob/scheduler/core/cycle.h>
 #include <hybridjob/scheduler/core/fair_share.h>
+#include <hybridjob/scheduler/core/fair_targets.h>
 #include <hybridjob/scheduler/core/planner.h>
 #include <hybridjob/scheduler/core/policy_cycle.h>
 #include <hybridjob/scheduler/core/queues.h>
@@ -222,6 +224,8 @@ class Replayer {
   sched::PolicyConfig MakePolicyConfig() const;
   double NextEventTime() const;
   void AdvanceTo(double now);
+  // Adds `span` seconds of the queues' distance to their fair shares.
+  void AccountShares(double span);
   void ProcessEvents(double now);
   void Finish(size_t job_index, double now);
   void RemoveMember(size_t job_index, size_t member_index);
@@ -272,6 +276,10 @@ class Replayer {
   std::vector<size_t> arrived_;
 
   ReplayResult result_;
+  // The replay's queue tree, for the fair shares of every policy.
+  std::optional<sched::QueueTable> share_table_;
+  // By queue: {seconds with work waiting, distance GPU-seconds}.
+  std::unordered_map<std::string, std::pair<double, double>> share_distance_;
 };
 
 Status Replayer::BuildCluster() {
@@ -414,6 +422,9 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
       config.reclaim.enabled = true;
       config.reclaim.growth = true;
       config.starvation.max_wait_seconds = options_.starvation_seconds;
+      config.reclaim.rebalance = options_.rebalance;
+      config.reclaim.share_tolerance = options_.share_tolerance;
+      config.reclaim.min_resize_interval_seconds = options_.min_resize_interval_seconds;
       config.queues = ReplayQueues(trace_, options_);
       break;
     }
@@ -523,6 +534,7 @@ void Replayer::AdvanceTo(double now) {
     result_.busy_gpu_seconds_while_waiting += static_cast<double>(busy) * span;
     result_.fragmented_gpu_seconds += static_cast<double>(fragmented_free_gpus_) * span;
   }
+  AccountShares(span);
   for (size_t j : active_) {
     Job& job = jobs_[j];
     JobRecord& record = result_.jobs[j];
@@ -533,6 +545,50 @@ void Replayer::AdvanceTo(double now) {
     }
   }
   now_ = now;
+}
+
+void Replayer::AccountShares(double span) {
+  if (!share_table_.has_value()) {
+    share_table_.emplace(ReplayQueues(trace_, options_));
+  }
+  sched::ResourceList capacity;
+  capacity.SetScalar(sched::kResourceNvidiaGpu, result_.cluster_gpus);
+  sched::FairShare share(*share_table_, capacity, sched::GpuResources());
+  std::map<std::string, sched::GroupDemand> wanted;
+  for (size_t j : active_) {
+    const Job& job = jobs_[j];
+    const std::string& queue = trace_[j].queue;
+    sched::ResourceList held;
+    held.SetScalar(sched::kResourceNvidiaGpu, job.held_gpus);
+    share.Add(queue, held);
+    sched::GroupDemand& demand = wanted[queue];
+    demand.key = queue;
+    demand.queue = queue;
+    sched::ResourceList more;
+    more.SetScalar(sched::kResourceNvidiaGpu, std::max<int64_t>(0, trace_[j].MaxGpus() - job.held_gpus));
+    demand.wanted += more;
+  }
+  std::vector<sched::GroupDemand> demands;
+  std::unordered_map<std::string, int64_t> waiting;  // by queue, its subtree's
+  for (auto& [queue, demand] : wanted) {
+    int64_t gpus = demand.wanted.Scalar(sched::kResourceNvidiaGpu);
+    for (const sched::QueueAccount* account : share.Path(queue)) {
+      waiting[account->spec.name] += gpus;
+    }
+    demands.push_back(std::move(demand));
+  }
+  const sched::FairTargets targets = sched::ComputeFairTargets(share, demands, false);
+  const auto cluster = static_cast<double>(result_.cluster_gpus);
+  for (const sched::QueueAccount& account : share.accounts()) {
+    auto it = waiting.find(account.spec.name);
+    if (it == waiting.end() || it->second <= 0) {
+      continue;
+    }
+    const double used = static_cast<double>(account.used.Scalar(sched::kResourceNvidiaGpu));
+    auto& [seconds, distance] = share_distance_[account.spec.name];
+    seconds += span;
+    distance += std::abs(used - targets.Queue(account.spec.name) * cluster) * span;
+  }
 }
 
 void Replayer::RemoveMember(size_t job_index, size_t member_index) {
@@ -815,6 +871,12 @@ Result<ReplayResult> Replayer::Run() {
     }
   }
   result_.queues = QueueRecords(ReplayQueues(trace_, options_), result_.jobs);
+  for (QueueRecord& queue : result_.queues) {
+    if (auto it = share_distance_.find(queue.name); it != share_distance_.end()) {
+      queue.seconds_with_work_waiting = it->second.first;
+      queue.share_distance_gpu_seconds = it->second.second;
+    }
+  }
   return std::move(result_);
 }
 

@@ -173,6 +173,15 @@ PolicySummary Summarize(const ReplayResult& result) {
     summary.decisions_per_second =
         static_cast<double>(result.decisions) / result.planning_wall_seconds;
   }
+  double distance = 0;
+  int64_t leaves = 0;
+  for (const QueueRecord& queue : result.queues) {
+    if (queue.leaf && queue.seconds_with_work_waiting > 0) {
+      distance += queue.ShareDistanceGpus();
+      ++leaves;
+    }
+  }
+  summary.share_distance_gpus = leaves > 0 ? distance / static_cast<double>(leaves) : 0;
   summary.cycles = result.cycles;
   summary.evictions = result.evictions;
   summary.stuck_jobs = result.stuck_jobs;
@@ -184,7 +193,7 @@ std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
   std::string out =
       "policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,"
       "partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,"
-      "fragmentation\n";
+      "fragmentation,share_distance_gpus\n";
   for (const PolicySummary& s : summaries) {
     out += s.policy + "," + std::to_string(s.jobs) + "," + std::to_string(s.finished) + "," +
            Format("%.1f", s.avg_jct_seconds) + "," + Format("%.1f", s.p95_jct_seconds) + "," +
@@ -192,7 +201,8 @@ std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
            Format("%.4f", s.gpu_util) + "," + Format("%.2f", s.partial_gang_gpu_hours) + "," +
            Format("%.0f", s.decisions_per_second) + "," +
            (s.one_domain_share < 0 ? "" : Format("%.4f", s.one_domain_share)) + "," +
-           Format("%.2f", s.fragmented_gpu_hours) + "," + Format("%.4f", s.fragmentation) + "\n";
+           Format("%.2f", s.fragmented_gpu_hours) + "," + Format("%.4f", s.fragmentation) + "," +
+           Format("%.2f", s.share_distance_gpus) + "\n";
   }
   return out;
 }
@@ -202,23 +212,23 @@ std::string SummaryTable(const std::vector<PolicySummary>& summaries) {
   std::string out;
   std::snprintf(line, sizeof(line),
                 "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s %8s %9s "
-                "%6s\n",
+                "%6s %10s\n",
                 "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h", "makespan_h",
                 "util", "util_wait", "idle_wait_gh", "partial_gh", "dec/s", "evictions", "plan_s",
-                "replay_s", "one_dom", "frag_gh", "frag");
+                "replay_s", "one_dom", "frag_gh", "frag", "share_dist");
   out += line;
   for (const PolicySummary& s : summaries) {
     std::snprintf(
         line, sizeof(line),
         "%-16s %6lld %8lld %10.2f %10.2f %10.2f %11.2f %6.3f %10.3f %12.1f %10.1f %10.0f %9lld "
-        "%8.2f %8.2f %8s %9.1f %6.3f\n",
+        "%8.2f %8.2f %8s %9.1f %6.3f %10.2f\n",
         s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
         s.avg_jct_seconds / 3600, s.p95_jct_seconds / 3600, s.avg_wait_seconds / 3600,
         s.makespan_seconds / 3600, s.gpu_util, s.gpu_util_while_waiting,
         s.idle_gpu_hours_while_waiting, s.partial_gang_gpu_hours, s.decisions_per_second,
         static_cast<long long>(s.evictions), s.planning_wall_seconds, s.replay_wall_seconds,
         s.one_domain_share < 0 ? "-" : Format("%.3f", s.one_domain_share).c_str(),
-        s.fragmented_gpu_hours, s.fragmentation);
+        s.fragmented_gpu_hours, s.fragmentation, s.share_distance_gpus);
     out += line;
   }
   return out;
@@ -251,7 +261,7 @@ std::string JobsCsv(const std::vector<ReplayResult>& results) {
 std::string QueuesCsv(const std::vector<ReplayResult>& results) {
   std::string out =
       "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-      "partial_gpu_hours,evicted_members\n";
+      "partial_gpu_hours,evicted_members,share_distance_gpus\n";
   for (const ReplayResult& result : results) {
     std::string policy(PolicyName(result.policy));
     for (const QueueRecord& queue : result.queues) {
@@ -267,7 +277,9 @@ std::string QueuesCsv(const std::vector<ReplayResult>& results) {
                  : "";
       out += "," + Format("%.3f", queue.gpu_seconds_held / 3600) + "," +
              Format("%.3f", queue.partial_gpu_seconds / 3600) + "," +
-             std::to_string(queue.evicted_members) + "\n";
+             std::to_string(queue.evicted_members) + ",";
+      out += queue.seconds_with_work_waiting > 0 ? Format("%.3f", queue.ShareDistanceGpus()) : "";
+      out += "\n";
     }
   }
   return out;

@@ -96,6 +96,11 @@ struct ReplayOptions {
   double resize_pause_seconds = 30;
   // elastic-reclaim: starvation.maxWaitSeconds.
   int64_t starvation_seconds = 600;
+  // elastic-reclaim: reclaim.rebalance, reclaim.shareTolerance and
+  // reclaim.minResizeIntervalSeconds (the scheduler's defaults).
+  bool rebalance = true;
+  double share_tolerance = 0.1;
+  int64_t min_resize_interval_seconds = 30;
   // The queues (the `queues` of a scheduler configuration, parents included).
   // Empty: one top-level queue per trace queue, weight 1, no bounds. When set,
   // every job must name a leaf queue of it; elastic-reclaim schedules with
@@ -175,6 +180,17 @@ struct QueueRecord {
   double gpu_seconds_held = 0;     // while running
   double partial_gpu_seconds = 0;  // held while below a role's minimum
   int64_t evicted_members = 0;
+  // While the queue has work waiting (a job waiting to start, or one that
+  // could grow): how long, and |GPUs held - fair share in GPUs| over that
+  // time. The fair share is the queue tree's (fair_targets.h) for what every
+  // queue holds and asks for, whatever the policy.
+  double seconds_with_work_waiting = 0;
+  double share_distance_gpu_seconds = 0;
+  // The time-averaged distance, in GPUs; 0 when no work ever waited.
+  double ShareDistanceGpus() const {
+    return seconds_with_work_waiting > 0 ? share_distance_gpu_seconds / seconds_with_work_waiting
+                                         : 0;
+  }
 };
 
 // The cluster after a cycle, until the next event.

@@ -33,6 +33,10 @@ struct PolicySummary {
   // GPU-hours over the time some job waits (0 when none waits).
   double fragmented_gpu_hours = 0;
   double fragmentation = 0;
+  // The leaf queues' time-averaged distance between GPUs held and fair share
+  // while they have work waiting (QueueRecord::ShareDistanceGpus), averaged
+  // over the leaves that ever had work waiting.
+  double share_distance_gpus = 0;
   double decisions_per_second = 0;  // group decisions / planning wall-clock seconds
   int64_t cycles = 0;
   int64_t evictions = 0;
@@ -46,8 +50,8 @@ PolicySummary Summarize(const ReplayResult& result);
 
 // Header `policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,
 // partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,
-// fragmentation` (one_domain_share empty when not measured), one row per
-// summary.
+// fragmentation,share_distance_gpus` (one_domain_share empty when not
+// measured), one row per summary.
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries);
 // Aligned columns for a terminal, with the extra numbers the CSV leaves out.
 std::string SummaryTable(const std::vector<PolicySummary>& summaries);
@@ -58,7 +62,8 @@ std::string JobsCsv(const std::vector<ReplayResult>& results);
 // One row per queue and policy, along the queue tree (each parent before its
 // children, with its whole subtree's jobs): policy,queue,parent,leaf,jobs,
 // started,finished,avg_wait_s,avg_jct_s,gpu_hours,partial_gpu_hours,
-// evicted_members (averages empty without a job to average).
+// evicted_members,share_distance_gpus (averages empty without a job to
+// average; the distance empty when no work ever waited in the queue).
 std::string QueuesCsv(const std::vector<ReplayResult>& results);
 // Two stacked charts over virtual time, one line per policy: GPU utilisation
 // (busy GPUs / cluster GPUs) and queue length (waiting jobs).

@@ -63,9 +63,9 @@ TEST(ReportTest, SummaryCsvHasTheContractHeader) {
   std::string csv = SummaryCsv({Summarize(Result())});
   EXPECT_THAT(csv, StartsWith("policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,"
                               "gpu_util,partial_gang_gpu_hours,decisions_per_s,one_domain_share,"
-                              "fragmented_gpu_hours,fragmentation\n"
+                              "fragmented_gpu_hours,fragmentation,share_distance_gpus\n"
                               "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000,,"
-                              "0.00,0.0000\n"));
+                              "0.00,0.0000,0.00\n"));
 }
 
 TEST(ReportTest, FragmentationIsAShareOfTheClusterWhileJobsWait) {
@@ -139,6 +139,8 @@ TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
   team_a.jct_seconds = 500;
   team_a.gpu_seconds_held = 7200;
   team_a.evicted_members = 4;
+  team_a.seconds_with_work_waiting = 100;
+  team_a.share_distance_gpu_seconds = 250;  // 2.5 GPUs off its share on average
   QueueRecord team_b = Queue("team-b", "org", true);
   team_b.jobs = 1;
   team_b.started = 1;
@@ -152,15 +154,15 @@ TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
 
   EXPECT_EQ(QueuesCsv({result, other}),
             "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-            "partial_gpu_hours,evicted_members\n"
-            "elastic-reclaim,org,,false,3,3,2,10.000,250.000,2.500,0.100,4\n"
-            "elastic-reclaim,team-a,org,true,2,2,2,15.000,250.000,2.000,0.000,4\n"
-            "elastic-reclaim,team-b,org,true,1,1,0,0.000,,0.500,0.100,0\n"
-            "elastic-reclaim,team-c,,true,0,0,0,,,0.000,0.000,0\n"
-            "elastic-gang,team-c,,true,0,0,0,,,0.000,0.000,0\n");
+            "partial_gpu_hours,evicted_members,share_distance_gpus\n"
+            "elastic-reclaim,org,,false,3,3,2,10.000,250.000,2.500,0.100,4,\n"
+            "elastic-reclaim,team-a,org,true,2,2,2,15.000,250.000,2.000,0.000,4,2.500\n"
+            "elastic-reclaim,team-b,org,true,1,1,0,0.000,,0.500,0.100,0,\n"
+            "elastic-reclaim,team-c,,true,0,0,0,,,0.000,0.000,0,\n"
+            "elastic-gang,team-c,,true,0,0,0,,,0.000,0.000,0,\n");
   EXPECT_EQ(QueuesCsv({}),
             "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-            "partial_gpu_hours,evicted_members\n");
+            "partial_gpu_hours,evicted_members,share_distance_gpus\n");
 }
 
 TEST(ReportTest, TimelineSvgHasOneLinePerPolicyAndChart) {

@@ -43,7 +43,7 @@ c1,50,team-c,worker:4:4:1,400,
 
 constexpr const char* kQueuesHeader =
     "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-    "partial_gpu_hours,evicted_members\n";
+    "partial_gpu_hours,evicted_members,share_distance_gpus\n";
 
 class TraceCommandTest : public ::testing::Test {
  protected:
@@ -103,12 +103,16 @@ TEST_F(TraceCommandTest, SchedulerConfigQueuesAreReplayedAndReportedInQueuesCsv)
   }
   EXPECT_THAT(stdout_, HasSubstr((out / "queues.csv").string()));
   // org: waits 0, 0, 100; completion times 100, 100, 200; 1600 GPU-seconds.
+  // Until t=100 b2 waits: org is held at its max (12, its share), and within
+  // it team-b's share is 6 (org's 12 halved; team-a asks for its 8), so
+  // team-b, holding 4, is 2 GPUs off. team-a and team-c never have work
+  // waiting.
   EXPECT_EQ(Read(out / "queues.csv"),
             std::string(kQueuesHeader) +
-                "elastic-reclaim,org,,false,3,3,3,33.333,133.333,0.444,0.000,0\n"
-                "elastic-reclaim,team-a,org,true,1,1,1,0.000,100.000,0.222,0.000,0\n"
-                "elastic-reclaim,team-b,org,true,2,2,2,50.000,150.000,0.222,0.000,0\n"
-                "elastic-reclaim,team-c,,true,1,1,1,0.000,100.000,0.111,0.000,0\n");
+                "elastic-reclaim,org,,false,3,3,3,33.333,133.333,0.444,0.000,0,0.000\n"
+                "elastic-reclaim,team-a,org,true,1,1,1,0.000,100.000,0.222,0.000,0,\n"
+                "elastic-reclaim,team-b,org,true,2,2,2,50.000,150.000,0.222,0.000,0,2.000\n"
+                "elastic-reclaim,team-c,,true,1,1,1,0.000,100.000,0.111,0.000,0,\n");
   EXPECT_THAT(Read(out / "jobs.csv"), HasSubstr("\nelastic-reclaim,b2,team-b,4,4,0.000,100.000,"));
 }
 
