@@ -148,6 +148,11 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
       state.resizes.push_back(resize);
     }
   }
+  for (const Reservation& hold : previous.restart_holds) {
+    if (input.now - hold.last_seen < seconds{kRestartHoldSeconds}) {
+      state.restart_holds.push_back(hold);
+    }
+  }
   for (const Reservation& reservation : previous.reservations) {
     if (input.now - reservation.last_seen >
         seconds{input.policy.reservation_forget_after_seconds}) {

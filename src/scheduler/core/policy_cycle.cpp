@@ -119,9 +119,12 @@ void DropReservation(CycleState& state, const std::string& key) {
 }
 
 GroupPlan PlanWithReservations(const CycleInput& input, CycleState& state, const PodGroup& group,
-                               const std::string& key) {
+                               const std::string& key, bool growth) {
   WhatIf what_if(state.snapshot);
   state.reserved->FillFor(what_if, key);
+  if (growth && state.restart_held != nullptr) {
+    state.restart_held->FillFor(what_if, key);
+  }
   GroupPlan plan = PlanGroup(state.snapshot, group, input.planner, state.start_slot);
   state.start_slot = plan.next_start_slot;
   return plan;
@@ -292,6 +295,27 @@ PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup
   Rebalance(input, state);
   Grow(input, state);
   return Decide(input, state);
+}
+
+void HoldForRestart(PolicyState& state, const std::string& group_key,
+                    const std::string& namespace_name, const std::string& group_name,
+                    const std::string& node, Timestamp now) {
+  auto it = std::find_if(state.restart_holds.begin(), state.restart_holds.end(),
+                         [&](const Reservation& hold) { return hold.group_key == group_key; });
+  if (it == state.restart_holds.end()) {
+    Reservation hold;
+    hold.group_key = group_key;
+    hold.namespace_name = namespace_name;
+    hold.group_name = group_name;
+    hold.cause = ReservationCause::kEviction;
+    hold.since = now;
+    it = state.restart_holds.insert(state.restart_holds.end(), std::move(hold));
+  }
+  it->last_seen = now;
+  if (std::find(it->nodes.begin(), it->nodes.end(), node) == it->nodes.end()) {
+    it->nodes.push_back(node);
+    std::sort(it->nodes.begin(), it->nodes.end());
+  }
 }
 
 void RecordRefusedEviction(PolicyState& state, const Eviction& eviction, const PolicyConfig& policy,

@@ -197,6 +197,7 @@ PolicyCycleResult Decide(const CycleInput& input, CycleState& state) {
     }
   }
   result.state.resizes = std::move(resizes);
+  result.state.restart_holds = std::move(state.restart_holds);
   for (auto& [key, owed] : state.evictions.owed_growth) {
     if (owed.members > 0) {
       result.state.owed.push_back(owed);

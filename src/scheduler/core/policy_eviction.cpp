@@ -268,6 +268,24 @@ void KeepReservations(const CycleInput& input, CycleState& state) {
   }
   state.reservations = std::move(kept);
   RebuildReserved(state);
+
+  // A restarting gang's hold lasts until it is placed again; while its new
+  // members wait (or are still being created) it is seen, and kept.
+  std::erase_if(state.restart_holds, [&](Reservation& hold) {
+    auto it = state.entry_by_key.find(hold.group_key);
+    if (it == state.entry_by_key.end()) {
+      return false;  // not seen: kept until forgotten
+    }
+    const Entry& entry = state.entries[it->second];
+    if (entry.placed || entry.running) {
+      return true;
+    }
+    hold.last_seen = input.now;
+    return false;
+  });
+  state.restart_held = state.restart_holds.empty() ? nullptr
+                                                   : std::make_unique<ReservedSlots>(
+                                                         state.snapshot, state.restart_holds);
 }
 
 void ReserveForStarved(const CycleInput& input, CycleState& state) {

@@ -71,7 +71,7 @@ void GrowFully(const CycleInput& input, CycleState& state, Entry& entry) {
   if (current.pending.empty()) {
     return;
   }
-  GroupPlan plan = PlanWithReservations(input, state, current, entry.key);
+  GroupPlan plan = PlanWithReservations(input, state, current, entry.key, /*growth=*/true);
   if (!plan.placed() || plan.assignments.empty()) {
     if (!plan.reason.empty()) {
       entry.notes.push_back("no room to grow: " + plan.reason);
@@ -181,7 +181,7 @@ bool GrowOneMember(const CycleInput& input, CycleState& state, Entry& entry,
     GroupRole& spec = one_more.spec.roles[r];
     spec.max_replicas = std::max(counts[r], spec.min_replicas) + (r == role ? 1 : 0);
   }
-  GroupPlan plan = PlanWithReservations(input, state, one_more, entry.key);
+  GroupPlan plan = PlanWithReservations(input, state, one_more, entry.key, /*growth=*/true);
   if (!plan.placed() || plan.assignments.size() != 1 || !Commit(state, entry, plan)) {
     blocked_roles[role] = 1;
     return true;

@@ -115,6 +115,11 @@ struct CycleState {
 
   std::optional<RunningGroups> running;  // built on first use (Running)
 
+  // Nodes held for restarting gangs (PolicyState::restart_holds), against
+  // others' growth; null when none.
+  std::vector<Reservation> restart_holds;
+  std::unique_ptr<ReservedSlots> restart_held;
+
   // Groups resized within the min resize interval before this cycle.
   std::vector<GroupResize> resizes;
   // The fair-share targets, on the usage once the evictions in flight end
@@ -146,6 +151,7 @@ void ChooseEvictions(const CycleInput& input, CycleState& state);
 
 // Reservations kept for groups that still need them (evictions under way, a
 // starved group whose nodes are all still usable); the others are dropped.
+// Restart holds are kept until their gang is placed again.
 void KeepReservations(const CycleInput& input, CycleState& state);
 
 // Nodes reserved for groups that waited for capacity longer than
@@ -205,9 +211,10 @@ Reservation* FindReservation(CycleState& state, const std::string& key);
 // Drops the group's reservation, if any, and rebuilds the reserved slots.
 void DropReservation(CycleState& state, const std::string& key);
 
-// The group planned with every node reserved for another group full.
+// The group planned with every node reserved for another group full; for
+// `growth`, also every node held for another group's restart.
 GroupPlan PlanWithReservations(const CycleInput& input, CycleState& state, const PodGroup& group,
-                               const std::string& key);
+                               const std::string& key, bool growth = false);
 // Assumes the plan into the snapshot and counts it in the share; false (with
 // a note on the entry) when the snapshot refuses it.
 bool Commit(CycleState& state, Entry& entry, GroupPlan& plan);

@@ -78,6 +78,8 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
   }
   // The framework is fixed for a run; a record of an older controller lacks it.
   out.spec.resize_restarts = !api::LearnsMembershipLive(job.spec.framework);
+  out.ended = job.status.phase.has_value() && (api::IsTerminal(*job.status.phase) ||
+                                               *job.status.phase == api::JobPhase::kSuspended);
   return out;
 }
 

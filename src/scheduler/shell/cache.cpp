@@ -102,10 +102,22 @@ bool SchedulerCache::RemovePod(const std::string& namespace_name, const std::str
   }
   pending_.erase(key);
   assumed_.erase(key);
-  if (snapshot_.FindPod(namespace_name, name) != nullptr) {
+  if (const PodInfo* bound = snapshot_.FindPod(namespace_name, name)) {
+    if (bound->group_spec.has_value() && bound->group_spec->resize_restarts &&
+        MembershipOf(*bound) == Membership::kTrusted && !bound->IsTerminal()) {
+      const TrustedJob* job = directory_.FindJob(namespace_name, bound->job_name);
+      if (job != nullptr && !job->ended) {
+        vacated_.push_back({PodKey(namespace_name, bound->job_name), namespace_name,
+                            bound->job_name, bound->node_name});
+      }
+    }
     (void)snapshot_.RemovePod(namespace_name, name);
   }
   return true;
+}
+
+std::vector<SchedulerCache::Vacated> SchedulerCache::TakeVacated() {
+  return std::exchange(vacated_, {});
 }
 
 bool SchedulerCache::ApplyOne(Upsert<PodInfo> delta) {

@@ -604,6 +604,11 @@ void GangScheduler::RunOneCycle() {
     planner = planner_config_;
     policy = policy_config_;
   }
+  // Restarting gangs keep the nodes they just left from others' growth.
+  for (const SchedulerCache::Vacated& vacated : cache_.TakeVacated()) {
+    HoldForRestart(policy_state_, vacated.group_key, vacated.namespace_name, vacated.job_name,
+                   vacated.node_name, now);
+  }
   // Gangs whose rolled-back members are gone may be planned again.
   std::erase_if(rolling_back_,
                 [this](const auto& entry) { return RollbackDone(entry.second, cache_); });

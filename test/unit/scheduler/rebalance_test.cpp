@@ -286,5 +286,68 @@ TEST_F(RebalanceTest, NoQueueIsPushedBelowItsShareOrAJobBelowItsMinimum) {
   EXPECT_EQ(evictions_, 0);
 }
 
+// A gang whose resize restarts it (TensorFlow) left its nodes and its new
+// members are not there yet: nobody's growth takes them meanwhile.
+class RestartHoldTest : public testing::PolicyTest {
+ protected:
+  RestartHoldTest() {
+    AddNodes("n", 2, 8);
+    tf_ = QueueSpecFor("default", {GroupRole{"worker", 8, 8, 0}});
+    tf_.resize_restarts = true;
+    elastic_ = QueueSpecFor("default", {GroupRole{"worker", 1, 16, 0}});
+    AddRunning("tf", tf_, "worker", 0, 8, 1, "n0");
+    AddRunning("el", elastic_, "worker", 0, 8, 1, "n1");
+    AddPending("el", elastic_, "worker", 8, 8, 1);
+  }
+
+  // The controller deleted every tf member for a restart.
+  void TfLeaves(Timestamp now) {
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(snapshot_.RemovePod("team", "tf-worker-" + std::to_string(i)).ok());
+      HoldForRestart(state_, "team/tf", "team", "tf", "n0", now);
+    }
+  }
+
+  GroupSpec tf_;
+  GroupSpec elastic_;
+};
+
+TEST_F(RestartHoldTest, ARestartingGangKeepsItsNodesFromOthersGrowth) {
+  TfLeaves(At(1000));
+  ASSERT_EQ(state_.restart_holds.size(), 1u);
+  EXPECT_EQ(state_.restart_holds[0].nodes, std::vector<std::string>{"n0"});
+  Run(At(1001));
+  Run(At(1030));
+  EXPECT_EQ(snapshot_.GroupMembers("team", "el").size(), 8u) << "n0 stays free for tf";
+  EXPECT_EQ(state_.restart_holds.size(), 1u);
+
+  // Its new members arrive and are placed; then el may grow again.
+  AddPending("tf", tf_, "worker", 0, 8, 1, /*created=*/1031);
+  PolicyCycleResult placed = Run(At(1031));
+  const PolicyDecision* tf = Find(placed, "tf");
+  ASSERT_NE(tf, nullptr);
+  EXPECT_EQ(tf->plan.outcome, PlanOutcome::kPlaced);
+  EXPECT_THAT(state_.restart_holds, IsEmpty());
+}
+
+TEST_F(RestartHoldTest, AHoldWhoseGangNeverComesBackIsForgotten) {
+  TfLeaves(At(1000));
+  Run(At(1000 + kRestartHoldSeconds - 1));
+  EXPECT_EQ(snapshot_.GroupMembers("team", "el").size(), 8u);
+  Run(At(1000 + kRestartHoldSeconds + 1));
+  EXPECT_EQ(snapshot_.GroupMembers("team", "el").size(), 16u) << "the hold ran out";
+  EXPECT_THAT(state_.restart_holds, IsEmpty());
+}
+
+TEST_F(RestartHoldTest, APlacementAtAMinimumIsNotHeldBack) {
+  TfLeaves(At(1000));
+  GroupSpec small = QueueSpecFor("default", {GroupRole{"worker", 4, 4, 0}});
+  AddPending("small", small, "worker", 0, 4, 1);
+  PolicyCycleResult result = Run(At(1001));
+  const PolicyDecision* decision = Find(result, "small");
+  ASSERT_NE(decision, nullptr);
+  EXPECT_EQ(decision->plan.outcome, PlanOutcome::kPlaced);
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

@@ -127,6 +127,11 @@ struct PolicyState {
     friend bool operator==(const OwedGrowth&, const OwedGrowth&) = default;
   };
   std::vector<OwedGrowth> owed;
+  // Nodes a gang whose resize restarts it just left while its job goes on
+  // (it is restarting): no other group grows onto them until it is placed
+  // again, or for kRestartHoldSeconds without seeing it. Placements at a
+  // minimum are not held back. Filled by the caller (HoldForRestart).
+  std::vector<Reservation> restart_holds;
 
   friend bool operator==(const PolicyState&, const PolicyState&) = default;
 };
@@ -223,6 +228,14 @@ struct PolicyCycleResult {
   std::vector<Rebalanced> rebalanced;
   uint32_t next_start_slot = 0;
 };
+
+// How long a restart hold lasts without its group being seen.
+inline constexpr int64_t kRestartHoldSeconds = 60;
+
+// Holds `node` for the restarting group `group_key` (namespace/name).
+void HoldForRestart(PolicyState& state, const std::string& group_key,
+                    const std::string& namespace_name, const std::string& group_name,
+                    const std::string& node, Timestamp now);
 
 // Takes a refused eviction out of the evictions in flight and shields its
 // group from further evictions for the back-off of its refusal count

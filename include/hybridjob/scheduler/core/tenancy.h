@@ -42,6 +42,8 @@ struct TrustedJob {
   // Roles with their minimum, effective maximum and priority; queue as the
   // job names it (empty: the namespace's default queue); schedule timeout.
   GroupSpec spec;
+  // Its status says it ended or is suspended: its pods go for good.
+  bool ended = false;
 
   friend bool operator==(const TrustedJob&, const TrustedJob&) = default;
 };

@@ -43,6 +43,17 @@ class SchedulerCache {
   // again. True when it was assumed.
   bool ForgetAssumed(const std::string& namespace_name, const std::string& name);
 
+  // Nodes that members of a gang whose resize restarts it (resizeRestarts)
+  // left while their job goes on: the job is restarting, and its new
+  // members should find them free. Taken once.
+  struct Vacated {
+    std::string group_key;  // GroupKey
+    std::string namespace_name;
+    std::string job_name;
+    std::string node_name;
+  };
+  std::vector<Vacated> TakeVacated();
+
   // The pod as last seen, pending or on a node; null when gone.
   const PodInfo* FindPod(const std::string& namespace_name, const std::string& name) const;
 
@@ -93,6 +104,7 @@ class SchedulerCache {
   std::unordered_set<std::string> assumed_;
   std::unordered_set<std::string> node_names_;
   TenancyDirectory directory_;
+  std::vector<Vacated> vacated_;
   // Pods (pending or on a node) by the job their job-name label claims.
   std::unordered_map<std::string, std::unordered_set<std::string>> claimants_;
   bool nodes_synced_ = false;
