@@ -15,7 +15,8 @@
 // BM_PolicyCycleOfBacklog: the same backlog spread over four weighted queues
 //                     (one with a guarantee, one with a GPU ceiling) through
 //                     PlanCycleWithPolicies: groups start at their minimum in
-//                     DRF order, then grow. Target: <= 1 s.
+//                     DRF order, then grow. Target: <= 1 s. /rebalance:1 with
+//                     rebalancing to fair shares: at most 1.2x the cost without.
 // BM_ReclaimForWaitingGang: the cluster full of 1,000 elastic groups (40
 //                     one-GPU workers each, min 8) in one queue; a 64-worker
 //                     gang of another queue waits. One cycle: usage from the
@@ -265,6 +266,7 @@ void BM_PolicyCycleOfBacklog(benchmark::State& state) {
   Backlog backlog = MakeBacklog(1000, 9, 4, {"research", "production", "interns", "default"});
   PlannerConfig config;
   PolicyConfig policy = FourQueues();
+  policy.reclaim.rebalance = state.range(1) != 0;
   size_t placed_pods = 0;
   size_t placed_groups = 0;
   for (auto _ : state) {
@@ -350,9 +352,11 @@ BENCHMARK(BM_PolicyCycleOnBusyCluster)
     ->ReportAggregatesOnly(true);
 
 BENCHMARK(BM_PolicyCycleOfBacklog)
-    ->ArgName("busy")
-    ->Arg(0)
-    ->Arg(1)
+    ->ArgNames({"busy", "rebalance"})
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({1, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
     ->Repetitions(3)

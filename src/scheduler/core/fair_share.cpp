@@ -235,7 +235,7 @@ std::vector<const QueueAccount*> FairShare::Path(std::string_view queue) const {
 const QueueAccount* FairShare::FirstOverMax(std::string_view queue,
                                             const ResourceList& extra) const {
   for (const QueueAccount* account : Path(queue)) {
-    if (!account->spec.max.FirstExceeded(account->used + extra).empty()) {
+    if (!account->spec.max.FirstExceeded(AsGpuEquivalents(account->used + extra, gpus_)).empty()) {
       return account;
     }
   }
@@ -321,10 +321,11 @@ double FairShare::WeightedShare(std::string_view queue) const {
   return account == nullptr ? 0.0 : WeightedShare(*account);
 }
 
-bool FairShare::BelowGuarantee(const QueueAccount& account) {
+bool FairShare::BelowGuarantee(const QueueAccount& account) const {
   bool below = false;
+  const ResourceList used = AsGpuEquivalents(account.used, gpus_, /*round_up=*/false);
   ForEachResource(account.spec.guaranteed, [&](std::string_view name, int64_t amount) {
-    if (amount > 0 && account.used.Get(name) < amount) {
+    if (amount > 0 && used.Get(name) < amount) {
       below = true;
     }
   });

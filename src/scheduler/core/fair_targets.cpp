@@ -7,14 +7,25 @@
 namespace hybridjob::scheduler {
 namespace {
 
-// Per resource, no more than the ceiling names.
-ResourceList Clipped(ResourceList amount, const ResourceCeiling& max) {
+// The dominant share of `amount` capped by the ceiling: per resource it
+// names, and for a GPU resource, all weighted GPUs against it.
+double CappedShare(ResourceList amount, const ResourceCeiling& max, const FairShare& share) {
+  double cap = -1;
   for (const ScalarResource& limit : max.limits()) {
-    if (amount.Get(limit.name) > limit.amount) {
+    if (const auto gpu = std::find_if(share.gpus().entries().begin(), share.gpus().entries().end(),
+                                      [&](const GpuResource& g) { return g.name == limit.name; });
+        gpu != share.gpus().entries().end()) {
+      const auto capacity = static_cast<double>(share.gpus().MilliGpus(share.capacity()));
+      if (capacity > 0) {
+        const double of_limit = static_cast<double>(limit.amount * gpu->milli_weight) / capacity;
+        cap = cap < 0 ? of_limit : std::min(cap, of_limit);
+      }
+    } else if (amount.Get(limit.name) > limit.amount) {
       amount.Set(limit.name, limit.amount);
     }
   }
-  return amount;
+  const double demand = DominantShare(amount, share.capacity(), share.gpus());
+  return cap < 0 ? demand : std::min(demand, cap);
 }
 
 }  // namespace
@@ -110,10 +121,9 @@ FairTargets ComputeFairTargets(const FairShare& share, const std::vector<GroupDe
   }
   auto claim_of = [&](size_t i) {
     const QueueAccount& account = accounts[i];
-    ResourceList demand = Clipped(account.used + wanted[i], account.spec.max);
     return ShareClaim{account.spec.weight,
                       DominantShare(account.spec.guaranteed, share.capacity(), share.gpus()),
-                      DominantShare(demand, share.capacity(), share.gpus())};
+                      CappedShare(account.used + wanted[i], account.spec.max, share)};
   };
   // Top-down, one level at a time.
   std::vector<std::pair<std::vector<size_t>, double>> levels{{top, 1.0}};

@@ -73,6 +73,21 @@ bool GpuResources::AnyIn(const ResourceList& resources) const {
                      [&](const GpuResource& entry) { return resources.Scalar(entry.name) > 0; });
 }
 
+ResourceList AsGpuEquivalents(const ResourceList& amount, const GpuResources& gpus,
+                              bool round_up) {
+  const int64_t total = gpus.MilliGpus(amount);
+  ResourceList out = amount;
+  for (const GpuResource& gpu : gpus.entries()) {
+    if (total == 0 && amount.Get(gpu.name) == 0) {
+      continue;
+    }
+    const int64_t units = round_up ? (total + gpu.milli_weight - 1) / gpu.milli_weight
+                                   : total / gpu.milli_weight;
+    out.Set(gpu.name, units);
+  }
+  return out;
+}
+
 std::string FormatMilliGpus(int64_t milli_gpus) {
   const bool negative = milli_gpus < 0;
   const int64_t magnitude = negative ? -milli_gpus : milli_gpus;

@@ -23,7 +23,7 @@ std::vector<std::pair<std::string, ResourceList>> OverCeilings(const FairShare& 
       continue;
     }
     ResourceList excess;
-    ResourceList after = account->used + entry.need;
+    ResourceList after = AsGpuEquivalents(account->used + entry.need, projected.gpus());
     for (const ScalarResource& limit : account->spec.max.limits()) {
       if (after.Get(limit.name) > limit.amount) {
         excess.Set(limit.name, after.Get(limit.name) - limit.amount);

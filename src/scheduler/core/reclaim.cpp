@@ -263,7 +263,8 @@ bool Search::Entitled(const Relation& relation) const {
   }
   const QueueAccount& waiting = *relation.waiting_side;
   ResourceList waiting_used = WaitingSideUsed(waiting);
-  if (WithinGuarantee(waiting_used, request_.need, waiting.spec.guaranteed)) {
+  if (WithinGuarantee(AsGpuEquivalents(waiting_used, share_.gpus()),
+                      AsGpuEquivalents(request_.need, share_.gpus()), waiting.spec.guaranteed)) {
     return true;
   }
   return ShareNow(relation.victim_side) > share_.WeightedShareOf(waiting, waiting_used);
@@ -294,7 +295,9 @@ bool Search::GivesFirst(const std::string& a, const std::string& b) {
 bool Search::KeepsGuarantees(const Relation& relation, const ResourceList& requests) const {
   return std::all_of(
       relation.below.begin(), relation.below.end(), [&](const QueueAccount* account) {
-        return KeepsGuarantee(UsedAfter(*account) - requests, requests, account->spec.guaranteed);
+        return KeepsGuarantee(
+            AsGpuEquivalents(UsedAfter(*account) - requests, share_.gpus(), /*round_up=*/false),
+            AsGpuEquivalents(requests, share_.gpus()), account->spec.guaranteed);
       });
 }
 
@@ -330,8 +333,9 @@ bool Search::CeilingMet(const std::vector<uint8_t>& left_out) const {
       }
     }
     bool enough = true;
+    const ResourceList taken_as_limits = AsGpuEquivalents(taken, share_.gpus(), /*round_up=*/false);
     ForEachResource(excess, [&](std::string_view name, int64_t amount) {
-      if (amount > 0 && taken.Get(name) < amount) {
+      if (amount > 0 && taken_as_limits.Get(name) < amount) {
         enough = false;
       }
     });

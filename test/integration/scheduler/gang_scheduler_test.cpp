@@ -124,6 +124,7 @@ class GangSchedulerTest : public ::testing::Test {
                    {"metadata", {{"name", job}}},
                    {"spec",
                     {{"replicaSpecs", std::move(replica_specs)},
+                     {"framework", framework_.empty() ? "generic" : framework_},
                      {"schedulerName", scheduler_name_},
                      {"runPolicy", {{"scheduleTimeoutSeconds", 60}}}}}};
     if (!queue.empty()) {
@@ -262,6 +263,8 @@ class GangSchedulerTest : public ::testing::Test {
   std::unique_ptr<k8s::RestClient> client_;
   std::unique_ptr<TestNamespace> ns_;
   std::string scheduler_name_;
+  // spec.framework of the jobs EnsureJob makes; empty: generic.
+  std::string framework_;
   // The claims CreateGroup mounts in a member (role, index), if any.
   std::function<std::vector<std::string>(const std::string&, int)> claims_of_;
   std::unique_ptr<sim::Simulator> sim_;
@@ -530,6 +533,48 @@ TEST_F(GangSchedulerTest, QueueBorrowsIdleCapacityGivesItBackAndGrowsAgain) {
   ASSERT_TRUE(WaitFor([&] { return CountBound("el-worker-", 16) == 16; }, 60s))
       << "the group did not grow back after b finished: " << CountBound("el-worker-", 16);
   EXPECT_GE(scheduler_->stats().groups_grown.load(), 1u);
+}
+
+// A TensorFlow gang restarts (the controller deletes every member and makes
+// them anew, as after a change of membership): until its new members are
+// placed, nobody's growth takes the nodes it left, so it lands where it was.
+TEST_F(GangSchedulerTest, ARestartingRigidGangKeepsItsNodesFromAnothersGrowth) {
+  StartNodes(2, 8);  // 16 GPUs
+  StartScheduler();
+  framework_ = "tensorflow";
+  CreateGroup("tf", {{"worker", 8, 8, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("tf-worker-", 8) == 8; }, 30s));
+  std::set<std::string> tf_nodes;
+  for (int i = 0; i < 8; ++i) {
+    tf_nodes.insert(NodeOf("tf-worker-" + std::to_string(i)));
+  }
+  framework_.clear();
+  CreateGroup("el", {{"worker", 1, 16, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("el-worker-", 16) == 8; }, 30s));
+
+  for (int i = 0; i < 8; ++i) {
+    k8s::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    ASSERT_TRUE(client_
+                    ->Delete(k8s::resources::Pods(), ns_->name(),
+                             "tf-worker-" + std::to_string(i), now)
+                    .ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return CountExisting("tf-worker-", 8) == 0; }, 30s));
+  // Several cycles (el's pending members keep the loop busy): el stays at 8.
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(CountBound("el-worker-", 16), 8) << "el grew into the nodes tf left";
+
+  framework_ = "tensorflow";
+  CreateGroup("tf", {{"worker", 8, 8, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("tf-worker-", 8) == 8; }, 30s))
+      << "the restarted gang waits: " << ScheduledCondition("tf-worker-0").second;
+  std::set<std::string> again;
+  for (int i = 0; i < 8; ++i) {
+    again.insert(NodeOf("tf-worker-" + std::to_string(i)));
+  }
+  EXPECT_EQ(again, tf_nodes);
+  EXPECT_EQ(scheduler_->stats().evictions.load(), 0u) << "nothing had to be taken back";
 }
 
 // A PodDisruptionBudget that forbids the eviction: the victim stays, says why,

@@ -86,11 +86,11 @@ TEST_F(FairShareTest, AQueueBelowItsGuaranteeGoesFirst) {
   FairShare share = Share();
   share.Add("a", Resources(1000, kGi, 0));
   share.Add("b", Resources(1000, kGi, 3));
-  EXPECT_TRUE(FairShare::BelowGuarantee(*share.Find("b")));
-  EXPECT_FALSE(FairShare::BelowGuarantee(*share.Find("a")));
+  EXPECT_TRUE(share.BelowGuarantee(*share.Find("b")));
+  EXPECT_FALSE(share.BelowGuarantee(*share.Find("a")));
   EXPECT_TRUE(share.GoesFirst(*share.Find("b"), *share.Find("a")));
   share.Add("b", Resources(0, 0, 1));
-  EXPECT_FALSE(FairShare::BelowGuarantee(*share.Find("b")));
+  EXPECT_FALSE(share.BelowGuarantee(*share.Find("b")));
   EXPECT_TRUE(share.GoesFirst(*share.Find("a"), *share.Find("b")));
 }
 
@@ -212,10 +212,10 @@ TEST_F(FairShareTreeTest, ASubtreeBelowItsGuaranteeGoesFirst) {
                     Under(Queue("team-b", 1.0, 4), "org"), Queue("other")});
   FairShare share(table, Resources(100000, 1000 * kGi, 24), GpuResources());
   share.Add("team-a", Resources(0, 0, 3));
-  EXPECT_TRUE(FairShare::BelowGuarantee(*share.Find("org")));
+  EXPECT_TRUE(share.BelowGuarantee(*share.Find("org")));
   EXPECT_EQ(share.NextQueue({"team-a", "other"}), "team-a");
   share.Add("team-a", Resources(0, 0, 1));
-  EXPECT_FALSE(FairShare::BelowGuarantee(*share.Find("org")));
+  EXPECT_FALSE(share.BelowGuarantee(*share.Find("org")));
   EXPECT_EQ(share.NextQueue({"team-a", "other"}), "other");
 }
 

@@ -349,5 +349,114 @@ TEST_F(RestartHoldTest, APlacementAtAMinimumIsNotHeldBack) {
   EXPECT_EQ(decision->plan.outcome, PlanOutcome::kPlaced);
 }
 
+// Guarantees and maxima of queues count GPUs weighted: whole GPUs and MIG
+// slices of weight 0.125 are one measure.
+constexpr const char* kSlice = "nvidia.com/mig-1g.10gb";
+
+GpuResources WholeAndSlices() {
+  Result<GpuResources> gpus = GpuResources::Make({{"nvidia.com/gpu", 1.0}, {kSlice, 0.125}}, "");
+  EXPECT_TRUE(gpus.ok());
+  return gpus.ok() ? *gpus : GpuResources();
+}
+
+ResourceList Slices(int64_t count) {
+  ResourceList list;
+  list.SetScalar(kSlice, count);
+  return list;
+}
+
+TEST(GpuWeightsTest, AmountsAreComparedWithLimitsAsWeightedGpus) {
+  const GpuResources gpus = WholeAndSlices();
+  ResourceList nine = Slices(9);
+  EXPECT_EQ(AsGpuEquivalents(nine, gpus).Scalar("nvidia.com/gpu"), 2) << "1.125 GPUs, rounded up";
+  EXPECT_EQ(AsGpuEquivalents(nine, gpus, false).Scalar("nvidia.com/gpu"), 1);
+  EXPECT_EQ(AsGpuEquivalents(nine, gpus).Scalar(kSlice), 9);
+  ResourceList mixed = Slices(4);
+  mixed.SetScalar("nvidia.com/gpu", 1);
+  EXPECT_EQ(AsGpuEquivalents(mixed, gpus).Scalar(kSlice), 12) << "1.5 GPUs in slices";
+  EXPECT_EQ(AsGpuEquivalents(ResourceList{}, gpus).Scalar("nvidia.com/gpu"), 0);
+}
+
+TEST(GpuWeightsTest, AGuaranteeOfWholeGpusIsMetBySlices) {
+  QueueSpec a = Queue("a");
+  a.guaranteed.SetScalar("nvidia.com/gpu", 1);
+  QueueTable table({a, Queue("b")});
+  ResourceList capacity = Slices(16);
+  FairShare share(table, capacity, WholeAndSlices());
+  share.Add("a", Slices(4));
+  EXPECT_TRUE(share.BelowGuarantee(*share.Find("a"))) << "half a GPU of one";
+  share.Add("a", Slices(4));
+  EXPECT_FALSE(share.BelowGuarantee(*share.Find("a")));
+  EXPECT_EQ(share.FirstOverMax("a", Slices(100)), nullptr);
+}
+
+class GpuWeightedQueuesTest : public testing::PolicyTest {
+ protected:
+  GpuWeightedQueuesTest() {
+    planner_.gpu_resources = WholeAndSlices();
+    for (int n = 0; n < 2; ++n) {
+      EXPECT_TRUE(snapshot_
+                      .UpsertNode(testing::NodeBuilder("m" + std::to_string(n))
+                                      .Scalar(kSlice, 16)
+                                      .Build())
+                      .ok());
+    }
+  }
+
+  void AddSliceJob(const std::string& job, const std::string& queue, int min, int max) {
+    GroupSpec spec = QueueSpecFor(queue, {GroupRole{"worker", min, max, 0}});
+    for (int i = 0; i < max; ++i) {
+      pods_.push_back(std::make_unique<PodInfo>(testing::PodBuilder(job + "-worker-" +
+                                                                    std::to_string(i))
+                                                    .Member(job, "worker", i)
+                                                    .Spec(spec)
+                                                    .Scalar(kSlice, 1)
+                                                    .Build()));
+    }
+  }
+
+  int64_t Slices(const std::string& queue) const {
+    int64_t total = 0;
+    for (const NodeState& node : snapshot_.slots()) {
+      for (const PodInfo* pod : node.pods) {
+        total += QueueOfPod(*pod) == queue ? pod->requests.Scalar(kSlice) : 0;
+      }
+    }
+    return total;
+  }
+};
+
+TEST_F(GpuWeightedQueuesTest, AMaxOfWholeGpusHoldsThatManyGpusOfSlices) {
+  QueueSpec capped = Queue("capped");
+  capped.max.Set("nvidia.com/gpu", 1);
+  policy_.queues = {capped};
+  AddSliceJob("m", "capped", 1, 12);
+  Run(At(1000));
+  EXPECT_EQ(Slices("capped"), 8) << "8 slices of 0.125 are the queue's 1 GPU";
+
+  AddSliceJob("n", "capped", 2, 2);
+  PolicyCycleResult result = Run(At(1001));
+  const PolicyDecision* waiting = Find(result, "n");
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->cause, WaitCause::kOverQueueMax);
+  EXPECT_THAT(waiting->plan.reason, HasSubstr("nvidia.com/gpu=2 over its max nvidia.com/gpu=1"));
+}
+
+TEST_F(GpuWeightedQueuesTest, FairSharesCountSlicesAsGpus) {
+  QueueSpec a = Queue("a");
+  a.guaranteed.SetScalar("nvidia.com/gpu", 3);  // 24 of the 32 slices
+  policy_.queues = {a, Queue("b")};
+  AddSliceJob("x", "a", 1, 32);
+  AddSliceJob("y", "b", 1, 32);
+  PolicyCycleResult result = Run(At(1000));
+  for (const QueueStatus& status : result.queues) {
+    if (status.name == "a") {
+      EXPECT_THAT(status.fair_share, DoubleNear(0.75, 1e-6));
+    } else if (status.name == "b") {
+      EXPECT_THAT(status.fair_share, DoubleNear(0.25, 1e-6));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

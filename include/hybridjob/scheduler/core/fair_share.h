@@ -147,8 +147,9 @@ class FairShare {
   double WeightedShare(std::string_view queue) const;
   // The weighted share the queue would have if it used `used`.
   double WeightedShareOf(const QueueAccount& account, const ResourceList& used) const;
-  // Whether the queue uses less than its guarantee of some guaranteed resource.
-  static bool BelowGuarantee(const QueueAccount& account);
+  // Whether the queue uses less than its guarantee of some guaranteed
+  // resource (GPUs compared weighted: AsGpuEquivalents).
+  bool BelowGuarantee(const QueueAccount& account) const;
   // Queue order: below its guarantee first, then the lower weighted share,
   // then the name.
   bool GoesFirst(const QueueAccount& a, const QueueAccount& b) const;

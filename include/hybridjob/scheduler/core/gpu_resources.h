@@ -52,6 +52,13 @@ class GpuResources {
   std::vector<GpuResource> entries_;
 };
 
+// `amount` as a queue's guarantee and max see it: each configured GPU
+// resource's quantity replaced by every GPU in `amount`, weighted, in that
+// resource's units (rounded up, or down), so a max of 8 nvidia.com/gpu holds
+// 64 nvidia.com/mig-1g.10gb slices of weight 0.125. Other resources as they are.
+ResourceList AsGpuEquivalents(const ResourceList& amount, const GpuResources& gpus,
+                              bool round_up = true);
+
 // "12", "0.5", "1.125": thousandths of a GPU as a GPU count.
 std::string FormatMilliGpus(int64_t milli_gpus);
 // "12 GPUs", "1 GPU", "0.5 GPUs".
