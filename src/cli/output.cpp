@@ -219,8 +219,8 @@ json ToJson(const QueuesReport& report) {
 }
 
 std::string FormatTable(const QueuesReport& report) {
-  Table table({"QUEUE", "PARENT", "WEIGHT", "ORDER", "GUARANTEED", "USED", "FAIR SHARE", "MAX",
-               "WAITING"});
+  Table table(
+      {"QUEUE", "PARENT", "WEIGHT", "ORDER", "GUARANTEED", "USED", "FAIR SHARE", "MAX", "WAITING"});
   const bool gpus = report.gpus.MilliGpus(report.capacity) > 0;
   for (const QueueRow& queue : report.queues) {
     // The share in GPUs on a GPU cluster, else of the cluster.

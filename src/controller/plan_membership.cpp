@@ -61,8 +61,8 @@ Shaped ShapedJob(const PlanView& view, const std::optional<Membership>& membersh
                               ? members
                               : spec.EffectiveMaxReplicas();
     }
-    spec.min_replicas = std::max(
-        0, std::min(spec.min_replicas, *spec.max_replicas) - static_cast<int32_t>(succeeded.size()));
+    spec.min_replicas = std::max(0, std::min(spec.min_replicas, *spec.max_replicas) -
+                                        static_cast<int32_t>(succeeded.size()));
     if (!succeeded.empty()) {
       // Their indices will never have pods again: the scheduler should not
       // wait for the gang to assemble.

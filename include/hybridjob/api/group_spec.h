@@ -10,8 +10,8 @@
 //
 // "queue", "scheduleTimeoutSeconds" and "topology" (also a role's own) are
 // written only when the job sets them; "resizeRestarts" only for frameworks
-// that restart every member on a new membership (TensorFlow, MXNet, MPI); a role's "completed" only once members
-// of it have succeeded. The scheduler trusts the annotation only to lower a trusted
+// that restart every member on a new membership (TensorFlow, MXNet, MPI); a role's "completed" only
+// once members of it have succeeded. The scheduler trusts the annotation only to lower a trusted
 // job's bounds (see scheduler/core/tenancy.h).
 #pragma once
 

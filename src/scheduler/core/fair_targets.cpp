@@ -1,8 +1,8 @@
-#include <hybridjob/scheduler/core/fair_targets.h>
-
 #include <algorithm>
 #include <map>
 #include <numeric>
+
+#include <hybridjob/scheduler/core/fair_targets.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -59,8 +59,8 @@ std::vector<double> WaterFill(double available, const std::vector<ShareClaim>& c
     for (size_t i = 0; i < claims.size(); ++i) {
       const ShareClaim& claim = claims[i];
       double demand = std::max(0.0, claim.demand);
-      double share = std::min(demand, std::max(std::min(claim.guarantee, demand),
-                                               std::max(claim.weight, 0.0) * level));
+      double share = std::min(
+          demand, std::max(std::min(claim.guarantee, demand), std::max(claim.weight, 0.0) * level));
       if (shares != nullptr) {
         (*shares)[i] = share;
       }
@@ -161,8 +161,8 @@ FairTargets ComputeFairTargets(const FairShare& share, const std::vector<GroupDe
     }
     ResourceList others = account->used;
     others -= of_groups;
-    double available = std::max(
-        0.0, out.Queue(leaf) - DominantShare(others, share.capacity(), share.gpus()));
+    double available =
+        std::max(0.0, out.Queue(leaf) - DominantShare(others, share.capacity(), share.gpus()));
     std::vector<double> shares = WaterFill(available, claims);
     for (size_t k = 0; k < members.size(); ++k) {
       out.group[members[k]->key] = shares[k];

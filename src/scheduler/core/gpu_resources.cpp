@@ -73,16 +73,15 @@ bool GpuResources::AnyIn(const ResourceList& resources) const {
                      [&](const GpuResource& entry) { return resources.Scalar(entry.name) > 0; });
 }
 
-ResourceList AsGpuEquivalents(const ResourceList& amount, const GpuResources& gpus,
-                              bool round_up) {
+ResourceList AsGpuEquivalents(const ResourceList& amount, const GpuResources& gpus, bool round_up) {
   const int64_t total = gpus.MilliGpus(amount);
   ResourceList out = amount;
   for (const GpuResource& gpu : gpus.entries()) {
     if (total == 0 && amount.Get(gpu.name) == 0) {
       continue;
     }
-    const int64_t units = round_up ? (total + gpu.milli_weight - 1) / gpu.milli_weight
-                                   : total / gpu.milli_weight;
+    const int64_t units =
+        round_up ? (total + gpu.milli_weight - 1) / gpu.milli_weight : total / gpu.milli_weight;
     out.Set(gpu.name, units);
   }
   return out;

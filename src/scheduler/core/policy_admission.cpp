@@ -41,7 +41,8 @@ void PlaceAtMinimum(const CycleInput& input, CycleState& state, Entry& entry) {
   if (const QueueAccount* over = state.share.FirstOverMax(entry.queue, entry.need)) {
     entry.cause = WaitCause::kOverQueueMax;
     entry.plan.reason = DescribeQueue(input.table, *over, entry.queue) + " would use " +
-                        DescribeOverMax(over->spec.max, AsGpuEquivalents(over->used + entry.need, state.share.gpus())) +
+                        DescribeOverMax(over->spec.max, AsGpuEquivalents(over->used + entry.need,
+                                                                         state.share.gpus())) +
                         " with this group's minimum";
     if (over->spec.name != entry.queue) {
       entry.ceiling_queue = over->spec.name;
@@ -66,7 +67,8 @@ void PlaceAtMinimum(const CycleInput& input, CycleState& state, Entry& entry) {
   if (const QueueAccount* over = state.share.FirstOverMax(entry.queue, request)) {
     entry.cause = WaitCause::kOverQueueMax;
     entry.plan.reason = DescribeQueue(input.table, *over, entry.queue) + " would use " +
-                        DescribeOverMax(over->spec.max, AsGpuEquivalents(over->used + request, state.share.gpus())) +
+                        DescribeOverMax(over->spec.max, AsGpuEquivalents(over->used + request,
+                                                                         state.share.gpus())) +
                         " with this group's minimum";
     if (over->spec.name != entry.queue) {
       entry.ceiling_queue = over->spec.name;

@@ -292,8 +292,8 @@ PolicyCycleResult PlanCycleWithPolicies(Snapshot& snapshot, std::vector<PodGroup
   ChooseEvictions(input, state);
   KeepReservations(input, state);
   ReserveForStarved(input, state);
-  Rebalance(input, state);
   Grow(input, state);
+  Rebalance(input, state);
   return Decide(input, state);
 }
 

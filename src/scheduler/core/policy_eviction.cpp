@@ -283,9 +283,9 @@ void KeepReservations(const CycleInput& input, CycleState& state) {
     hold.last_seen = input.now;
     return false;
   });
-  state.restart_held = state.restart_holds.empty() ? nullptr
-                                                   : std::make_unique<ReservedSlots>(
-                                                         state.snapshot, state.restart_holds);
+  state.restart_held = state.restart_holds.empty()
+                           ? nullptr
+                           : std::make_unique<ReservedSlots>(state.snapshot, state.restart_holds);
 }
 
 void ReserveForStarved(const CycleInput& input, CycleState& state) {

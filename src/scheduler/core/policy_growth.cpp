@@ -274,6 +274,11 @@ void Grow(const CycleInput& input, CycleState& state) {
       }
     }
   }
+  // The running groups, if built already, miss what grew: built anew on use.
+  if (std::any_of(growers.begin(), growers.end(),
+                  [&state](size_t index) { return state.entries[index].grown > 0; })) {
+    state.running.reset();
+  }
   for (size_t index : growers) {
     Entry& entry = state.entries[index];
     if (entry.running && entry.grown == 0) {

@@ -177,7 +177,9 @@ std::vector<const PodInfo*> GrowthMembers(const Entry& entry) {
       members.push_back(pod);
     }
   }
-  auto priority = [&entry](const PodInfo* pod) { return entry.group.spec.FindRole(pod->role)->priority; };
+  auto priority = [&entry](const PodInfo* pod) {
+    return entry.group.spec.FindRole(pod->role)->priority;
+  };
   std::sort(members.begin(), members.end(), [&](const PodInfo* a, const PodInfo* b) {
     if (priority(a) != priority(b)) {
       return priority(a) > priority(b);
@@ -248,15 +250,21 @@ void Rebalance(const CycleInput& input, CycleState& state) {
   if (!settings.enabled || !settings.rebalance || !settings.growth) {
     return;
   }
-  // Receivers: running or just-placed groups with members left to grow, and
-  // groups whose minimum is being made room for.
+  // Receivers: running or just-placed groups with members left that growth
+  // found no room for, and groups whose minimum is being made room for. A
+  // group whose growth waits for others' minimums is not one.
   std::vector<size_t> candidates;
+  std::unordered_set<std::string> grown_now;
   for (size_t i = 0; i < state.entries.size(); ++i) {
     const Entry& entry = state.entries[i];
+    if (entry.grown > 0) {
+      grown_now.insert(entry.key);
+    }
     if (entry.lone || entry.group.pending.size() <= entry.assignments.size()) {
       continue;
     }
-    if ((entry.running && entry.cause == WaitCause::kNone) || entry.placed ||
+    if (((entry.running || entry.placed) &&
+         (entry.cause == WaitCause::kNone || entry.cause == WaitCause::kNoRoomToGrow)) ||
         entry.cause == WaitCause::kEvicting) {
       candidates.push_back(i);
     }
@@ -337,7 +345,7 @@ void Rebalance(const CycleInput& input, CycleState& state) {
   for (size_t g = 0; g < running.groups().size(); ++g) {
     const RunningGroup& group = running.groups()[g];
     if (group.single_pod || !group.elastic_shape || group.resize_restarts ||
-        group.placed_this_cycle || group.shielded ||
+        group.placed_this_cycle || group.shielded || grown_now.contains(group.Key()) ||
         (recently_resized.contains(group.Key()) && !shrunk_now.contains(group.Key()))) {
       continue;
     }
@@ -345,14 +353,15 @@ void Rebalance(const CycleInput& input, CycleState& state) {
     if (units.empty()) {
       continue;
     }
-    std::stable_sort(units.begin(), units.end(), [&group](const VictimUnit& a, const VictimUnit& b) {
-      const RunningRole& ra = group.roles[static_cast<size_t>(a.role)];
-      const RunningRole& rb = group.roles[static_cast<size_t>(b.role)];
-      if (ra.priority != rb.priority) {
-        return ra.priority < rb.priority;
-      }
-      return a.pods.front()->index > b.pods.front()->index;
-    });
+    std::stable_sort(units.begin(), units.end(),
+                     [&group](const VictimUnit& a, const VictimUnit& b) {
+                       const RunningRole& ra = group.roles[static_cast<size_t>(a.role)];
+                       const RunningRole& rb = group.roles[static_cast<size_t>(b.role)];
+                       if (ra.priority != rb.priority) {
+                         return ra.priority < rb.priority;
+                       }
+                       return a.pods.front()->index > b.pods.front()->index;
+                     });
     victims.push_back(Victim{g, std::move(units), 0});
   }
   if (victims.empty()) {
@@ -479,7 +488,8 @@ void Rebalance(const CycleInput& input, CycleState& state) {
       if (!below(receiver_side) || !receiver_side_holds(receiver_side, member->requests)) {
         continue;
       }
-      const NodeState* node = state.snapshot.FindNode(victim.units[victim.next].pods.front()->node_name);
+      const NodeState* node =
+          state.snapshot.FindNode(victim.units[victim.next].pods.front()->node_name);
       if (node == nullptr) {
         continue;
       }
@@ -557,10 +567,9 @@ void Rebalance(const CycleInput& input, CycleState& state) {
                          std::to_string(role.members.size() - 1) + " members (min " +
                          std::to_string(role.min_replicas) + ")";
       state.evictions.decided.push_back(std::move(eviction));
-      state.evictions.in_flight.push_back(InFlightEviction{pod->namespace_name, pod->name,
-                                                           pod->uid, entry.key,
-                                                           EvictionCause::kReclaim, input.now,
-                                                           /*rebalance=*/true});
+      state.evictions.in_flight.push_back(InFlightEviction{
+          pod->namespace_name, pod->name, pod->uid, entry.key, EvictionCause::kReclaim, input.now,
+          /*rebalance=*/true});
       state.evictions.leaving.insert(pod->Key());
       state.evictions.leaving_for[entry.key].push_back(pod);
       running.MarkLeaving(victim.group, unit.pods);
@@ -571,8 +580,8 @@ void Rebalance(const CycleInput& input, CycleState& state) {
   for (const auto& [key, roles] : moved) {
     std::string what;
     for (const auto& [role, count] : roles) {
-      what += (what.empty() ? "" : ", ") + std::to_string(count) + " " + role +
-              (count == 1 ? "" : "s");
+      what +=
+          (what.empty() ? "" : ", ") + std::to_string(count) + " " + role + (count == 1 ? "" : "s");
     }
     lines[key.first].push_back(what + " to queue " + key.second + " (" +
                                TargetText(projected, targets.Queue(key.second)) + ")");

@@ -4,7 +4,7 @@
 // (policy_cycle.cpp) runs them in order:
 //
 //   CarryOver -> Classify -> PlaceMinimums -> ChooseEvictions
-//     -> KeepReservations -> ReserveForStarved -> Rebalance -> Grow -> Decide
+//     -> KeepReservations -> ReserveForStarved -> Grow -> Rebalance -> Decide
 //
 // Whatever one stage decides that a later one needs is in the state: the
 // entries' causes and plans, the evictions, the reservations. Private to the
@@ -158,18 +158,19 @@ void KeepReservations(const CycleInput& input, CycleState& state);
 // starvation.maxWaitSeconds.
 void ReserveForStarved(const CycleInput& input, CycleState& state);
 
-// Running (and just-placed) groups below their fair share, in queues below
-// theirs, get elastic members of groups over their share reclaimed for them:
-// never a group below its own share, one whose framework restarts on a
-// resize, or one resized within reclaim.minResizeIntervalSeconds. The freed
-// nodes are reserved for the group until the victims are gone; Grow then
-// places its members there.
-void Rebalance(const CycleInput& input, CycleState& state);
-
 // Running and just-placed groups grow toward their maximum, when nothing
 // waits for capacity it could get: fully when there is room for all, else
 // one member at a time to the queue whose turn it is.
 void Grow(const CycleInput& input, CycleState& state);
+
+// Running (and just-placed) groups below their fair share, in queues below
+// theirs, get elastic members of groups over their share reclaimed for them:
+// never a group below its own share, one whose framework restarts on a
+// resize, or one resized within reclaim.minResizeIntervalSeconds. The freed
+// places are owed to the group: once the victims are gone, Grow places its
+// members there before anyone else grows. After Grow, so that capacity
+// growth can give goes to the growers, not to evictions.
+void Rebalance(const CycleInput& input, CycleState& state);
 
 // The result: one decision per group (planned ones in the order they were
 // planned), every queue's status, the evictions, reservations and the state

@@ -38,9 +38,9 @@ std::vector<double> WaterFill(double available, const std::vector<ShareClaim>& c
 
 // A group as the targets see it.
 struct GroupDemand {
-  std::string key;    // GroupKey
-  std::string queue;  // its leaf queue
-  ResourceList used;  // bound and assumed members, leaving ones left out
+  std::string key;      // GroupKey
+  std::string queue;    // its leaf queue
+  ResourceList used;    // bound and assumed members, leaving ones left out
   ResourceList wanted;  // pending members it would still take
 };
 
