@@ -531,6 +531,41 @@ TEST(ControllerPlannerTest, FrameworkThatReadsItsClusterSpecAtStartRestartsOnShr
             json({{"name", "worker"}, {"min", 2}, {"max", 2}, {"priority", 0}}));
 }
 
+// One reclaim decision that takes members of two roles: the scheduler marks
+// every victim before it evicts any, so the first pass that sees the marks
+// restarts the job once, with both roles' new sizes.
+TEST(ControllerPlannerTest, OneReclaimOfTwoRolesRestartsARigidFrameworkOnce) {
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][0]["maxReplicas"] = 2;  // ps: 1..2
+  FakeCluster cluster(std::move(object));
+  cluster.Step(T0());
+  Place(cluster, {"mnist-ps-0", "mnist-ps-1", "mnist-worker-0", "mnist-worker-1",
+                  "mnist-worker-2"});
+  cluster.Step(T0());
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(1));
+
+  cluster.MarkReclaimed("mnist-ps-1");
+  cluster.MarkReclaimed("mnist-worker-2");
+  Plan plan = cluster.Reconcile(T0() + seconds(10));
+  cluster.Apply(plan);
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  const std::vector<std::string> reasons = EventReasons(plan);
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "MembershipChanged"), 1);
+  EXPECT_THAT(cluster.Status().FindCondition("Restarting")->message,
+              HasSubstr("ps 2 -> 1, worker 3 -> 2"));
+
+  // The evicted pods go, the members come back: nothing restarts again.
+  cluster.RemovePod("mnist-ps-1");
+  cluster.RemovePod("mnist-worker-2");
+  plan = cluster.Step(T0() + seconds(11));
+  EXPECT_THAT(CreatedPods(plan),
+              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  EXPECT_EQ(cluster.Status().restart_count, 0);
+}
+
 json GroupSpecOf(FakeCluster& cluster, const std::string& pod) {
   return json::parse(
       cluster.Pod(pod)["metadata"]["annotations"][std::string(api::kGroupSpecAnnotation)]
