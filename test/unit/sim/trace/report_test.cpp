@@ -75,7 +75,7 @@ TEST(ReportTest, FragmentationIsAShareOfTheClusterWhileJobsWait) {
   PolicySummary summary = Summarize(result);
   EXPECT_DOUBLE_EQ(summary.fragmented_gpu_hours, 180.0 / 3600);
   EXPECT_DOUBLE_EQ(summary.fragmentation, 180.0 / 800);
-  EXPECT_THAT(SummaryCsv({summary}), HasSubstr(",2000,,0.05,0.2250\n"));
+  EXPECT_THAT(SummaryCsv({summary}), HasSubstr(",2000,,0.05,0.2250,"));
   EXPECT_THAT(SummaryTable({summary}), HasSubstr("frag_gh"));
 
   result.waiting_seconds = 0;  // nothing waited: no share to take
