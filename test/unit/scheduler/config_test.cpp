@@ -424,6 +424,31 @@ TEST(SchedulerConfigTest, PolicySwitchErrors) {
   EXPECT_EQ(off->starvation.max_wait_seconds, 0);
 }
 
+TEST(SchedulerConfigTest, RebalancingSettings) {
+  Result<SchedulerConfig> defaults = ParseSchedulerConfig("");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->reclaim.rebalance);
+  EXPECT_DOUBLE_EQ(defaults->reclaim.share_tolerance, 0.1);
+  EXPECT_EQ(defaults->reclaim.min_resize_interval_seconds, 30);
+  Result<SchedulerConfig> set = ParseSchedulerConfig(
+      "reclaim:\n  rebalance: false\n  shareTolerance: 0.25\n  minResizeIntervalSeconds: 120\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_FALSE(set->reclaim.rebalance);
+  EXPECT_DOUBLE_EQ(set->reclaim.share_tolerance, 0.25);
+  EXPECT_EQ(set->reclaim.min_resize_interval_seconds, 120);
+  EXPECT_EQ(PolicyConfigFrom(*set).reclaim, set->reclaim);
+  EXPECT_EQ(Refusal("reclaim:\n  shareTolerance: 1\n"),
+            "reclaim.shareTolerance: must be at least 0 and below 1");
+  EXPECT_EQ(Refusal("reclaim:\n  shareTolerance: -0.1\n"),
+            "reclaim.shareTolerance: must be at least 0 and below 1");
+  EXPECT_EQ(Refusal("reclaim:\n  shareTolerance: lots\n"),
+            "reclaim.shareTolerance: \"lots\" is not a valid number");
+  EXPECT_EQ(Refusal("reclaim:\n  minResizeIntervalSeconds: -1\n"),
+            "reclaim.minResizeIntervalSeconds: must be between 0 and 86400");
+  EXPECT_EQ(Refusal("reclaim:\n  rebalance: maybe\n"),
+            "reclaim.rebalance: \"maybe\" is not a valid boolean");
+}
+
 TEST(SchedulerConfigFileTest, ReadsAFileAndPrefixesErrorsWithItsPath) {
   const std::string dir = ::testing::TempDir();
   const std::string good = dir + "/scheduler-config-good.yaml";
