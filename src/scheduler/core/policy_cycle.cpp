@@ -130,6 +130,30 @@ GroupPlan PlanWithReservations(const CycleInput& input, CycleState& state, const
   return plan;
 }
 
+void DecideEviction(const CycleInput& input, CycleState& state, const PodInfo& pod,
+                    const RunningGroup& victim, const Entry& for_entry, EvictionCause cause,
+                    std::string message, bool rebalance) {
+  Eviction eviction;
+  eviction.namespace_name = pod.namespace_name;
+  eviction.name = pod.name;
+  eviction.uid = pod.uid;
+  eviction.node_name = pod.node_name;
+  eviction.role = pod.role;
+  eviction.index = pod.index;
+  eviction.cause = cause;
+  eviction.victim_group = victim.Key();
+  eviction.victim_queue = victim.queue;
+  eviction.for_group = for_entry.key;
+  eviction.for_queue = for_entry.queue;
+  eviction.rebalance = rebalance;
+  eviction.message = std::move(message);
+  state.evictions.decided.push_back(std::move(eviction));
+  state.evictions.in_flight.push_back(InFlightEviction{pod.namespace_name, pod.name, pod.uid,
+                                                       for_entry.key, cause, input.now, rebalance});
+  state.evictions.leaving.insert(pod.Key());
+  state.evictions.leaving_for[for_entry.key].push_back(&pod);
+}
+
 bool Commit(CycleState& state, Entry& entry, GroupPlan& plan) {
   if (Status status = CommitPlan(state.snapshot, plan); !status.ok()) {
     entry.notes.push_back("could not assume the plan: " + status.ToString());

@@ -59,24 +59,7 @@ void EvictFor(const CycleInput& input, CycleState& state, Entry& entry,
     std::string message = std::string(EvictionCauseName(unit.cause)) + ": making room for " +
                           entry.key + " (queue " + entry.queue + "); " + what;
     for (const PodInfo* pod : unit.pods) {
-      Eviction eviction;
-      eviction.namespace_name = pod->namespace_name;
-      eviction.name = pod->name;
-      eviction.uid = pod->uid;
-      eviction.node_name = pod->node_name;
-      eviction.role = pod->role;
-      eviction.index = pod->index;
-      eviction.cause = unit.cause;
-      eviction.victim_group = victim.Key();
-      eviction.victim_queue = victim.queue;
-      eviction.for_group = entry.key;
-      eviction.for_queue = entry.queue;
-      eviction.message = message;
-      state.evictions.decided.push_back(std::move(eviction));
-      state.evictions.in_flight.push_back(InFlightEviction{pod->namespace_name, pod->name, pod->uid,
-                                                           entry.key, unit.cause, input.now});
-      state.evictions.leaving.insert(pod->Key());
-      state.evictions.leaving_for[entry.key].push_back(pod);
+      DecideEviction(input, state, *pod, victim, entry, unit.cause, message);
       nodes.insert(pod->node_name);
       names.push_back(pod->Key());
     }

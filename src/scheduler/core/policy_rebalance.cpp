@@ -548,30 +548,13 @@ void Rebalance(const CycleInput& input, CycleState& state) {
       const PodInfo* pod = unit.pods.front();
       const RunningRole& role = group.roles[static_cast<size_t>(unit.role)];
       ++moved[{group.Key(), entry.queue}][role.name];
-      Eviction eviction;
-      eviction.namespace_name = pod->namespace_name;
-      eviction.name = pod->name;
-      eviction.uid = pod->uid;
-      eviction.node_name = pod->node_name;
-      eviction.role = pod->role;
-      eviction.index = pod->index;
-      eviction.cause = EvictionCause::kReclaim;
-      eviction.victim_group = group.Key();
-      eviction.victim_queue = group.queue;
-      eviction.for_group = entry.key;
-      eviction.for_queue = entry.queue;
-      eviction.rebalance = true;
-      eviction.message = "Reclaim: rebalancing to fair shares, for " + entry.key + " (queue " +
+      DecideEviction(input, state, *pod, group, entry, EvictionCause::kReclaim,
+                     "Reclaim: rebalancing to fair shares, for " + entry.key + " (queue " +
                          entry.queue + ", " + TargetText(projected, targets.Queue(entry.queue)) +
                          "); " + group.Key() + " " + role.name + " shrinks to " +
                          std::to_string(role.members.size() - 1) + " members (min " +
-                         std::to_string(role.min_replicas) + ")";
-      state.evictions.decided.push_back(std::move(eviction));
-      state.evictions.in_flight.push_back(InFlightEviction{
-          pod->namespace_name, pod->name, pod->uid, entry.key, EvictionCause::kReclaim, input.now,
-          /*rebalance=*/true});
-      state.evictions.leaving.insert(pod->Key());
-      state.evictions.leaving_for[entry.key].push_back(pod);
+                         std::to_string(role.min_replicas) + ")",
+                     /*rebalance=*/true);
       running.MarkLeaving(victim.group, unit.pods);
     }
   }

@@ -216,6 +216,11 @@ void DropReservation(CycleState& state, const std::string& key);
 // `growth`, also every node held for another group's restart.
 GroupPlan PlanWithReservations(const CycleInput& input, CycleState& state, const PodGroup& group,
                                const std::string& key, bool growth = false);
+// Records that `pod` of `victim` is evicted in this cycle for `for_entry`:
+// the decision, the eviction in flight, and the pod as leaving for it.
+void DecideEviction(const CycleInput& input, CycleState& state, const PodInfo& pod,
+                    const RunningGroup& victim, const Entry& for_entry, EvictionCause cause,
+                    std::string message, bool rebalance = false);
 // Assumes the plan into the snapshot and counts it in the share; false (with
 // a note on the entry) when the snapshot refuses it.
 bool Commit(CycleState& state, Entry& entry, GroupPlan& plan);
