@@ -104,8 +104,12 @@ int RunTraceCommand(int argc, char** argv) {
                "work drains at max_gpus*(gpus/max_gpus)^e GPU-seconds per second; 1 is linear");
   flags.Double("eviction-grace", &replay.eviction_grace_seconds,
                "virtual seconds an evicted member keeps its GPUs");
-  flags.Double("resize-pause", &replay.resize_pause_seconds,
-               "virtual seconds a running job stalls after its size changes");
+  flags.Double("restart-delay", &replay.restart_delay_seconds,
+               "virtual seconds a job makes no progress when its workers restart (a resize, or a "
+               "start after losing its gang)");
+  flags.Double("checkpoint-interval", &replay.checkpoint_interval_seconds,
+               "virtual seconds of work between a job's checkpoints: a restart loses the work "
+               "since the last one (0: none is lost)");
   flags.Int("starvation-seconds", &replay.starvation_seconds,
             "elastic-reclaim: wait before a starved group gets nodes reserved (0: off); "
             "overrides starvation.maxWaitSeconds of --scheduler-config");

@@ -137,9 +137,10 @@ std::vector<QueueRecord> QueueRecords(const std::vector<sched::QueueSpec>& queue
       }
       QueueRecord& record = it->second;
       ++record.jobs;
+      record.wait_seconds += job.not_running_seconds;
       if (job.start >= 0) {
         ++record.started;
-        record.wait_seconds += job.start - job.submit;
+        record.first_wait_seconds += job.start - job.submit;
       }
       if (job.finished()) {
         ++record.finished;
@@ -148,6 +149,7 @@ std::vector<QueueRecord> QueueRecords(const std::vector<sched::QueueSpec>& queue
       record.gpu_seconds_held += job.gpu_seconds_held;
       record.partial_gpu_seconds += job.partial_gpu_seconds;
       record.evicted_members += job.evicted_members;
+      record.lost_gpu_seconds += job.lost_gpu_seconds;
     }
   }
   bool default_configured = std::any_of(queues.begin(), queues.end(), [](const auto& queue) {
@@ -338,7 +340,8 @@ void Replayer::BuildJobs() {
     std::snprintf(name, sizeof(name), "job-%06zu", j);
     job.name = name;
     job_by_name_.emplace(job.name, j);
-    job.work = JobWork(source.work_gpu_seconds, source.MaxGpus(), options_.speedup_exponent);
+    job.work = JobWork(source.work_gpu_seconds, source.MaxGpus(), options_.speedup_exponent,
+                       options_.checkpoint_interval_seconds);
     job.bound_in_role.assign(source.roles.size(), 0);
     sched::GroupSpec spec;
     spec.queue = own_queues ? source.queue : std::string(api::kDefaultQueue);
@@ -540,8 +543,14 @@ void Replayer::AdvanceTo(double now) {
     JobRecord& record = result_.jobs[j];
     if (job.running) {
       record.gpu_seconds_held += static_cast<double>(job.held_gpus) * span;
+      // GPUs held through a restart delay do no work.
+      const double paused = std::min(now, job.work.pause_until()) - now_;
+      if (paused > 0) {
+        record.lost_gpu_seconds += static_cast<double>(job.held_gpus) * paused;
+      }
     } else {
       record.partial_gpu_seconds += static_cast<double>(job.held_gpus) * span;
+      record.not_running_seconds += span;
     }
   }
   now_ = now;
@@ -663,9 +672,15 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
     }
   }
   const int32_t domains = running ? DomainsSpanned(job) : 0;
+  JobRecord& record = result_.jobs[job_index];
   if (running && !job.running) {
-    // A job that lost its gang restarts from its checkpoint: it pays the pause.
-    double pause_until = job.start >= 0 ? now + options_.resize_pause_seconds : now;
+    // A job that lost its gang restarts from its checkpoint (the work since
+    // it was rolled back when the gang was lost) and pays the restart delay.
+    double pause_until = now;
+    if (job.start >= 0) {
+      pause_until = now + options_.restart_delay_seconds;
+      ++record.restarts;
+    }
     if (job.start < 0) {
       job.start = now;
       job.start_domains = domains;
@@ -675,9 +690,11 @@ void Replayer::UpdateRunning(size_t job_index, double now) {
     job.work.Resize(now, job.held_gpus, pause_until);
   } else if (running && job.work.gpus() != job.held_gpus) {
     ++job.resizes;
-    job.work.Resize(now, job.held_gpus, now + options_.resize_pause_seconds);
+    ++record.restarts;
+    record.lost_gpu_seconds +=
+        job.work.Restart(now, job.held_gpus, now + options_.restart_delay_seconds);
   } else if (!running && job.running) {
-    job.work.Resize(now, 0, now);
+    record.lost_gpu_seconds += job.work.Restart(now, 0, now);
   }
   if (running) {
     job.work.SetSlowdown(now, domains > 1 ? options_.cross_domain_slowdown : 1.0);
@@ -755,6 +772,7 @@ void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices
       }
     }
   }
+  std::set<size_t> preempted;
   for (const sched::Eviction& eviction : cycle.evictions) {
     auto it = member_by_name_.find(eviction.name);
     if (it == member_by_name_.end()) {
@@ -763,6 +781,9 @@ void Replayer::RunPolicyCycle(double now, const std::vector<size_t>& job_indices
     Member& member = jobs_[it->second.first].members[it->second.second];
     if (!member.bound || member.leaving) {
       continue;
+    }
+    if (preempted.insert(it->second.first).second) {
+      ++result_.jobs[it->second.first].preemptions;
     }
     member.leaving = true;
     ++result_.evictions;
@@ -838,6 +859,9 @@ Result<ReplayResult> Replayer::Run() {
     record.min_gpus = StartsAtMax(options_.policy) ? trace_[j].MaxGpus() : trace_[j].MinGpus();
     record.max_gpus = trace_[j].MaxGpus();
     record.submit = trace_[j].submit_seconds;
+    const int64_t max_gpus = trace_[j].MaxGpus();
+    record.alone_jct_seconds =
+        trace_[j].work_gpu_seconds / DrainRate(max_gpus, max_gpus, options_.speedup_exponent);
   }
   while (true) {
     double next = NextEventTime();
@@ -927,24 +951,58 @@ double DrainRate(int64_t gpus, int64_t max_gpus, double exponent) {
 }
 
 JobWork::JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent)
-    : remaining_(work_gpu_seconds), max_gpus_(max_gpus), exponent_(exponent) {}
+    : JobWork(work_gpu_seconds, max_gpus, exponent, 0) {}
+
+JobWork::JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent,
+                 double checkpoint_interval_seconds)
+    : remaining_(work_gpu_seconds),
+      max_gpus_(max_gpus),
+      exponent_(exponent),
+      checkpoint_interval_(checkpoint_interval_seconds) {}
 
 double JobWork::rate() const {
   return DrainRate(gpus_, max_gpus_, exponent_) / slowdown_;
 }
 
 void JobWork::AdvanceTo(double now) {
-  double from = std::max(last_update_, pause_until_);
-  if (now > from) {
-    remaining_ = std::max(0.0, remaining_ - rate() * (now - from));
+  const double from = std::max(last_update_, pause_until_);
+  const double current = rate();
+  if (now > from && current > 0) {
+    remaining_ = std::max(0.0, remaining_ - current * (now - from));
+    if (checkpoint_interval_ > 0 && now >= next_checkpoint_) {
+      // The last checkpoint passed: only the work since it is at risk.
+      const double last =
+          next_checkpoint_ +
+          std::floor((now - next_checkpoint_) / checkpoint_interval_) * checkpoint_interval_;
+      since_checkpoint_ = current * (now - std::max(last, from));
+      next_checkpoint_ = last + checkpoint_interval_;
+    } else if (checkpoint_interval_ > 0) {
+      since_checkpoint_ += current * (now - from);
+    }
   }
   last_update_ = std::max(last_update_, now);
 }
 
 void JobWork::Resize(double now, int64_t gpus, double pause_until) {
   AdvanceTo(now);
+  if (gpus_ == 0 && gpus > 0) {
+    // Working again: the checkpoints count from when the work resumes.
+    since_checkpoint_ = 0;
+    next_checkpoint_ = std::max(pause_until, now) + checkpoint_interval_;
+  }
   gpus_ = gpus;
   pause_until_ = std::max(pause_until, now);
+}
+
+double JobWork::Restart(double now, int64_t gpus, double pause_until) {
+  AdvanceTo(now);
+  const double lost = since_checkpoint_;
+  remaining_ += lost;
+  since_checkpoint_ = 0;
+  gpus_ = gpus;
+  pause_until_ = std::max(pause_until, now);
+  next_checkpoint_ = pause_until_ + checkpoint_interval_;
+  return lost;
 }
 
 void JobWork::SetSlowdown(double now, double factor) {
@@ -1017,8 +1075,11 @@ Status ValidateReplayOptions(const ReplayOptions& options) {
   if (!(options.speedup_exponent > 0 && options.speedup_exponent <= 1)) {
     return InvalidArgument("speedup exponent: must be in (0, 1]");
   }
-  if (!(options.eviction_grace_seconds >= 0) || !(options.resize_pause_seconds >= 0)) {
-    return InvalidArgument("eviction grace and resize pause: must not be negative");
+  if (!(options.eviction_grace_seconds >= 0) || !(options.restart_delay_seconds >= 0) ||
+      !(options.checkpoint_interval_seconds >= 0) ||
+      !std::isfinite(options.checkpoint_interval_seconds)) {
+    return InvalidArgument(
+        "eviction grace, restart delay and checkpoint interval: must be finite and not negative");
   }
   if (options.starvation_seconds < 0) {
     return InvalidArgument("starvation seconds: must not be negative");

@@ -112,6 +112,9 @@ PolicySummary Summarize(const ReplayResult& result) {
   summary.jobs = static_cast<int64_t>(result.jobs.size());
   std::vector<double> jcts;
   double wait_total = 0;
+  double first_wait_total = 0;
+  double bound_total = 0;
+  double lost_total = 0;
   int64_t started = 0;
   double first_submit = result.jobs.empty() ? 0 : result.jobs.front().submit;
   double last_finish = first_submit;
@@ -119,8 +122,10 @@ PolicySummary Summarize(const ReplayResult& result) {
   int64_t gangs_in_one_domain = 0;
   for (const JobRecord& job : result.jobs) {
     first_submit = std::min(first_submit, job.submit);
+    wait_total += job.not_running_seconds;
+    lost_total += job.lost_gpu_seconds;
     if (job.start >= 0) {
-      wait_total += job.start - job.submit;
+      first_wait_total += job.start - job.submit;
       ++started;
     }
     if (job.start >= 0 && job.start_members >= 2 && job.start_domains > 0) {
@@ -128,6 +133,7 @@ PolicySummary Summarize(const ReplayResult& result) {
       gangs_in_one_domain += job.start_domains == 1 ? 1 : 0;
     }
     if (job.finished()) {
+      bound_total += job.alone_jct_seconds;
       jcts.push_back(job.finish - job.submit);
       last_finish = std::max(last_finish, job.finish);
     }
@@ -143,13 +149,18 @@ PolicySummary Summarize(const ReplayResult& result) {
       total += jct;
     }
     summary.avg_jct_seconds = total / static_cast<double>(jcts.size());
+    summary.bound_avg_jct_seconds = bound_total / static_cast<double>(jcts.size());
     std::sort(jcts.begin(), jcts.end());
     size_t rank = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(jcts.size())));
     summary.p95_jct_seconds = jcts[std::max<size_t>(rank, 1) - 1];
   }
-  if (started > 0) {
-    summary.avg_wait_seconds = wait_total / static_cast<double>(started);
+  if (!result.jobs.empty()) {
+    summary.avg_wait_seconds = wait_total / static_cast<double>(result.jobs.size());
   }
+  if (started > 0) {
+    summary.avg_first_wait_seconds = first_wait_total / static_cast<double>(started);
+  }
+  summary.lost_gpu_hours = lost_total / 3600;
   summary.makespan_seconds = last_finish - first_submit;
   if (summary.makespan_seconds > 0 && result.cluster_gpus > 0) {
     summary.gpu_util = result.busy_gpu_seconds /
@@ -193,7 +204,7 @@ std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
   std::string out =
       "policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,"
       "partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,"
-      "fragmentation,share_distance_gpus\n";
+      "fragmentation,share_distance_gpus,avg_first_wait_s,lost_gpu_hours,bound_avg_jct_s\n";
   for (const PolicySummary& s : summaries) {
     out += s.policy + "," + std::to_string(s.jobs) + "," + std::to_string(s.finished) + "," +
            Format("%.1f", s.avg_jct_seconds) + "," + Format("%.1f", s.p95_jct_seconds) + "," +
@@ -202,7 +213,9 @@ std::string SummaryCsv(const std::vector<PolicySummary>& summaries) {
            Format("%.0f", s.decisions_per_second) + "," +
            (s.one_domain_share < 0 ? "" : Format("%.4f", s.one_domain_share)) + "," +
            Format("%.2f", s.fragmented_gpu_hours) + "," + Format("%.4f", s.fragmentation) + "," +
-           Format("%.2f", s.share_distance_gpus) + "\n";
+           Format("%.2f", s.share_distance_gpus) + "," + Format("%.1f", s.avg_first_wait_seconds) +
+           "," + Format("%.2f", s.lost_gpu_hours) + "," + Format("%.1f", s.bound_avg_jct_seconds) +
+           "\n";
   }
   return out;
 }
@@ -211,25 +224,31 @@ std::string SummaryTable(const std::vector<PolicySummary>& summaries) {
   char line[512];
   std::string out;
   std::snprintf(line, sizeof(line),
-                "%-16s %6s %8s %10s %10s %10s %11s %6s %10s %12s %10s %10s %9s %8s %8s %8s %9s "
-                "%6s %10s\n",
-                "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h", "makespan_h",
-                "util", "util_wait", "idle_wait_gh", "partial_gh", "dec/s", "evictions", "plan_s",
-                "replay_s", "one_dom", "frag_gh", "frag", "share_dist");
+                "%-16s %6s %8s %10s %10s %10s %11s %11s %6s %10s %12s %10s %8s %10s %9s %8s %8s "
+                "%8s %9s %6s %10s\n",
+                "policy", "jobs", "finished", "avg_jct_h", "p95_jct_h", "avg_wait_h",
+                "first_wait_h", "makespan_h", "util", "util_wait", "idle_wait_gh", "partial_gh",
+                "lost_gh", "dec/s", "evictions", "plan_s", "replay_s", "one_dom", "frag_gh", "frag",
+                "share_dist");
   out += line;
   for (const PolicySummary& s : summaries) {
     std::snprintf(
         line, sizeof(line),
-        "%-16s %6lld %8lld %10.2f %10.2f %10.2f %11.2f %6.3f %10.3f %12.1f %10.1f %10.0f %9lld "
-        "%8.2f %8.2f %8s %9.1f %6.3f %10.2f\n",
+        "%-16s %6lld %8lld %10.2f %10.2f %10.2f %11.2f %11.2f %6.3f %10.3f %12.1f %10.1f %8.1f "
+        "%10.0f %9lld %8.2f %8.2f %8s %9.1f %6.3f %10.2f\n",
         s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
         s.avg_jct_seconds / 3600, s.p95_jct_seconds / 3600, s.avg_wait_seconds / 3600,
-        s.makespan_seconds / 3600, s.gpu_util, s.gpu_util_while_waiting,
-        s.idle_gpu_hours_while_waiting, s.partial_gang_gpu_hours, s.decisions_per_second,
+        s.avg_first_wait_seconds / 3600, s.makespan_seconds / 3600, s.gpu_util,
+        s.gpu_util_while_waiting, s.idle_gpu_hours_while_waiting, s.partial_gang_gpu_hours,
+        s.lost_gpu_hours, s.decisions_per_second,
         static_cast<long long>(s.evictions), s.planning_wall_seconds, s.replay_wall_seconds,
         s.one_domain_share < 0 ? "-" : Format("%.3f", s.one_domain_share).c_str(),
         s.fragmented_gpu_hours, s.fragmentation, s.share_distance_gpus);
     out += line;
+  }
+  if (!summaries.empty() && summaries.front().bound_avg_jct_seconds > 0) {
+    out += "bound: avg JCT " + Format("%.2f", summaries.front().bound_avg_jct_seconds / 3600) +
+           " h with every job alone at its maximum from its submit\n";
   }
   return out;
 }
@@ -237,7 +256,7 @@ std::string SummaryTable(const std::vector<PolicySummary>& summaries) {
 std::string JobsCsv(const std::vector<ReplayResult>& results) {
   std::string out =
       "policy,job,queue,min_gpus,max_gpus,submit_s,start_s,finish_s,wait_s,jct_s,mean_gpus,"
-      "resizes,evicted_members,partial_gpu_s\n";
+      "resizes,evicted_members,partial_gpu_s,first_wait_s,preemptions,restarts,lost_gpu_s\n";
   for (const ReplayResult& result : results) {
     std::string policy(PolicyName(result.policy));
     for (const JobRecord& job : result.jobs) {
@@ -247,12 +266,15 @@ std::string JobsCsv(const std::vector<ReplayResult>& results) {
       out += ",";
       out += job.finished() ? Format("%.3f", job.finish) : "";
       out += ",";
-      out += job.start >= 0 ? Format("%.3f", job.start - job.submit) : "";
+      out += Format("%.3f", job.not_running_seconds);
       out += ",";
       out += job.finished() ? Format("%.3f", job.finish - job.submit) : "";
       out += "," + Format("%.2f", job.mean_gpus_running) + "," + std::to_string(job.resizes) + "," +
              std::to_string(job.evicted_members) + "," + Format("%.1f", job.partial_gpu_seconds) +
-             "\n";
+             ",";
+      out += job.start >= 0 ? Format("%.3f", job.start - job.submit) : "";
+      out += "," + std::to_string(job.preemptions) + "," + std::to_string(job.restarts) + "," +
+             Format("%.1f", job.lost_gpu_seconds) + "\n";
     }
   }
   return out;
@@ -261,16 +283,15 @@ std::string JobsCsv(const std::vector<ReplayResult>& results) {
 std::string QueuesCsv(const std::vector<ReplayResult>& results) {
   std::string out =
       "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-      "partial_gpu_hours,evicted_members,share_distance_gpus\n";
+      "partial_gpu_hours,evicted_members,share_distance_gpus,avg_first_wait_s,lost_gpu_hours\n";
   for (const ReplayResult& result : results) {
     std::string policy(PolicyName(result.policy));
     for (const QueueRecord& queue : result.queues) {
       out += policy + "," + queue.name + "," + queue.parent + "," +
              (queue.leaf ? "true" : "false") + "," + std::to_string(queue.jobs) + "," +
              std::to_string(queue.started) + "," + std::to_string(queue.finished) + ",";
-      out += queue.started > 0
-                 ? Format("%.3f", queue.wait_seconds / static_cast<double>(queue.started))
-                 : "";
+      out += queue.jobs > 0 ? Format("%.3f", queue.wait_seconds / static_cast<double>(queue.jobs))
+                            : "";
       out += ",";
       out += queue.finished > 0
                  ? Format("%.3f", queue.jct_seconds / static_cast<double>(queue.finished))
@@ -279,7 +300,11 @@ std::string QueuesCsv(const std::vector<ReplayResult>& results) {
              Format("%.3f", queue.partial_gpu_seconds / 3600) + "," +
              std::to_string(queue.evicted_members) + ",";
       out += queue.seconds_with_work_waiting > 0 ? Format("%.3f", queue.ShareDistanceGpus()) : "";
-      out += "\n";
+      out += ",";
+      out += queue.started > 0
+                 ? Format("%.3f", queue.first_wait_seconds / static_cast<double>(queue.started))
+                 : "";
+      out += "," + Format("%.3f", queue.lost_gpu_seconds / 3600) + "\n";
     }
   }
   return out;

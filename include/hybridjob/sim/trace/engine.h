@@ -52,20 +52,34 @@ double DrainRate(int64_t gpus, int64_t max_gpus, double exponent);
 class JobWork {
  public:
   JobWork() = default;
+  // A job that never loses work to a restart.
   JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent);
+
+  // `checkpoint_interval_seconds` of working time apart, the job saves a
+  // checkpoint (0: it never loses work).
+  JobWork(double work_gpu_seconds, int64_t max_gpus, double exponent,
+          double checkpoint_interval_seconds);
 
   // Drains from the last update to `now` at the current rate; nothing drains
   // before the end of a pause.
   void AdvanceTo(double now);
-  // Drains up to `now`, then works with `gpus` from `pause_until` on (a
-  // resized job restarts its workers; 0 GPUs stops it).
+  // Drains up to `now`, then works with `gpus` from `pause_until` on, without
+  // losing work (a first start; 0 GPUs stops it, as at the finish).
   void Resize(double now, int64_t gpus, double pause_until);
+  // Drains up to `now`, rolls back the work done since the last checkpoint
+  // (the workers restart from it), then works with `gpus` from `pause_until`
+  // on (0 GPUs: the job lost its gang). Returns the work lost, in
+  // GPU-seconds of work.
+  double Restart(double now, int64_t gpus, double pause_until);
   // Drains up to `now`, then at the rate divided by `factor` (>= 1): a gang
   // spread over domains all-reduces slower.
   void SetSlowdown(double now, double factor);
 
   double remaining() const { return remaining_; }
   int64_t gpus() const { return gpus_; }
+  double pause_until() const { return pause_until_; }
+  // Work done since the last checkpoint (what a restart now would lose).
+  double since_checkpoint() const { return since_checkpoint_; }
   double rate() const;
   // When the work runs out at the current rate; +inf without GPUs.
   double FinishTime() const;
@@ -78,6 +92,9 @@ class JobWork {
   double slowdown_ = 1.0;
   double last_update_ = 0;
   double pause_until_ = 0;
+  double checkpoint_interval_ = 0;
+  double since_checkpoint_ = 0;
+  double next_checkpoint_ = 0;  // working time of the next checkpoint
 };
 
 struct ReplayOptions {
@@ -88,12 +105,16 @@ struct ReplayOptions {
   // labels) and gpus/gpus_per_node are not used.
   std::vector<InventoryNode> inventory;
   double speedup_exponent = 1.0;  // see DrainRate
-  // Virtual seconds between an eviction and the member's leaving (its pod's
-  // termination grace period); it keeps working meanwhile.
+  // The costs every policy pays alike. An evicted member leaves after the
+  // eviction grace (its pod's termination grace period) and works until
+  // then. Whenever a running job's size changes (members evicted or added)
+  // or it loses its gang, its workers restart: the work done since its last
+  // checkpoint (one every checkpoint_interval_seconds of working time; 0:
+  // none is lost) is lost, and it makes no progress for
+  // restart_delay_seconds once it has its gang again.
   double eviction_grace_seconds = 30;
-  // Virtual seconds a running job makes no progress after its size changes
-  // (workers restart from a checkpoint).
-  double resize_pause_seconds = 30;
+  double restart_delay_seconds = 60;
+  double checkpoint_interval_seconds = 1800;
   // elastic-reclaim: starvation.maxWaitSeconds.
   int64_t starvation_seconds = 600;
   // elastic-reclaim: reclaim.rebalance, reclaim.shareTolerance and
@@ -153,6 +174,19 @@ struct JobRecord {
   double finish = -1;   // -1: never
   int64_t resizes = 0;  // size changes while running
   int64_t evicted_members = 0;
+  // Cycles that evicted members of the job; restarts from a checkpoint (a
+  // resize while running, or a start after losing its gang).
+  int64_t preemptions = 0;
+  int64_t restarts = 0;
+  // Work rolled back to a checkpoint plus GPUs held through restart delays,
+  // in GPU-seconds.
+  double lost_gpu_seconds = 0;
+  // Submitted, unfinished and not running (queued, or off the cluster after
+  // losing its gang), until it finished or the replay ended.
+  double not_running_seconds = 0;
+  // Its JCT alone on the cluster at its maximum from submit, with no cost:
+  // no policy can do better for it.
+  double alone_jct_seconds = 0;
   double gpu_seconds_held = 0;     // while running
   double partial_gpu_seconds = 0;  // held while below a role's minimum
   double mean_gpus_running = 0;    // time-weighted while running
@@ -175,11 +209,13 @@ struct QueueRecord {
   int64_t jobs = 0;
   int64_t started = 0;
   int64_t finished = 0;
-  double wait_seconds = 0;         // summed over started jobs: start - submit
+  double wait_seconds = 0;         // summed over jobs: JobRecord::not_running_seconds
+  double first_wait_seconds = 0;   // summed over started jobs: start - submit
   double jct_seconds = 0;          // summed over finished jobs: finish - submit
   double gpu_seconds_held = 0;     // while running
   double partial_gpu_seconds = 0;  // held while below a role's minimum
   int64_t evicted_members = 0;
+  double lost_gpu_seconds = 0;
   // While the queue has work waiting (a job waiting to start, or one that
   // could grow): how long, and |GPUs held - fair share in GPUs| over that
   // time. The fair share is the queue tree's (fair_targets.h) for what every

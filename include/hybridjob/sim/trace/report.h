@@ -17,7 +17,15 @@ struct PolicySummary {
   int64_t finished = 0;
   double avg_jct_seconds = 0;         // finished jobs: finish - submit
   double p95_jct_seconds = 0;         // nearest rank
-  double avg_wait_seconds = 0;        // started jobs: start - submit
+  // Over all jobs: the time submitted and not running (queued, or off the
+  // cluster after losing its gang); over started jobs: start - submit.
+  double avg_wait_seconds = 0;
+  double avg_first_wait_seconds = 0;
+  // Work rolled back to checkpoints and GPUs held through restart delays.
+  double lost_gpu_hours = 0;
+  // The average JCT if every job ran alone at its maximum from its submit:
+  // a bound no policy beats (JobRecord::alone_jct_seconds, finished jobs).
+  double bound_avg_jct_seconds = 0;
   double makespan_seconds = 0;        // first submit to last finish
   double gpu_util = 0;                // busy GPU-seconds / (cluster GPUs * makespan)
   double gpu_util_while_waiting = 0;  // the same over the time some job waits
@@ -50,20 +58,24 @@ PolicySummary Summarize(const ReplayResult& result);
 
 // Header `policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,gpu_util,
 // partial_gang_gpu_hours,decisions_per_s,one_domain_share,fragmented_gpu_hours,
-// fragmentation,share_distance_gpus` (one_domain_share empty when not
-// measured), one row per summary.
+// fragmentation,share_distance_gpus,avg_first_wait_s,lost_gpu_hours,
+// bound_avg_jct_s` (one_domain_share empty when not measured), one row per
+// summary.
 std::string SummaryCsv(const std::vector<PolicySummary>& summaries);
 // Aligned columns for a terminal, with the extra numbers the CSV leaves out.
 std::string SummaryTable(const std::vector<PolicySummary>& summaries);
 // One row per job and policy: policy,job,queue,min_gpus,max_gpus,submit_s,
 // start_s,finish_s,wait_s,jct_s,mean_gpus,resizes,evicted_members,
-// partial_gpu_s (start/finish/wait/jct empty when it never happened).
+// partial_gpu_s,first_wait_s,preemptions,restarts,lost_gpu_s (wait_s: all
+// the time not running; start/finish/first_wait/jct empty when it never
+// happened).
 std::string JobsCsv(const std::vector<ReplayResult>& results);
 // One row per queue and policy, along the queue tree (each parent before its
 // children, with its whole subtree's jobs): policy,queue,parent,leaf,jobs,
 // started,finished,avg_wait_s,avg_jct_s,gpu_hours,partial_gpu_hours,
-// evicted_members,share_distance_gpus (averages empty without a job to
-// average; the distance empty when no work ever waited in the queue).
+// evicted_members,share_distance_gpus,avg_first_wait_s,lost_gpu_hours
+// (averages empty without a job to average; the distance empty when no work
+// ever waited in the queue).
 std::string QueuesCsv(const std::vector<ReplayResult>& results);
 // Two stacked charts over virtual time, one line per policy: GPU utilisation
 // (busy GPUs / cluster GPUs) and queue length (waiting jobs).

@@ -27,7 +27,8 @@ ReplayOptions Options(Policy policy, int64_t gpus) {
   options.gpus = gpus;
   options.gpus_per_node = 8;
   options.eviction_grace_seconds = 0;
-  options.resize_pause_seconds = 0;
+  options.restart_delay_seconds = 0;
+  options.checkpoint_interval_seconds = 0;
   return options;
 }
 
@@ -170,7 +171,7 @@ TEST(ReplayTest, EvictionGraceAndResizePauseDelayTheShrink) {
   std::vector<TraceJob> jobs = {Job("a", 0, "x", 2, 8, 1, 8000), Job("b", 100, "y", 4, 4, 1, 400)};
   ReplayOptions options = Options(Policy::kElasticReclaim, 8);
   options.eviction_grace_seconds = 30;
-  options.resize_pause_seconds = 10;
+  options.restart_delay_seconds = 10;
   ReplayResult result = MustReplay(jobs, options);
   const JobRecord& a = result.jobs[0];
   const JobRecord& b = result.jobs[1];
@@ -179,6 +180,62 @@ TEST(ReplayTest, EvictionGraceAndResizePauseDelayTheShrink) {
   // t=130: 1040 done at 8 GPUs; paused to 140; 4 GPUs to 230 (360 more);
   // grows at 230, paused to 240; 6600 left at 8 GPUs.
   EXPECT_DOUBLE_EQ(a.finish, 240 + 6600.0 / 8);
+}
+
+TEST(JobWorkTest, ARestartLosesTheWorkSinceTheLastCheckpoint) {
+  // 8 GPUs, a checkpoint every 100 s of work.
+  JobWork work(10000, 8, 1.0, 100);
+  work.Resize(0, 8, 0);
+  work.AdvanceTo(250);  // checkpoints at 100 and 200: 50 s at risk
+  EXPECT_DOUBLE_EQ(work.since_checkpoint(), 400);
+  EXPECT_DOUBLE_EQ(work.Restart(250, 4, 310), 400);
+  EXPECT_DOUBLE_EQ(work.remaining(), 10000 - 1600);
+  // Paused to 310; the next checkpoint is 100 s of work after that.
+  work.AdvanceTo(400);
+  EXPECT_DOUBLE_EQ(work.since_checkpoint(), 360);
+  EXPECT_DOUBLE_EQ(work.remaining(), 10000 - 1600 - 360);
+  work.AdvanceTo(420);
+  EXPECT_DOUBLE_EQ(work.since_checkpoint(), 40) << "checkpointed at 410";
+  // Stopped (the gang is lost), then resumed: the stop loses, the start does not.
+  EXPECT_DOUBLE_EQ(work.Restart(420, 0, 420), 40);
+  work.Resize(500, 8, 560);
+  EXPECT_DOUBLE_EQ(work.since_checkpoint(), 0);
+  EXPECT_DOUBLE_EQ(work.FinishTime(), 560 + (10000 - 1600 - 400) / 8.0);
+  // Without checkpoints configured nothing is lost.
+  JobWork never(1000, 8, 1.0);
+  never.Resize(0, 8, 0);
+  EXPECT_DOUBLE_EQ(never.Restart(50, 4, 50), 0);
+  EXPECT_DOUBLE_EQ(never.remaining(), 600);
+}
+
+TEST(ReplayTest, AShrinkPaysTheGraceTheRestartDelayAndTheLostWork) {
+  // a (2..8 GPUs, 8000 GPU-s) is shrunk to 4 for b at t=100: its members
+  // leave at t=130 with 1040 done, 240 of it since the checkpoint at t=100
+  // (one every 100 s). It restarts from 800 done, paused to 190, works at 4
+  // GPUs to b's end at 230 (160 done: 960), grows back to 8 and pays again:
+  // the 160 since its restart is lost (its next checkpoint was at 290),
+  // paused to 290; 7200 left at 8 GPUs.
+  std::vector<TraceJob> jobs = {Job("a", 0, "x", 2, 8, 1, 8000), Job("b", 100, "y", 4, 4, 1, 400)};
+  ReplayOptions options = Options(Policy::kElasticReclaim, 8);
+  options.eviction_grace_seconds = 30;
+  options.restart_delay_seconds = 60;
+  options.checkpoint_interval_seconds = 100;
+  ReplayResult result = MustReplay(jobs, options);
+  const JobRecord& a = result.jobs[0];
+  const JobRecord& b = result.jobs[1];
+  EXPECT_DOUBLE_EQ(b.start, 130);
+  EXPECT_DOUBLE_EQ(b.finish, 230);
+  EXPECT_DOUBLE_EQ(a.finish, 290 + 7200.0 / 8);
+  EXPECT_EQ(a.preemptions, 1);
+  EXPECT_EQ(a.restarts, 2);
+  EXPECT_EQ(a.resizes, 2);
+  // Rolled back 240 + 160; held 4 GPUs x 60 s and 8 x 60 s through the delays.
+  EXPECT_DOUBLE_EQ(a.lost_gpu_seconds, 240 + 160 + 4 * 60 + 8 * 60);
+  EXPECT_EQ(b.preemptions, 0);
+  EXPECT_EQ(b.restarts, 0);
+  EXPECT_DOUBLE_EQ(b.lost_gpu_seconds, 0);
+  EXPECT_DOUBLE_EQ(b.not_running_seconds, 30) << "queued until a's members left";
+  EXPECT_DOUBLE_EQ(a.alone_jct_seconds, 1000);
 }
 
 TEST(ReplayTest, PodGreedyPartialGangHoldsGpusWithoutRunning) {
@@ -246,12 +303,33 @@ TEST(LasTest, APreemptedJobWorksThroughTheGraceAndPaysThePauseOnRestart) {
                                 Job("b", 200, "default", 1, 1, 8, 800)};
   ReplayOptions options = LasOptions(8);
   options.eviction_grace_seconds = 30;
-  options.resize_pause_seconds = 10;
+  options.restart_delay_seconds = 10;
   ReplayResult result = MustReplay(jobs, options);
   // a works until its member leaves at t=230 (1840 done); b runs 230-330; a
   // restarts at 330, paused to 340, and does the other 6160 in 770 s.
   EXPECT_EQ(StartsAndFinishes(result), (Times{{0, 1110}, {230, 330}}));
   EXPECT_EQ(result.jobs[0].resizes, 0) << "a restart is not a resize";
+}
+
+TEST(ReplayTest, APreemptedJobCountsItsTimeOffTheClusterAsWaiting) {
+  // las, one node: a is preempted whole at t=200 (its member leaves at 230)
+  // and starts again when b ends at 330; with checkpoints every 100 s it
+  // loses the 30 s done since t=200.
+  std::vector<TraceJob> jobs = {Job("a", 0, "default", 1, 1, 8, 8000),
+                                Job("b", 200, "default", 1, 1, 8, 800)};
+  ReplayOptions options = LasOptions(8);
+  options.eviction_grace_seconds = 30;
+  options.restart_delay_seconds = 60;
+  options.checkpoint_interval_seconds = 100;
+  ReplayResult result = MustReplay(jobs, options);
+  const JobRecord& a = result.jobs[0];
+  EXPECT_DOUBLE_EQ(a.not_running_seconds, 100);
+  EXPECT_EQ(a.preemptions, 1);
+  EXPECT_EQ(a.restarts, 1);
+  EXPECT_DOUBLE_EQ(a.lost_gpu_seconds, 240 + 8 * 60);
+  // 1600 kept at t=230; resumes at 330, paused to 390.
+  EXPECT_DOUBLE_EQ(a.finish, 390 + 6400.0 / 8);
+  EXPECT_DOUBLE_EQ(result.jobs[1].not_running_seconds, 30);
 }
 
 TEST(LasTest, JobsOfOneLevelDoNotPreemptEachOther) {

@@ -18,6 +18,8 @@ JobRecord Record(std::string id, double submit, double start, double finish) {
   record.submit = submit;
   record.start = start;
   record.finish = finish;
+  record.not_running_seconds = start >= 0 ? start - submit : 214;
+  record.alone_jct_seconds = finish >= 0 ? (finish - submit) / 2 : 0;
   return record;
 }
 
@@ -32,6 +34,11 @@ ReplayResult Result() {
         Record("j" + std::to_string(i), submit, submit + (i + 1), submit + 10.0 * (i + 1)));
   }
   result.jobs.push_back(Record("never", 5, -1, -1));
+  // j3 was off the cluster for 21 s after losing its gang, and lost work.
+  result.jobs[3].not_running_seconds += 21;
+  result.jobs[3].preemptions = 1;
+  result.jobs[3].restarts = 1;
+  result.jobs[3].lost_gpu_seconds = 1800;
   result.busy_gpu_seconds = 8 * 219.0 * 0.5;  // half the cluster over the makespan
   result.partial_gpu_seconds = 7200;
   result.waiting_seconds = 100;
@@ -50,7 +57,11 @@ TEST(ReportTest, SummarizesAReplay) {
   EXPECT_EQ(summary.finished, 20);
   EXPECT_DOUBLE_EQ(summary.avg_jct_seconds, 105);
   EXPECT_DOUBLE_EQ(summary.p95_jct_seconds, 190);  // nearest rank: the 19th of 20
-  EXPECT_DOUBLE_EQ(summary.avg_wait_seconds, 10.5);
+  // All the time not running, over every job: (210 + 21 + 214) / 21.
+  EXPECT_DOUBLE_EQ(summary.avg_wait_seconds, (210.0 + 21 + 214) / 21);
+  EXPECT_DOUBLE_EQ(summary.avg_first_wait_seconds, 10.5);
+  EXPECT_DOUBLE_EQ(summary.lost_gpu_hours, 0.5);
+  EXPECT_DOUBLE_EQ(summary.bound_avg_jct_seconds, 52.5);
   EXPECT_DOUBLE_EQ(summary.makespan_seconds, 219);  // j19: submit 19, finish 219
   EXPECT_DOUBLE_EQ(summary.gpu_util, 0.5);
   EXPECT_DOUBLE_EQ(summary.gpu_util_while_waiting, 0.75);
@@ -63,9 +74,12 @@ TEST(ReportTest, SummaryCsvHasTheContractHeader) {
   std::string csv = SummaryCsv({Summarize(Result())});
   EXPECT_THAT(csv, StartsWith("policy,jobs,finished,avg_jct_s,p95_jct_s,avg_wait_s,makespan_s,"
                               "gpu_util,partial_gang_gpu_hours,decisions_per_s,one_domain_share,"
-                              "fragmented_gpu_hours,fragmentation,share_distance_gpus\n"
-                              "elastic-gang,21,20,105.0,190.0,10.5,219.0,0.5000,2.00,2000,,"
-                              "0.00,0.0000,0.00\n"));
+                              "fragmented_gpu_hours,fragmentation,share_distance_gpus,"
+                              "avg_first_wait_s,lost_gpu_hours,bound_avg_jct_s\n"
+                              "elastic-gang,21,20,105.0,190.0,21.2,219.0,0.5000,2.00,2000,,"
+                              "0.00,0.0000,0.00,10.5,0.50,52.5\n"));
+  EXPECT_THAT(SummaryTable({Summarize(Result())}),
+              HasSubstr("bound: avg JCT 0.01 h with every job alone at its maximum"));
 }
 
 TEST(ReportTest, FragmentationIsAShareOfTheClusterWhileJobsWait) {
@@ -105,9 +119,13 @@ TEST(ReportTest, OneDomainShareCountsStartedGangsOfTwoOrMore) {
 TEST(ReportTest, JobsCsvLeavesWhatNeverHappenedEmpty) {
   std::string csv = JobsCsv({Result()});
   EXPECT_THAT(csv, StartsWith("policy,job,queue,min_gpus,max_gpus,submit_s,start_s,finish_s,"
-                              "wait_s,jct_s,mean_gpus,resizes,evicted_members,partial_gpu_s\n"));
-  EXPECT_THAT(csv, HasSubstr("elastic-gang,j0,q,1,2,0.000,1.000,10.000,1.000,10.000,"));
-  EXPECT_THAT(csv, HasSubstr("elastic-gang,never,q,1,2,5.000,,,,,"));
+                              "wait_s,jct_s,mean_gpus,resizes,evicted_members,partial_gpu_s,"
+                              "first_wait_s,preemptions,restarts,lost_gpu_s\n"));
+  EXPECT_THAT(csv, HasSubstr("elastic-gang,j0,q,1,2,0.000,1.000,10.000,1.000,10.000,0.00,0,0,0.0,"
+                             "1.000,0,0,0.0\n"));
+  EXPECT_THAT(csv, HasSubstr("elastic-gang,j3,q,1,2,3.000,7.000,43.000,25.000,40.000,0.00,0,0,"
+                             "0.0,4.000,1,1,1800.0\n"));
+  EXPECT_THAT(csv, HasSubstr("elastic-gang,never,q,1,2,5.000,,,214.000,,0.00,0,0,0.0,,0,0,0.0\n"));
 }
 
 QueueRecord Queue(std::string name, std::string parent, bool leaf) {
@@ -127,6 +145,8 @@ TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
   org.started = 3;
   org.finished = 2;
   org.wait_seconds = 30;
+  org.first_wait_seconds = 30;
+  org.lost_gpu_seconds = 3600;
   org.jct_seconds = 500;
   org.gpu_seconds_held = 7200 + 1800;
   org.partial_gpu_seconds = 360;
@@ -136,6 +156,8 @@ TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
   team_a.started = 2;
   team_a.finished = 2;
   team_a.wait_seconds = 30;
+  team_a.first_wait_seconds = 20;
+  team_a.lost_gpu_seconds = 3600;
   team_a.jct_seconds = 500;
   team_a.gpu_seconds_held = 7200;
   team_a.evicted_members = 4;
@@ -154,15 +176,18 @@ TEST(ReportTest, QueuesCsvHasOneRowPerQueueAndPolicyAlongTheTree) {
 
   EXPECT_EQ(QueuesCsv({result, other}),
             "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-            "partial_gpu_hours,evicted_members,share_distance_gpus\n"
-            "elastic-reclaim,org,,false,3,3,2,10.000,250.000,2.500,0.100,4,\n"
-            "elastic-reclaim,team-a,org,true,2,2,2,15.000,250.000,2.000,0.000,4,2.500\n"
-            "elastic-reclaim,team-b,org,true,1,1,0,0.000,,0.500,0.100,0,\n"
-            "elastic-reclaim,team-c,,true,0,0,0,,,0.000,0.000,0,\n"
-            "elastic-gang,team-c,,true,0,0,0,,,0.000,0.000,0,\n");
+            "partial_gpu_hours,evicted_members,share_distance_gpus,avg_first_wait_s,"
+            "lost_gpu_hours\n"
+            "elastic-reclaim,org,,false,3,3,2,10.000,250.000,2.500,0.100,4,,10.000,1.000\n"
+            "elastic-reclaim,team-a,org,true,2,2,2,15.000,250.000,2.000,0.000,4,2.500,10.000,"
+            "1.000\n"
+            "elastic-reclaim,team-b,org,true,1,1,0,0.000,,0.500,0.100,0,,0.000,0.000\n"
+            "elastic-reclaim,team-c,,true,0,0,0,,,0.000,0.000,0,,,0.000\n"
+            "elastic-gang,team-c,,true,0,0,0,,,0.000,0.000,0,,,0.000\n");
   EXPECT_EQ(QueuesCsv({}),
             "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-            "partial_gpu_hours,evicted_members,share_distance_gpus\n");
+            "partial_gpu_hours,evicted_members,share_distance_gpus,avg_first_wait_s,"
+            "lost_gpu_hours\n");
 }
 
 TEST(ReportTest, TimelineSvgHasOneLinePerPolicyAndChart) {

@@ -43,7 +43,7 @@ c1,50,team-c,worker:4:4:1,400,
 
 constexpr const char* kQueuesHeader =
     "policy,queue,parent,leaf,jobs,started,finished,avg_wait_s,avg_jct_s,gpu_hours,"
-    "partial_gpu_hours,evicted_members,share_distance_gpus\n";
+    "partial_gpu_hours,evicted_members,share_distance_gpus,avg_first_wait_s,lost_gpu_hours\n";
 
 class TraceCommandTest : public ::testing::Test {
  protected:
@@ -109,10 +109,12 @@ TEST_F(TraceCommandTest, SchedulerConfigQueuesAreReplayedAndReportedInQueuesCsv)
   // waiting.
   EXPECT_EQ(Read(out / "queues.csv"),
             std::string(kQueuesHeader) +
-                "elastic-reclaim,org,,false,3,3,3,33.333,133.333,0.444,0.000,0,0.000\n"
-                "elastic-reclaim,team-a,org,true,1,1,1,0.000,100.000,0.222,0.000,0,\n"
-                "elastic-reclaim,team-b,org,true,2,2,2,50.000,150.000,0.222,0.000,0,2.000\n"
-                "elastic-reclaim,team-c,,true,1,1,1,0.000,100.000,0.111,0.000,0,\n");
+                "elastic-reclaim,org,,false,3,3,3,33.333,133.333,0.444,0.000,0,0.000,33.333,"
+                "0.000\n"
+                "elastic-reclaim,team-a,org,true,1,1,1,0.000,100.000,0.222,0.000,0,,0.000,0.000\n"
+                "elastic-reclaim,team-b,org,true,2,2,2,50.000,150.000,0.222,0.000,0,2.000,50.000,"
+                "0.000\n"
+                "elastic-reclaim,team-c,,true,1,1,1,0.000,100.000,0.111,0.000,0,,0.000,0.000\n");
   EXPECT_THAT(Read(out / "jobs.csv"), HasSubstr("\nelastic-reclaim,b2,team-b,4,4,0.000,100.000,"));
 }
 
@@ -198,7 +200,8 @@ TEST_F(TraceCommandTest, LasThresholdFlagsDecideWhetherAShortJobPreempts) {
   fs::path out = dir_ / "out";
   std::vector<std::string> args = {
       "--trace",          trace, "--gpus",         "8", "--policy", "las",
-      "--eviction-grace", "0",   "--resize-pause", "0", "--out",    out.string()};
+      "--eviction-grace", "0",   "--restart-delay", "0", "--checkpoint-interval", "0",
+      "--out",            out.string()};
   // First threshold 1 GPU-hour: b waits until a reaches it at t=450, then
   // preempts it; a ends 100 s late.
   ASSERT_EQ(Run(args), 0) << stderr_;
@@ -215,6 +218,15 @@ TEST_F(TraceCommandTest, LasThresholdFlagsDecideWhetherAShortJobPreempts) {
   one.insert(one.end(), {"--las-levels", "1"});
   ASSERT_EQ(Run(one), 0) << stderr_;
   EXPECT_THAT(Read(out / "jobs.csv"), HasSubstr("\nlas,b,default,8,8,200.000,1000.000,1100.000,"));
+  // The default costs: b preempts a at t=450; a works through the 30 s grace
+  // and, having run less than the 30 min between checkpoints, loses all
+  // 3840 GPU-seconds; it is back at t=580 and restarts 60 s later.
+  std::vector<std::string> costs = {"--trace", trace, "--gpus", "8", "--policy", "las", "--out",
+                                    out.string()};
+  ASSERT_EQ(Run(costs), 0) << stderr_;
+  EXPECT_THAT(Read(out / "jobs.csv"),
+              HasSubstr("\nlas,a,default,8,8,0.000,0.000,1640.000,100.000,1640.000,7.51,0,1,"
+                        "0.0,0.000,1,1,4320.0\n"));
 
   std::vector<std::string> bad_levels = args;
   bad_levels.insert(bad_levels.end(), {"--las-levels", "0"});
