@@ -97,7 +97,7 @@ int RunTraceCommand(int argc, char** argv) {
   flags.String("inventory", &inventory_path,
                "node inventory CSV (name,gpus,cpu,memory,labels) instead of --gpus");
   flags.String("policy", &policy_name,
-               "pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las or all "
+               "pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las, attained-service or all "
                "(required)");
   flags.String("out", &out_dir, "directory for the reports (required; created if missing)");
   flags.Double("speedup-exponent", &replay.speedup_exponent,
@@ -198,6 +198,7 @@ int RunTraceCommand(int argc, char** argv) {
     replay.rebalance = policy_config.reclaim.rebalance;
     replay.share_tolerance = policy_config.reclaim.share_tolerance;
     replay.min_resize_interval_seconds = policy_config.reclaim.min_resize_interval_seconds;
+    replay.attained_service = policy_config.attained_service;
   }
   replay.gpus = gpus;
   replay.gpus_per_node = static_cast<int32_t>(gpus_per_node);

@@ -163,6 +163,7 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
     state.reservations.push_back(reservation);
   }
   RebuildReserved(state);
+  CarryOverService(input, previous, state);
 }
 
 void Classify(const CycleInput& input, std::vector<PodGroup> groups, CycleState& state) {
@@ -224,6 +225,7 @@ void Classify(const CycleInput& input, std::vector<PodGroup> groups, CycleState&
     state.entry_by_key.emplace(entry.key, state.entries.size());
     state.entries.push_back(std::move(entry));
   }
+  LevelEntries(input, state);
 }
 
 void PlaceMinimums(const CycleInput& input, CycleState& state) {
@@ -237,6 +239,7 @@ void PlaceMinimums(const CycleInput& input, CycleState& state) {
     std::stable_sort(list.begin(), list.end(), [&state](size_t a, size_t b) {
       return GroupGoesFirst(state.entries[a].group, state.entries[b].group);
     });
+    OrderLine(input, state, list);
   }
   QueueTurns turns(state.share, std::move(by_queue));
   while (std::optional<size_t> index = turns.Next()) {

@@ -176,6 +176,7 @@ RunningGroups& Running(const CycleInput& input, CycleState& state) {
         RunningGroups::FromSnapshot(state.snapshot, input.policy, state.evictions.leaving);
     for (RunningGroup& group : state.running->groups()) {
       group.placed_this_cycle = state.placed_keys.contains(group.Key());
+      group.service_level = RunningServiceLevel(input, state, group);
       if (!state.evictions.shielding.empty()) {
         group.shielded =
             std::any_of(group.members.begin(), group.members.end(), [&state](const PodInfo* pod) {

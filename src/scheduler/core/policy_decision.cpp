@@ -213,6 +213,7 @@ PolicyCycleResult Decide(const CycleInput& input, CycleState& state) {
   result.state.evictions = std::move(state.evictions.in_flight);
   result.state.reservations = std::move(state.reservations);
   result.state.refused = std::move(state.evictions.refused);
+  result.state.service = SettleService(input, state);
   result.next_start_slot = state.start_slot;
   return result;
 }

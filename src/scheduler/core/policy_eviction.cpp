@@ -145,6 +145,7 @@ void ChooseEvictions(const CycleInput& input, CycleState& state) {
     request.group_key = entry.key;
     request.queue = entry.queue;
     request.priority = entry.group.priority;
+    request.service_level = entry.service_level;
     request.need = entry.need;
     request.reclaim = reclaim;
     request.known_not_to_fit = !has_in_flight && entry.cause == WaitCause::kNoCapacity;

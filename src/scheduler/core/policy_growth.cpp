@@ -253,6 +253,12 @@ void Grow(const CycleInput& input, CycleState& state) {
   for (size_t index : growers) {
     by_queue[state.entries[index].queue].push_back(index);
   }
+  for (auto& [queue, line] : by_queue) {
+    OrderLine(input, state, line);
+  }
+  if (by_queue.size() == 1) {
+    growers = by_queue.begin()->second;
+  }
   if (by_queue.size() == 1 || AmpleCapacityFor(state, growers)) {
     // One queue, or room for everyone: fairness has nothing to share out.
     for (size_t index : growers) {

@@ -67,6 +67,9 @@ struct Entry {
   // It would have been placed at its minimum but for nodes reserved for others.
   bool behind_reservations = false;
   int32_t queue_position = 0;  // in its queue's line of groups waiting to start
+  // Its attained-service level in an AttainedService queue (promoted to 0
+  // once it waited too long); -1 in a queue of another order.
+  int32_t service_level = -1;
 };
 
 // Waits for capacity the cluster could never give it, whatever ends.
@@ -126,6 +129,13 @@ struct CycleState {
   // (built on first use: Targets).
   std::optional<FairTargets> targets;
   std::vector<PolicyCycleResult::Rebalanced> rebalanced;
+
+  // Attained service (attained_service.h), accounted up to now; empty when
+  // no queue is ordered by it.
+  bool service_on = false;  // some queue is ordered by attained service
+  std::vector<ServiceRecord> service;
+  std::unordered_map<std::string, size_t> service_index;  // by group key
+  std::vector<double> service_thresholds;
 };
 
 // ---- the stages, in order ---------------------------------------------------
@@ -176,6 +186,25 @@ void Rebalance(const CycleInput& input, CycleState& state);
 // planned), every queue's status, the evictions, reservations and the state
 // for the next cycle. Takes what it hands out from `state`.
 PolicyCycleResult Decide(const CycleInput& input, CycleState& state);
+
+// ---- attained service (policy_service.cpp) ---------------------------------
+
+// The previous cycle's service records, accounted up to now (part of
+// CarryOver).
+void CarryOverService(const CycleInput& input, const PolicyState& previous, CycleState& state);
+// Each entry of an AttainedService queue gets its level, and a record when
+// it has none yet (part of Classify).
+void LevelEntries(const CycleInput& input, CycleState& state);
+// A line of one queue's entries, already by priority then age, put in the
+// queue's order: for an AttainedService queue, by priority, then level, then
+// age. Other queues' lines are left as they are.
+void OrderLine(const CycleInput& input, const CycleState& state, std::vector<size_t>& line);
+// The level of a running group of an AttainedService queue; -1 otherwise.
+int32_t RunningServiceLevel(const CycleInput& input, const CycleState& state,
+                            const RunningGroup& group);
+// The records for the next cycle: what each group holds after this one, and
+// the records of groups gone long enough dropped (part of Decide).
+std::vector<ServiceRecord> SettleService(const CycleInput& input, CycleState& state);
 
 // ---- shared by the stages ---------------------------------------------------
 

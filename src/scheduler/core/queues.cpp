@@ -196,17 +196,21 @@ std::string_view QueueOrderName(QueueOrder order) {
       return "BestEffortFIFO";
     case QueueOrder::kStrictFifo:
       return "StrictFIFO";
+    case QueueOrder::kAttainedService:
+      return "AttainedService";
   }
   return "Unknown";
 }
 
 Result<QueueOrder> ParseQueueOrder(std::string_view name) {
-  for (QueueOrder order : {QueueOrder::kBestEffortFifo, QueueOrder::kStrictFifo}) {
+  for (QueueOrder order :
+       {QueueOrder::kBestEffortFifo, QueueOrder::kStrictFifo, QueueOrder::kAttainedService}) {
     if (name == QueueOrderName(order)) {
       return order;
     }
   }
-  return InvalidArgument("\"" + std::string(name) + "\" is not BestEffortFIFO or StrictFIFO");
+  return InvalidArgument("\"" + std::string(name) +
+                         "\" is not BestEffortFIFO, StrictFIFO or AttainedService");
 }
 
 Status ValidateQueues(const std::vector<QueueSpec>& queues) {
@@ -288,7 +292,7 @@ Status ValidatePolicyConfig(const PolicyConfig& config) {
     return InvalidArgument(
         "refusedEvictionBackoffMaxSeconds: must not be less than refusedEvictionBackoffSeconds");
   }
-  return Status::Ok();
+  return ValidateAttainedService(config.attained_service, "attainedService");
 }
 
 QueueTable::QueueTable(const std::vector<QueueSpec>& queues) : queues_(queues) {

@@ -386,6 +386,10 @@ bool Search::TryReclaim() {
     if (group.queue == request_.queue && group.priority > request_.priority) {
       continue;  // within a queue, only groups of no higher priority give back
     }
+    if (group.queue == request_.queue && group.priority == request_.priority &&
+        request_.service_level >= 0 && group.service_level <= request_.service_level) {
+      continue;  // and by attained service, only the more served
+    }
     if (!Allowed(group.queue)) {
       continue;
     }
@@ -397,6 +401,10 @@ bool Search::TryReclaim() {
     std::stable_sort(list.begin(), list.end(), [&](const VictimUnit& a, const VictimUnit& b) {
       const RunningGroup& ga = groups[a.group];
       const RunningGroup& gb = groups[b.group];
+      // In an AttainedService queue the most served give back first.
+      if (ga.service_level != gb.service_level) {
+        return ga.service_level > gb.service_level;
+      }
       int32_t role_a = ga.roles[static_cast<size_t>(a.role)].priority;
       int32_t role_b = gb.roles[static_cast<size_t>(b.role)].priority;
       if (role_a != role_b) {

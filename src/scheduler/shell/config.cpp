@@ -352,6 +352,22 @@ Status ParseStarvation(const YAML::Node& node, StarvationSettings* out) {
   return Status::Ok();
 }
 
+Status ParseAttainedService(const YAML::Node& node, AttainedServiceSettings* out) {
+  if (!node || node.IsNull()) {
+    return Status::Ok();
+  }
+  if (!node.IsMap()) {
+    return InvalidArgument("attainedService: expected a map");
+  }
+  FieldReader reader(node, "attainedService");
+  HJ_RETURN_IF_ERROR(reader.Read("levels", &out->levels));
+  HJ_RETURN_IF_ERROR(reader.Read("firstThresholdGpuHours", &out->first_threshold_gpu_hours));
+  HJ_RETURN_IF_ERROR(reader.Read("thresholdFactor", &out->threshold_factor));
+  HJ_RETURN_IF_ERROR(reader.Read("promoteAfterSeconds", &out->promote_after_seconds));
+  HJ_RETURN_IF_ERROR(reader.RejectUnknown());
+  return ValidateAttainedService(*out, "attainedService");
+}
+
 // At most this many levels: a cluster has zones, blocks, racks, cliques and
 // hosts; more would only slow every topology-bound gang's planning.
 constexpr size_t kMaxTopologyLevels = 8;
@@ -429,6 +445,8 @@ Result<SchedulerConfig> ParseRoot(const YAML::Node& root) {
   HJ_RETURN_IF_ERROR(ParseReclaim(reader.Child("reclaim"), &config.reclaim));
   HJ_RETURN_IF_ERROR(ParsePreemption(reader.Child("preemption"), &config.preemption));
   HJ_RETURN_IF_ERROR(ParseStarvation(reader.Child("starvation"), &config.starvation));
+  HJ_RETURN_IF_ERROR(
+      ParseAttainedService(reader.Child("attainedService"), &config.attained_service));
   HJ_RETURN_IF_ERROR(ParseTopology(reader.Child("topology"), &config.topology));
   HJ_RETURN_IF_ERROR(reader.RejectUnknown());
 
@@ -487,6 +505,7 @@ PolicyConfig PolicyConfigFrom(const SchedulerConfig& config) {
   policy.reclaim = config.reclaim;
   policy.preemption = config.preemption;
   policy.starvation = config.starvation;
+  policy.attained_service = config.attained_service;
   policy.scheduler_name = config.scheduler_name;
   return policy;
 }

@@ -329,7 +329,8 @@ Status Replayer::BuildCluster() {
 void Replayer::BuildJobs() {
   bool lone_pods = options_.policy == Policy::kPodGreedy;
   bool at_max = StartsAtMax(options_.policy);
-  bool own_queues = options_.policy == Policy::kElasticReclaim;
+  bool own_queues =
+      options_.policy == Policy::kElasticReclaim || options_.policy == Policy::kAttainedService;
   bool las = options_.policy == Policy::kLas;
   jobs_.resize(trace_.size());
   for (size_t j = 0; j < trace_.size(); ++j) {
@@ -421,7 +422,8 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
       // of one level never preempt each other.
       config.preemption.enabled = true;
       break;
-    case Policy::kElasticReclaim: {
+    case Policy::kElasticReclaim:
+    case Policy::kAttainedService: {
       config.reclaim.enabled = true;
       config.reclaim.growth = true;
       config.starvation.max_wait_seconds = options_.starvation_seconds;
@@ -429,6 +431,23 @@ sched::PolicyConfig Replayer::MakePolicyConfig() const {
       config.reclaim.share_tolerance = options_.share_tolerance;
       config.reclaim.min_resize_interval_seconds = options_.min_resize_interval_seconds;
       config.queues = ReplayQueues(trace_, options_);
+      if (options_.policy == Policy::kAttainedService) {
+        config.attained_service = options_.attained_service;
+        const sched::QueueTable table(config.queues);
+        for (sched::QueueSpec& queue : config.queues) {
+          if (table.IsLeaf(queue.name)) {
+            queue.order = sched::QueueOrder::kAttainedService;
+          }
+        }
+        if (table.Find(api::kDefaultQueue) != nullptr &&
+            std::none_of(config.queues.begin(), config.queues.end(),
+                         [](const auto& queue) { return queue.name == api::kDefaultQueue; })) {
+          sched::QueueSpec fallback;
+          fallback.name = std::string(api::kDefaultQueue);
+          fallback.order = sched::QueueOrder::kAttainedService;
+          config.queues.push_back(std::move(fallback));
+        }
+      }
       break;
     }
   }
@@ -920,6 +939,8 @@ std::string_view PolicyName(Policy policy) {
       return "gang-backfill";
     case Policy::kLas:
       return "las";
+    case Policy::kAttainedService:
+      return "attained-service";
   }
   return "unknown";
 }
@@ -927,7 +948,8 @@ std::string_view PolicyName(Policy policy) {
 const std::vector<Policy>& AllPolicies() {
   static const std::vector<Policy> kAll = {Policy::kPodGreedy,      Policy::kStaticGang,
                                            Policy::kGangBackfill,   Policy::kElasticGang,
-                                           Policy::kElasticReclaim, Policy::kLas};
+                                           Policy::kElasticReclaim, Policy::kLas,
+                                           Policy::kAttainedService};
   return kAll;
 }
 
@@ -939,7 +961,7 @@ Result<Policy> ParsePolicy(std::string_view name) {
   }
   return InvalidArgument("unknown policy \"" + std::string(name) +
                          "\"; expected pod-greedy, static-gang, gang-backfill, elastic-gang, "
-                         "elastic-reclaim, las or all");
+                         "elastic-reclaim, las, attained-service or all");
 }
 
 double DrainRate(int64_t gpus, int64_t max_gpus, double exponent) {

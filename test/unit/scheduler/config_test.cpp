@@ -401,7 +401,7 @@ TEST(SchedulerConfigTest, ReadsEachQueuesOrder) {
   EXPECT_EQ(PolicyConfigFrom(*config).queues[0].order, QueueOrder::kStrictFifo);
 
   EXPECT_EQ(Refusal("queues:\n  - name: a\n    order: fifo\n"),
-            "queues[0].order: \"fifo\" is not BestEffortFIFO or StrictFIFO");
+            "queues[0].order: \"fifo\" is not BestEffortFIFO, StrictFIFO or AttainedService");
   EXPECT_EQ(Refusal("queues:\n  - name: a\n    order: [StrictFIFO]\n"),
             "queues[0].order: expected a single value");
 }
@@ -447,6 +447,31 @@ TEST(SchedulerConfigTest, RebalancingSettings) {
             "reclaim.minResizeIntervalSeconds: must be between 0 and 86400");
   EXPECT_EQ(Refusal("reclaim:\n  rebalance: maybe\n"),
             "reclaim.rebalance: \"maybe\" is not a valid boolean");
+}
+
+TEST(SchedulerConfigTest, AttainedServiceOrderAndSettings) {
+  Result<SchedulerConfig> defaults = ParseSchedulerConfig("");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->attained_service, AttainedServiceSettings{});
+  EXPECT_EQ(defaults->attained_service.levels, 4);
+  EXPECT_EQ(defaults->attained_service.promote_after_seconds, 3600);
+  Result<SchedulerConfig> set = ParseSchedulerConfig(
+      "queues:\n  - name: research\n    order: AttainedService\n"
+      "attainedService:\n  levels: 3\n  firstThresholdGpuHours: 0.5\n  thresholdFactor: 4\n"
+      "  promoteAfterSeconds: 900\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->queues[0].order, QueueOrder::kAttainedService);
+  EXPECT_EQ(set->attained_service.levels, 3);
+  EXPECT_DOUBLE_EQ(set->attained_service.first_threshold_gpu_hours, 0.5);
+  EXPECT_DOUBLE_EQ(set->attained_service.threshold_factor, 4);
+  EXPECT_EQ(set->attained_service.promote_after_seconds, 900);
+  EXPECT_EQ(PolicyConfigFrom(*set).attained_service, set->attained_service);
+  EXPECT_EQ(Refusal("attainedService: 3\n"), "attainedService: expected a map");
+  EXPECT_EQ(Refusal("attainedService:\n  levels: 17\n"), "attainedService.levels: must be 1 to 16");
+  EXPECT_EQ(Refusal("attainedService:\n  thresholdFactor: 1\n"),
+            "attainedService.thresholdFactor: must be a number above 1");
+  EXPECT_EQ(Refusal("attainedService:\n  promoteAfter: 10\n"),
+            "attainedService.promoteAfter: unknown field");
 }
 
 TEST(SchedulerConfigFileTest, ReadsAFileAndPrefixesErrorsWithItsPath) {

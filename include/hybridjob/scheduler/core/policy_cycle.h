@@ -132,6 +132,10 @@ struct PolicyState {
   // again, or for kRestartHoldSeconds without seeing it. Placements at a
   // minimum are not held back. Filled by the caller (HoldForRestart).
   std::vector<Reservation> restart_holds;
+  // Attained service of the groups of AttainedService queues: accounted by
+  // each cycle; the caller may seed it (records read back after a restart)
+  // and persist it. Sorted by key.
+  std::vector<ServiceRecord> service;
 
   friend bool operator==(const PolicyState&, const PolicyState&) = default;
 };

@@ -14,6 +14,7 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/core/attained_service.h>
 #include <hybridjob/scheduler/core/planner.h>
 #include <hybridjob/scheduler/core/snapshot.h>
 #include <hybridjob/scheduler/objects/objects.h>
@@ -51,10 +52,15 @@ enum class QueueOrder : uint8_t {
   // (or for its queue's max): head-of-line blocking, so large gangs are
   // never overtaken; the head may still reclaim and be reserved for.
   kStrictFifo,
+  // By attained service (attained_service.h): within a priority, the group
+  // of the lowest level goes first, then the oldest; a group that cannot
+  // start lets the ones behind it try. Growth goes to the least served
+  // first, and reclaim in the queue takes from the most served first.
+  kAttainedService,
 };
 
-// "BestEffortFIFO", "StrictFIFO": the configuration's names, as Kueue's
-// queueingStrategy spells them.
+// "BestEffortFIFO", "StrictFIFO" (the configuration's names, as Kueue's
+// queueingStrategy spells them), "AttainedService".
 std::string_view QueueOrderName(QueueOrder order);
 Result<QueueOrder> ParseQueueOrder(std::string_view name);
 
@@ -145,6 +151,8 @@ struct PolicyConfig {
   // forgotten once its pod is gone or a max back-off has passed without one.
   int64_t refused_eviction_backoff_seconds = 10;
   int64_t refused_eviction_backoff_max_seconds = 300;
+  // Levels and the starvation guard of AttainedService queues.
+  AttainedServiceSettings attained_service;
 };
 
 // Names unique and non-empty, weights positive and finite, guaranteed within

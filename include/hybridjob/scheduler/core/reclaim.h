@@ -87,6 +87,9 @@ struct RunningGroup {
   // An eviction of one of its pods was refused recently: never a victim
   // until the back-off ends (see RefusedEviction).
   bool shielded = false;
+  // Its attained-service level in an AttainedService queue; -1 in a queue
+  // of another order. The most served give back first.
+  int32_t service_level = -1;
 
   // "namespace/name", with "|pod" appended for a pod outside any group (the
   // same keys BuildGroups uses).
@@ -134,6 +137,9 @@ struct EvictionRequest {
   std::string group_key;  // GroupKey() of the waiting group (never its own victim)
   std::string queue;
   int32_t priority = 0;
+  // Its attained-service level in an AttainedService queue (-1: another
+  // order): in its own queue, only groups of a higher level give back.
+  int32_t service_level = -1;
   ResourceList need;  // its minimum request, MinimumRequest()
   bool reclaim = true;
   // Extra candidates after the reclaim ones (see preemption.h), tried in order.

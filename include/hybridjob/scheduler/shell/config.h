@@ -65,6 +65,8 @@ struct SchedulerConfig {
   ReclaimSettings reclaim;
   PreemptionSettings preemption;
   StarvationSettings starvation;
+  // Levels and starvation guard of queues with order AttainedService.
+  AttainedServiceSettings attained_service;
   TopologySettings topology;
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;

@@ -36,11 +36,16 @@ enum class Policy : uint8_t {
   // a waiting gang of a less-served level preempts whole gangs of more-served
   // levels.
   kLas,
+  // elastic-reclaim with every leaf queue ordered by AttainedService: within
+  // a queue the least-served gang starts first, grows first and gives back
+  // last (ReplayOptions::attained_service).
+  kAttainedService,
 };
 
 std::string_view PolicyName(Policy policy);
 Result<Policy> ParsePolicy(std::string_view name);
-// pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las.
+// pod-greedy, static-gang, gang-backfill, elastic-gang, elastic-reclaim, las,
+// attained-service.
 const std::vector<Policy>& AllPolicies();
 
 // How fast a job drains its work with `gpus` of its `max_gpus`: in GPU-seconds
@@ -149,6 +154,8 @@ struct ReplayOptions {
   int32_t las_levels = 4;
   double las_first_threshold_gpu_hours = 1;
   double las_threshold_factor = 10;
+  // attained-service: the scheduler configuration's attainedService.
+  scheduler::AttainedServiceSettings attained_service;
 };
 
 Status ValidateReplayOptions(const ReplayOptions& options);

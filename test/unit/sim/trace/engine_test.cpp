@@ -540,7 +540,8 @@ TEST(ReplayTest, EveryPolicyConservesWorkOnASyntheticTrace) {
       EXPECT_GE(record.finish - record.start, jobs[i].DurationAtMax() * (1 - 1e-9));
       EXPECT_LE(record.mean_gpus_running, static_cast<double>(record.max_gpus) + 1e-9);
     }
-    if (policy == Policy::kElasticReclaim || policy == Policy::kLas) {
+    if (policy == Policy::kElasticReclaim || policy == Policy::kLas ||
+        policy == Policy::kAttainedService) {
       EXPECT_GT(result.evictions, 0);
     } else {
       EXPECT_EQ(result.evictions, 0);
@@ -711,7 +712,8 @@ TEST(PolicyTest, NamesRoundTrip) {
   }
   EXPECT_FALSE(ParsePolicy("fifo").ok());
   EXPECT_EQ(ParsePolicy("las").value(), Policy::kLas);
-  EXPECT_EQ(AllPolicies().back(), Policy::kLas) << "--policy all runs it";
+  EXPECT_EQ(ParsePolicy("attained-service").value(), Policy::kAttainedService);
+  EXPECT_EQ(AllPolicies().back(), Policy::kAttainedService) << "--policy all runs it";
 }
 
 }  // namespace

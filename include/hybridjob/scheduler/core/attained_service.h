@@ -1,0 +1,69 @@
+// Attained service: the GPU-seconds each group has held, for queues ordered
+// by AttainedService (discretised least attained service, as Tiresias does).
+// A group's level is the number of thresholds its service has reached; in
+// such a queue a group of a lower level starts first, grows first and gives
+// back last. The ledger is plain data in PolicyState: the cycle accounts it,
+// the caller may seed it (a scheduler that restarted reads it back from
+// where it persisted it) and persist it. Pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/objects/objects.h>
+
+namespace hybridjob::scheduler {
+
+struct AttainedServiceSettings {
+  // Levels 0 (least served) to levels - 1. The first threshold, in
+  // GPU-hours, ends level 0; each next one is threshold_factor times the
+  // last.
+  int32_t levels = 4;
+  double first_threshold_gpu_hours = 1;
+  double threshold_factor = 10;
+  // Starvation guard: a group that has waited this long, to start or to run
+  // again, goes to level 0 until it runs. 0: never.
+  int64_t promote_after_seconds = 3600;
+
+  friend bool operator==(const AttainedServiceSettings&, const AttainedServiceSettings&) = default;
+};
+
+// One group's service. `milli_gpus` is what it held when the service was
+// last accounted (`at`); it is taken to hold as much until the next account.
+struct ServiceRecord {
+  std::string namespace_name;
+  std::string name;  // the group (job) name
+  double gpu_seconds = 0;
+  int64_t milli_gpus = 0;  // weighted GPUs, thousandths
+  Timestamp at{};
+  // When it last held GPUs; when first seen for a group that never did.
+  Timestamp last_held{};
+
+  // "namespace/name", as GroupKey.
+  std::string Key() const;
+  friend bool operator==(const ServiceRecord&, const ServiceRecord&) = default;
+};
+
+// A record whose group holds nothing and has not been seen for this long is
+// dropped (the job ended, or left the queue).
+inline constexpr int64_t kServiceForgetAfterSeconds = 600;
+
+// "levels: must be 1 to 16" and the like, under `field`.
+Status ValidateAttainedService(const AttainedServiceSettings& settings, std::string_view field);
+
+// The thresholds in GPU-seconds, ascending (levels - 1 of them).
+std::vector<double> ServiceThresholds(const AttainedServiceSettings& settings);
+// 0 (least served) to thresholds.size(). Service within a millisecond of
+// GPU time of a threshold has reached it.
+int32_t ServiceLevel(double gpu_seconds, const std::vector<double>& thresholds);
+
+// Adds to each record what it held since it was last accounted, up to `now`.
+void AccountService(std::vector<ServiceRecord>& records, Timestamp now);
+
+// "3.2 GPU-h", "45 GPU-min", "0 GPU-s": attained service as users read it.
+std::string FormatService(double gpu_seconds);
+
+}  // namespace hybridjob::scheduler
