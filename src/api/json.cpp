@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <exception>
 #include <initializer_list>
 #include <limits>
@@ -306,6 +307,16 @@ HybridJobStatus ReadStatus(JsonFields& reader, const json& status) {
     standing.reason = reader.String(*queue, "reason", queue_path).value_or("");
     out.queue = std::move(standing);
   }
+  if (const json* service = JsonMember(status, "attainedService");
+      service != nullptr && service->is_object()) {
+    const std::string service_path = path + ".attainedService";
+    AttainedService attained;
+    attained.gpu_seconds =
+        std::max<int64_t>(0, reader.Int64(*service, "gpuSeconds", service_path).value_or(0));
+    attained.level = std::max(0, reader.Int32(*service, "level", service_path).value_or(0));
+    attained.queue = reader.String(*service, "queue", service_path).value_or("");
+    out.attained_service = std::move(attained);
+  }
   if (const json* runs = reader.Array(status, "previousRuns", path)) {
     for (size_t i = 0; i < runs->size(); ++i) {
       const json& item = (*runs)[i];
@@ -573,6 +584,12 @@ json ToJson(const HybridJobStatus& status) {
     }
     SetIfNotEmpty(queue, "reason", status.queue->reason);
     out["queue"] = std::move(queue);
+  }
+  if (status.attained_service) {
+    json service = {{"gpuSeconds", status.attained_service->gpu_seconds},
+                    {"level", status.attained_service->level}};
+    SetIfNotEmpty(service, "queue", status.attained_service->queue);
+    out["attainedService"] = std::move(service);
   }
   if (status.run_spec) {
     out["runSpec"] = {{"hash", status.run_spec->hash},

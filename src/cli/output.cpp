@@ -5,6 +5,7 @@
 
 #include <hybridjob/cli/output.h>
 #include <hybridjob/common/strings.h>
+#include <hybridjob/scheduler/core/attained_service.h>
 
 namespace hybridjob::cli {
 namespace {
@@ -140,6 +141,11 @@ json ToJson(const JobStatusReport& report) {
   if (!report.placement.empty()) {
     out["placement"] = report.placement;
   }
+  if (report.attained_service) {
+    out["attainedService"] = {{"gpuSeconds", report.attained_service->gpu_seconds},
+                              {"level", report.attained_service->level},
+                              {"queue", report.attained_service->queue}};
+  }
   for (const RoleRow& role : report.roles) {
     out["roles"].push_back({{"name", role.name},
                             {"minReplicas", role.min_replicas},
@@ -187,6 +193,12 @@ std::string FormatTable(const JobStatusReport& report) {
   head.Add({"GPUs:", FormatMilliGpus(report.bound_milli_gpus) + " on nodes, of " +
                          FormatMilliGpus(report.milli_gpus) + " asked"});
   head.Add({"Restarts:", std::to_string(report.restarts)});
+  if (report.attained_service) {
+    const api::AttainedService& service = *report.attained_service;
+    head.Add({"Attained:",
+              scheduler::FormatService(static_cast<double>(service.gpu_seconds)) + " (level " +
+                  std::to_string(service.level) + " of queue " + Dash(service.queue) + ")"});
+  }
   if (report.run != 0) {
     head.Add({"Run:", std::to_string(report.run)});
   }
@@ -243,6 +255,18 @@ std::string FormatTable(const QueuesReport& report) {
                    job.namespace_name + "/" + job.name, Dash(job.reason)});
     }
     out += "\nWaiting in " + queue.name + ":\n" + waiting.Render("  ");
+  }
+  for (const QueueRow& queue : report.queues) {
+    if (queue.served.empty()) {
+      continue;
+    }
+    Table served({"LEVEL", "JOB", "ATTAINED SERVICE"});
+    for (const scheduler::ServedJob& job : queue.served) {
+      served.Add({std::to_string(job.level), job.namespace_name + "/" + job.name,
+                  scheduler::FormatService(static_cast<double>(job.gpu_seconds))});
+    }
+    out += "\nAttained service in " + queue.name + " (least served first):\n" +
+           served.Render("  ");
   }
   return out;
 }

@@ -91,6 +91,7 @@ Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<jso
   report.run = job.status.run;
   report.restarts = job.status.restart_count;
   report.placement = job.status.placement;
+  report.attained_service = job.status.attained_service;
   report.queue = job.spec.queue.value_or("");
   if (job.status.queue) {
     report.queue = job.status.queue->name;
@@ -165,6 +166,13 @@ QueuesReport BuildQueuesReport(const ClusterObjects& objects,
   report.queues = BuildQueueViews(share, cache->Pending());
   for (const json& object : objects.jobs) {
     Result<api::HybridJob> job = api::ParseHybridJob(object);
+    if (job.ok() && job->status.attained_service &&
+        !(job->status.phase && api::IsTerminal(*job->status.phase))) {
+      const api::AttainedService& service = *job->status.attained_service;
+      AddServed(report.queues, service.queue,
+                ServedJob{job->metadata.namespace_name, job->metadata.name, service.gpu_seconds,
+                          service.level});
+    }
     if (!job.ok() || !job->status.queue || job->status.queue->name.empty()) {
       continue;
     }

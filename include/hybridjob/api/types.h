@@ -406,6 +406,17 @@ struct QueueStanding {
   friend bool operator==(const QueueStanding&, const QueueStanding&) = default;
 };
 
+// The GPU service a job has attained, as the gang-scheduler keeps it for
+// queues ordered by AttainedService (status.attainedService). Only the
+// gang-scheduler writes it; it reads it back after a restart or failover.
+struct AttainedService {
+  int64_t gpu_seconds = 0;  // weighted GPUs x seconds held
+  int32_t level = 0;        // 0: the least-served level
+  std::string queue;        // the queue whose levels `level` is of
+
+  friend bool operator==(const AttainedService&, const AttainedService&) = default;
+};
+
 // status.previousRuns keeps the newest this many.
 inline constexpr size_t kMaxPreviousRuns = 10;
 
@@ -431,6 +442,7 @@ struct HybridJobStatus {
   std::optional<RunSpecRecord> run_spec;
   // While the job waits to start: its queue, its place in it, and why.
   std::optional<QueueStanding> queue;
+  std::optional<AttainedService> attained_service;
 
   const Condition* FindCondition(std::string_view type) const;
   bool HasTrueCondition(std::string_view type) const;

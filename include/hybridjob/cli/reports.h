@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/types.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/core/cluster_view.h>
 #include <hybridjob/scheduler/core/gpu_resources.h>
@@ -64,6 +66,7 @@ struct JobStatusReport {
   std::string reason;            // while Queued: the waiting reason code
   std::string message;           // the Queued condition's message
   std::string placement;         // status.placement
+  std::optional<api::AttainedService> attained_service;
   int64_t milli_gpus = 0;        // asked for by its active members
   int64_t bound_milli_gpus = 0;  // of those, on nodes
   std::vector<RoleRow> roles;

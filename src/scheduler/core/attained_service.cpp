@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +64,41 @@ void AccountService(std::vector<ServiceRecord>& records, Timestamp now) {
       record.at = now;
     }
   }
+}
+
+void RefreshService(std::vector<ServiceRecord>& records, const Snapshot& snapshot,
+                    const GpuResources& gpus, Timestamp now) {
+  AccountService(records, now);
+  for (ServiceRecord& record : records) {
+    int64_t milli_gpus = 0;
+    for (const PodInfo* pod : snapshot.GroupMembers(record.namespace_name, record.name)) {
+      milli_gpus += gpus.MilliGpus(pod->requests);
+    }
+    record.milli_gpus = milli_gpus;
+    record.at = std::max(record.at, now);
+    if (milli_gpus > 0) {
+      record.last_held = now;
+    }
+  }
+}
+
+void SeedService(std::vector<ServiceRecord>& records, std::string_view namespace_name,
+                 std::string_view name, std::string_view queue, double gpu_seconds,
+                 Timestamp now) {
+  for (ServiceRecord& record : records) {
+    if (record.namespace_name == namespace_name && record.name == name) {
+      record.gpu_seconds = std::max(record.gpu_seconds, gpu_seconds);
+      return;
+    }
+  }
+  ServiceRecord record;
+  record.namespace_name = std::string(namespace_name);
+  record.name = std::string(name);
+  record.queue = std::string(queue);
+  record.gpu_seconds = gpu_seconds;
+  record.at = now;
+  record.last_held = now;
+  records.push_back(std::move(record));
 }
 
 std::string FormatService(double gpu_seconds) {

@@ -113,6 +113,22 @@ std::vector<QueueView> BuildQueueViews(const FairShare& share,
   return views;
 }
 
+void AddServed(std::vector<QueueView>& queues, const std::string& queue, ServedJob job) {
+  auto it = std::find_if(queues.begin(), queues.end(),
+                         [&queue](const QueueView& view) { return view.name == queue; });
+  if (it == queues.end()) {
+    return;
+  }
+  auto rank = [](const ServedJob& served) {
+    return std::make_tuple(served.level, served.gpu_seconds, served.namespace_name, served.name);
+  };
+  auto at = std::upper_bound(it->served.begin(), it->served.end(), job,
+                             [&rank](const ServedJob& a, const ServedJob& b) {
+                               return rank(a) < rank(b);
+                             });
+  it->served.insert(at, std::move(job));
+}
+
 void AddWaiting(std::vector<QueueView>& queues, const std::string& queue, WaitingJob job) {
   auto it = std::find_if(queues.begin(), queues.end(),
                          [&queue](const QueueView& view) { return view.name == queue; });
@@ -263,6 +279,15 @@ json ToJson(const QueueView& queue, const GpuResources& gpus) {
   }
   for (const WaitingJob& job : queue.waiting) {
     row["waiting"].push_back(ToJson(job));
+  }
+  if (!queue.served.empty()) {
+    row["attainedService"] = json::array();
+    for (const ServedJob& job : queue.served) {
+      row["attainedService"].push_back({{"namespace", job.namespace_name},
+                                        {"name", job.name},
+                                        {"gpuSeconds", job.gpu_seconds},
+                                        {"level", job.level}});
+    }
   }
   return row;
 }

@@ -16,17 +16,10 @@ bool OrderedByService(const CycleInput& input, std::string_view queue) {
   return spec != nullptr && spec->order == QueueOrder::kAttainedService;
 }
 
-bool AnyQueueOrderedByService(const CycleInput& input) {
-  return std::any_of(input.table.queues().begin(), input.table.queues().end(),
-                     [](const QueueSpec& queue) {
-                       return queue.order == QueueOrder::kAttainedService;
-                     });
-}
-
 }  // namespace
 
 void CarryOverService(const CycleInput& input, const PolicyState& previous, CycleState& state) {
-  if (!AnyQueueOrderedByService(input)) {
+  if (!OrdersByService(input.policy)) {
     return;  // nothing is ordered by service: the ledger is not kept
   }
   state.service_on = true;
@@ -52,11 +45,13 @@ void LevelEntries(const CycleInput& input, CycleState& state) {
       ServiceRecord record;
       record.namespace_name = entry.group.namespace_name;
       record.name = entry.group.name;
+      record.queue = entry.queue;
       record.at = input.now;
       record.last_held = std::min(entry.group.creation_time, input.now);
       state.service.push_back(std::move(record));
     }
-    const ServiceRecord& record = state.service[it->second];
+    ServiceRecord& record = state.service[it->second];
+    record.queue = entry.queue;
     entry.service_level = ServiceLevel(record.gpu_seconds, state.service_thresholds);
     // Starvation guard: waited long enough to start, or to run again.
     if (promote_after > 0 && record.milli_gpus == 0 &&
@@ -102,6 +97,7 @@ std::vector<ServiceRecord> SettleService(const CycleInput& input, CycleState& st
         ServiceRecord record;
         record.namespace_name = group.namespace_name;
         record.name = group.name;
+        record.queue = group.queue;
         record.at = input.now;
         record.last_held = input.now;
         state.service_index.emplace(group.Key(), state.service.size());
@@ -110,22 +106,11 @@ std::vector<ServiceRecord> SettleService(const CycleInput& input, CycleState& st
     }
   }
   std::vector<ServiceRecord> records = std::move(state.service);
-  const GpuResources& gpus = input.planner.gpu_resources;
   std::unordered_set<std::string_view> seen;
   for (const Entry& entry : state.entries) {
     seen.insert(entry.key);
   }
-  for (ServiceRecord& record : records) {
-    int64_t milli_gpus = 0;
-    for (const PodInfo* pod : state.snapshot.GroupMembers(record.namespace_name, record.name)) {
-      milli_gpus += gpus.MilliGpus(pod->requests);
-    }
-    record.milli_gpus = milli_gpus;
-    record.at = input.now;
-    if (milli_gpus > 0) {
-      record.last_held = input.now;
-    }
-  }
+  RefreshService(records, state.snapshot, input.planner.gpu_resources, input.now);
   std::erase_if(records, [&](const ServiceRecord& record) {
     return record.milli_gpus == 0 && !seen.contains(record.Key()) &&
            input.now - record.last_held >= seconds{kServiceForgetAfterSeconds};

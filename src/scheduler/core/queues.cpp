@@ -295,6 +295,12 @@ Status ValidatePolicyConfig(const PolicyConfig& config) {
   return ValidateAttainedService(config.attained_service, "attainedService");
 }
 
+bool OrdersByService(const PolicyConfig& config) {
+  return std::any_of(config.queues.begin(), config.queues.end(), [](const QueueSpec& queue) {
+    return queue.order == QueueOrder::kAttainedService;
+  });
+}
+
 QueueTable::QueueTable(const std::vector<QueueSpec>& queues) : queues_(queues) {
   bool has_default = std::any_of(queues_.begin(), queues_.end(), [](const QueueSpec& queue) {
     return queue.name == api::kDefaultQueue;

@@ -78,6 +78,9 @@ Result<TrustedJob> ParseTrustedJob(const nlohmann::json& object) {
   }
   // The framework is fixed for a run; a record of an older controller lacks it.
   out.spec.resize_restarts = !api::LearnsMembershipLive(job.spec.framework);
+  if (job.status.attained_service) {
+    out.attained_gpu_seconds = job.status.attained_service->gpu_seconds;
+  }
   out.ended = job.status.phase.has_value() && (api::IsTerminal(*job.status.phase) ||
                                                *job.status.phase == api::JobPhase::kSuspended);
   return out;

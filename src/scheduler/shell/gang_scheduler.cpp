@@ -244,6 +244,7 @@ void GangScheduler::PublishCacheFigures() {
 void GangScheduler::Start() {
   events_ = std::make_unique<k8s::EventRecorder>(client_, config_.scheduler_name);
   reporter_ = std::make_unique<PodStatusReporter>(client_);
+  service_writer_ = std::make_unique<ServiceWriter>(client_);
   evictor_ = std::make_unique<Evictor>(client_, *events_, stats_);
   {
     MutexLock lock(mu_);
@@ -347,6 +348,9 @@ void GangScheduler::Stop() {
   reflector_threads_.clear();
   if (reporter_) {
     reporter_->Stop();
+  }
+  if (service_writer_) {
+    service_writer_->Stop();
   }
   if (events_) {
     events_->Flush(std::chrono::seconds(2));
@@ -594,6 +598,42 @@ void GangScheduler::PublishDashboard() {
   dashboard_ = std::move(state);
 }
 
+void GangScheduler::SeedServiceFromJobs(const std::vector<const PodInfo*>& pending,
+                                        Timestamp now) {
+  const TenancyDirectory& directory = cache_.directory();
+  std::unordered_set<std::string> recorded;
+  for (ServiceRecord& record : policy_state_.service) {
+    recorded.insert(record.Key());
+    const TrustedJob* job = directory.FindJob(record.namespace_name, record.name);
+    if (job != nullptr && job->attained_gpu_seconds) {
+      record.gpu_seconds =
+          std::max(record.gpu_seconds, static_cast<double>(*job->attained_gpu_seconds));
+    }
+  }
+  auto seed = [&](const std::string& namespace_name, const std::string& name,
+                  const std::string& queue) {
+    const TrustedJob* job = directory.FindJob(namespace_name, name);
+    if (job == nullptr || job->ended || job->attained_gpu_seconds.value_or(0) <= 0 ||
+        !recorded.insert(PodKey(namespace_name, name)).second) {
+      return;
+    }
+    SeedService(policy_state_.service, namespace_name, name, queue,
+                static_cast<double>(*job->attained_gpu_seconds), now);
+  };
+  if (!service_seeded_ && cache_.HasSynced()) {
+    // Once: running gangs never seen waiting again go on from what they had.
+    service_seeded_ = true;
+    for (const auto& [key, job] : directory.jobs()) {
+      seed(job.namespace_name, job.name, job.spec.queue);
+    }
+  }
+  for (const PodInfo* pod : pending) {
+    if (!pod->job_name.empty()) {
+      seed(pod->namespace_name, pod->job_name, std::string(QueueOfPod(*pod)));
+    }
+  }
+}
+
 void GangScheduler::RunOneCycle() {
   const auto started = SteadyClock::now();
   const Timestamp now = std::chrono::time_point_cast<std::chrono::seconds>(api::Clock::now());
@@ -626,6 +666,12 @@ void GangScheduler::RunOneCycle() {
     if (!rolling_back_.contains(group_key) && !volume_waits_.contains(group_key)) {
       pending.push_back(pod);
     }
+  }
+  const bool service_on = OrdersByService(policy);
+  if (service_on) {
+    SeedServiceFromJobs(pending, now);
+  } else {
+    policy_state_.service.clear();
   }
   std::vector<DecisionCopy> decisions;
   std::vector<Eviction> evictions;
@@ -699,6 +745,16 @@ void GangScheduler::RunOneCycle() {
     }
     MutexLock lock(mu_);
     queue_reports_ = std::move(queues);
+  } else if (service_on && !policy_state_.service.empty()) {
+    // No cycle: the ledger is kept current all the same.
+    RefreshService(policy_state_.service, cache_.snapshot(), planner.gpu_resources, now);
+  }
+  if (service_on && service_writer_) {
+    for (ServiceWrite& write :
+         ServiceWrites(policy_state_.service, ServiceThresholds(policy.attained_service),
+                       cache_.directory(), service_written_, SteadyClock::now())) {
+      service_writer_->Write(std::move(write));
+    }
   }
 
   if (dashboard_enabled_) {

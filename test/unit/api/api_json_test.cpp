@@ -294,7 +294,10 @@ TEST(ApiJsonTest, StatusRoundTrips) {
                                   .completion_time = "2024-04-30T13:00:00Z",
                                   .restart_count = 3});
   status.queue = QueueStanding{.name = "team-a", .position = 3, .reason = "Fragmented"};
+  status.attained_service = AttainedService{.gpu_seconds = 7200, .level = 1, .queue = "team-a"};
   json out = ToJson(status);
+  EXPECT_EQ(out["attainedService"],
+            json({{"gpuSeconds", 7200}, {"level", 1}, {"queue", "team-a"}}));
   EXPECT_EQ(out["phase"], "Restarting");
   EXPECT_EQ(out["queue"], json({{"name", "team-a"}, {"position", 3}, {"reason", "Fragmented"}}));
   EXPECT_EQ(out["run"], 2);

@@ -149,6 +149,42 @@ TEST(QueuesReportTest, UsageGuaranteesCeilingsAndTheLineAsTheSchedulerCountsThem
                                                              {"message", "the numbers"}}));
 }
 
+TEST(AttainedServiceReportTest, StatusAndQueuesShowWhatTheSchedulerPersisted) {
+  const auto config = ConfigOf("queues:\n  - name: research\n    order: AttainedService\n");
+  nlohmann::json long_job = Job("team", "long", "research", 1, 1, "Running");
+  long_job["status"]["attainedService"] = {{"gpuSeconds", 5 * 3600 + 360}, {"level", 1},
+                                          {"queue", "research"}};
+  nlohmann::json short_job = Job("team", "short", "research", 1, 1, "Running");
+  short_job["status"]["attainedService"] = {{"gpuSeconds", 600}, {"level", 0},
+                                           {"queue", "research"}};
+  nlohmann::json done = Job("team", "done", "research", 1, 1, "Succeeded");
+  done["status"]["attainedService"] = {{"gpuSeconds", 60}, {"level", 0}, {"queue", "research"}};
+
+  Result<JobStatusReport> status = BuildJobStatus(long_job, {}, scheduler::GpuResources());
+  ASSERT_TRUE(status.ok());
+  EXPECT_THAT(FormatTable(*status),
+              HasSubstr("Attained:    5.1 GPU-h (level 1 of queue research)\n"));
+  EXPECT_EQ(ToJson(*status)["attainedService"]["gpuSeconds"], 5 * 3600 + 360);
+
+  ClusterObjects objects;
+  objects.nodes = {Node("n0", 8)};
+  objects.jobs = {long_job, short_job, done};
+  const QueuesReport report = BuildQueuesReport(objects, config);
+  const QueueRow* research = Row(report, "research");
+  ASSERT_NE(research, nullptr);
+  EXPECT_EQ(research->order, "AttainedService");
+  ASSERT_EQ(research->served.size(), 2u) << "a finished job is not listed";
+  EXPECT_EQ(research->served[0].name, "short");
+  EXPECT_THAT(FormatTable(report),
+              HasSubstr("Attained service in research (least served first):\n"
+                        "  LEVEL   JOB          ATTAINED SERVICE\n"
+                        "  0       team/short   10 GPU-min\n"
+                        "  1       team/long    5.1 GPU-h\n"));
+  EXPECT_EQ(ToJson(report)["queues"][1]["attainedService"][1],
+            nlohmann::json({{"namespace", "team"}, {"name", "long"}, {"gpuSeconds", 18360},
+                            {"level", 1}}));
+}
+
 TEST(NodesReportTest, TheGpuMapByDomainWithItsHoldersAndFragments) {
   const auto config = ConfigOf("topology:\n  levels: [example.com/rack]\n");
   ClusterObjects objects;

@@ -298,7 +298,9 @@ TEST(DeployKustomizeTest, RbacGrantsWhatEachBinaryUsesAndNoMore) {
   EXPECT_EQ(Verbs(scheduler, "persistentvolumeclaims"), (Set{"get", "list", "watch", "patch"}));
   EXPECT_EQ(Verbs(scheduler, "persistentvolumes"), (Set{"get", "list", "watch", "patch"}));
   EXPECT_EQ(Verbs(scheduler, "storageclasses"), (Set{"get", "list", "watch"}));
-  EXPECT_THAT(Verbs(scheduler, "hybridjobs/status"), IsEmpty());
+  // Jobs themselves are read-only; their status only for the attained
+  // service of AttainedService queues.
+  EXPECT_EQ(Verbs(scheduler, "hybridjobs/status"), (Set{"patch"}));
 
   for (const std::string binary : {"hybridjob-controller", "gang-scheduler"}) {
     for (const json& role : {controller, scheduler}) {

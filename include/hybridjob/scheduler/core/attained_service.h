@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/scheduler/core/gpu_resources.h>
+#include <hybridjob/scheduler/core/snapshot.h>
 #include <hybridjob/scheduler/objects/objects.h>
 
 namespace hybridjob::scheduler {
@@ -36,6 +38,7 @@ struct AttainedServiceSettings {
 struct ServiceRecord {
   std::string namespace_name;
   std::string name;  // the group (job) name
+  std::string queue;
   double gpu_seconds = 0;
   int64_t milli_gpus = 0;  // weighted GPUs, thousandths
   Timestamp at{};
@@ -62,6 +65,17 @@ int32_t ServiceLevel(double gpu_seconds, const std::vector<double>& thresholds);
 
 // Adds to each record what it held since it was last accounted, up to `now`.
 void AccountService(std::vector<ServiceRecord>& records, Timestamp now);
+// Accounts up to `now`, then takes what each group holds in `snapshot` as
+// what it holds from now on (a cycle does this for its ledger; a shell that
+// ran no cycle may, to keep the ledger current).
+void RefreshService(std::vector<ServiceRecord>& records, const Snapshot& snapshot,
+                    const GpuResources& gpus, Timestamp now);
+// Service read back from where it was persisted: the group's record gets at
+// least `gpu_seconds` (service only grows, so the larger of the two is the
+// true one); a group without a record gets one.
+void SeedService(std::vector<ServiceRecord>& records, std::string_view namespace_name,
+                 std::string_view name, std::string_view queue, double gpu_seconds,
+                 Timestamp now);
 
 // "3.2 GPU-h", "45 GPU-min", "0 GPU-s": attained service as users read it.
 std::string FormatService(double gpu_seconds);

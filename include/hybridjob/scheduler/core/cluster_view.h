@@ -64,12 +64,21 @@ struct WaitingJob {
   std::string message;   // the numbers, when known
 };
 
+// A job of an AttainedService queue and the service it attained (its
+// status.attainedService).
+struct ServedJob {
+  std::string namespace_name;
+  std::string name;
+  int64_t gpu_seconds = 0;
+  int32_t level = 0;
+};
+
 struct QueueView {
   std::string name;
   std::string parent;
   bool leaf = true;
   bool configured = true;  // false: named by pods, absent from the configuration
-  std::string order;       // BestEffortFIFO / StrictFIFO
+  std::string order;       // BestEffortFIFO / StrictFIFO / AttainedService
   double weight = 1.0;
   ResourceList guaranteed;
   ResourceCeiling max;
@@ -80,6 +89,7 @@ struct QueueView {
   double fair_share = 0;
   int64_t fair_milli_gpus = 0;
   std::vector<WaitingJob> waiting;  // in line order, then those not in line
+  std::vector<ServedJob> served;    // least served level first, then least service
 };
 
 // Every account of the fair share, by name, with nobody waiting yet; the fair
@@ -89,6 +99,9 @@ std::vector<QueueView> BuildQueueViews(const FairShare& share,
 // Adds a waiting job to its queue's view (a view, unconfigured, is made for a
 // queue that has none), then keeps each queue's list in line order.
 void AddWaiting(std::vector<QueueView>& queues, const std::string& queue, WaitingJob job);
+// Adds a job's attained service to its queue's view (a configured queue's
+// only), in the queue's order.
+void AddServed(std::vector<QueueView>& queues, const std::string& queue, ServedJob job);
 
 // A job with members on nodes: what it holds.
 struct RunningJob {

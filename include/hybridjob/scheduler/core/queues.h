@@ -164,6 +164,8 @@ struct PolicyConfig {
 // \"org\"", "starvation.maxWaitSeconds: must not be negative".
 Status ValidateQueues(const std::vector<QueueSpec>& queues);
 Status ValidatePolicyConfig(const PolicyConfig& config);
+// Some queue's order is AttainedService: the cycle keeps the service ledger.
+bool OrdersByService(const PolicyConfig& config);
 
 // Whether `name` is a valid namespace name (an RFC 1123 label: at most 63
 // lowercase alphanumerics or '-', starting and ending with an alphanumeric).

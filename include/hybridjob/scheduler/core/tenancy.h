@@ -44,6 +44,8 @@ struct TrustedJob {
   GroupSpec spec;
   // Its status says it ended or is suspended: its pods go for good.
   bool ended = false;
+  // status.attainedService.gpuSeconds: what the scheduler persisted.
+  std::optional<int64_t> attained_gpu_seconds;
 
   friend bool operator==(const TrustedJob&, const TrustedJob&) = default;
 };

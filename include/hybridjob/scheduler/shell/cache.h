@@ -36,6 +36,8 @@ class SchedulerCache {
   std::vector<const PodInfo*> Pending() const;
   Snapshot& snapshot() { return snapshot_; }
   const Snapshot& snapshot() const { return snapshot_; }
+  // The HybridJobs, namespaces and PriorityClasses the scheduler trusts.
+  const TenancyDirectory& directory() const { return directory_; }
 
   // A pod a cycle placed (already added to the snapshot by the plan).
   void Assume(std::string key);

@@ -52,6 +52,7 @@
 #include <hybridjob/scheduler/shell/dashboard.h>
 #include <hybridjob/scheduler/shell/delta_feed.h>
 #include <hybridjob/scheduler/shell/evictor.h>
+#include <hybridjob/scheduler/shell/service_writer.h>
 #include <hybridjob/scheduler/shell/shell.h>
 #include <hybridjob/scheduler/shell/status_reporter.h>
 
@@ -116,6 +117,9 @@ class GangScheduler {
   void PublishCacheFigures();
   void PublishDashboard();
   void RunOneCycle();
+  // The attained service jobs' status holds, for groups whose ledger record
+  // has less or is missing (after a restart or failover).
+  void SeedServiceFromJobs(const std::vector<const PodInfo*>& pending, Timestamp now);
   // The GangWaiting condition to write on a waiting gang's carrier, when
   // StandingNeedsWrite says so (recorded as written); a Warning Event on
   // entering NeverFits.
@@ -130,6 +134,7 @@ class GangScheduler {
   SchedulerStats stats_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<PodStatusReporter> reporter_;
+  std::unique_ptr<ServiceWriter> service_writer_;
   std::unique_ptr<GangBinder> binder_;
   std::unique_ptr<ClaimWriter> claim_writer_;
   std::unique_ptr<Evictor> evictor_;
@@ -180,6 +185,9 @@ class GangScheduler {
   std::unordered_map<std::string, VolumeWait> volume_waits_;  // by group key
   uint32_t next_start_slot_ = 0;
   PolicyState policy_state_;
+  // Attained service last written to each job's status (by group key).
+  std::unordered_map<std::string, ServiceWritten> service_written_;
+  bool service_seeded_ = false;  // every job's persisted service read once
   QueueUsageMemo queue_usage_;                             // per node, from one cycle to the next
   ResourceTotalsMemo resource_totals_memo_;                // PublishCacheFigures's, likewise
   std::unordered_map<std::string, std::string> reported_;  // group key -> last reason said
