@@ -606,6 +606,83 @@ std::string QueuedMessage(System& system, const std::string& job) {
 
 // The sim's layout, 2 zones x 2 racks x 2 nodes x 4 GPUs, and the scheduler's
 // levels: the acceptance of docs/api.md's spec.topology with the binaries.
+// status.attainedService of a job: {gpuSeconds, level}; {-1, -1} when unset.
+std::pair<int64_t, int> AttainedService(System& system, const std::string& job) {
+  const json object = system.Job(job);
+  if (!object.contains("status") || !object["status"].contains("attainedService")) {
+    return {-1, -1};
+  }
+  const json& service = object["status"]["attainedService"];
+  return {service.value("gpuSeconds", int64_t{-1}), service.value("level", -1)};
+}
+
+// In a queue ordered by AttainedService, a short job submitted behind a long
+// one that has been served more starts first, and the long one's service,
+// persisted in its status, survives a kill -9 of the gang-scheduler. (With
+// the queue's order BestEffortFIFO the long job, older, goes first.)
+TEST(PolicyEndToEndTest, AShortJobOvertakesALongOneByAttainedServiceAcrossASchedulerKill) {
+  System system({.nodes = 1,
+                 .gpus_per_node = 4,
+                 .scheduler_config = "gangBackoffSeconds: 1\n"
+                                     "queues:\n  - name: research\n    order: AttainedService\n"
+                                     "attainedService:\n  levels: 2\n"
+                                     "  firstThresholdGpuHours: 0.005\n"  // 18 GPU-seconds
+                                     "  promoteAfterSeconds: 0\n"});
+  ASSERT_TRUE(system.ok());
+  auto rigid = [](const std::string& name, const std::string& duration) {
+    return Job(name, "pytorch", {Member("worker", 4, 4, 1, duration)}, "", "research");
+  };
+  auto suspend = [&](const std::string& job, bool value) {
+    return system.Kubectl("patch hybridjob " + job + " --type merge -p " +
+                          (value ? R"('{"spec":{"suspend":true}}')"
+                                 : R"('{"spec":{"suspend":false}}')"));
+  };
+  // The long job holds the 4 GPUs until it is past the first level.
+  ASSERT_EQ(system.Apply(rigid("long", "")), 0);
+  ASSERT_TRUE(WaitFor([&] { return AttainedService(system, "long").second == 1; }, 60s))
+      << "attained " << AttainedService(system, "long").first << "\n"
+      << system.Logs();
+  // It makes way for a filler, and comes back to wait behind it.
+  ASSERT_EQ(system.Apply(rigid("filler", "15s")), 0);
+  ASSERT_EQ(suspend("long", true), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("filler") == "Running"; }, 60s))
+      << system.Phase("filler") << "\n"
+      << system.Logs();
+  ASSERT_EQ(suspend("long", false), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Pods("long").size() == 4; }, 30s)) << system.Logs();
+  // Submitted after the long job's members exist: it is younger, but served less.
+  ASSERT_EQ(system.Apply(rigid("short", "3s")), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Pods("short").size() == 4; }, 30s)) << system.Logs();
+
+  const int64_t persisted = AttainedService(system, "long").first;
+  system.scheduler().Kill();
+  ASSERT_TRUE(system.RestartScheduler()) << system.Logs();
+  EXPECT_GE(AttainedService(system, "long").first, persisted);
+  EXPECT_EQ(AttainedService(system, "long").second, 1);
+
+  // When the filler ends, the short job goes first.
+  std::string long_phase_when_short_ran;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string phase = system.Phase("short");
+        if (phase == "Running" || phase == "Succeeded") {
+          long_phase_when_short_ran = system.Phase("long");
+          return true;
+        }
+        return false;
+      },
+      90s))
+      << "short " << system.Phase("short") << ", long " << system.Phase("long") << "\n"
+      << system.Logs();
+  EXPECT_NE(long_phase_when_short_ran, "Running");
+  EXPECT_EQ(system.Phase("filler"), "Succeeded");
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("long") == "Running"; }, 60s))
+      << system.Phase("long") << "\n"
+      << system.Logs();
+  EXPECT_EQ(system.Phase("short"), "Succeeded");
+  EXPECT_GE(AttainedService(system, "long").first, persisted) << "it goes on from there";
+}
+
 TEST(PolicyEndToEndTest, TopologyKeepsEachGangInOneRack) {
   const std::string rack = "topology.hybridjob.io/rack";
   const std::string config =
