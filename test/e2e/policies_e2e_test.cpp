@@ -643,7 +643,7 @@ TEST(PolicyEndToEndTest, AShortJobOvertakesALongOneByAttainedServiceAcrossASched
       << "attained " << AttainedService(system, "long").first << "\n"
       << system.Logs();
   // It makes way for a filler, and comes back to wait behind it.
-  ASSERT_EQ(system.Apply(rigid("filler", "15s")), 0);
+  ASSERT_EQ(system.Apply(rigid("filler", "10s")), 0);
   ASSERT_EQ(suspend("long", true), 0);
   ASSERT_TRUE(WaitFor([&] { return system.Phase("filler") == "Running"; }, 60s))
       << system.Phase("filler") << "\n"

@@ -129,6 +129,12 @@ int RunTraceCommand(int argc, char** argv) {
   flags.Double("elastic-fraction", &generator.elastic_fraction,
                "synthetic: share of multi-member jobs that are elastic (min = max/4)");
   flags.Int("queues", &queues, "synthetic: number of queues (skewed popularity)");
+  flags.Double("median-duration", &generator.median_duration_seconds,
+               "synthetic: median seconds of a 1-GPU job at its maximum (log-normal)");
+  flags.Double("min-duration", &generator.min_duration_seconds,
+               "synthetic: shortest job, in seconds at its maximum");
+  flags.Double("max-duration", &generator.max_duration_seconds,
+               "synthetic: longest job, in seconds at its maximum");
   if (Status status = flags.Parse(argc, argv, 2); !status.ok()) {
     return UsageError(status.message());
   }

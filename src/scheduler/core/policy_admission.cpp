@@ -155,13 +155,12 @@ void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState&
       state.restart_holds.push_back(hold);
     }
   }
-  for (const Reservation& reservation : previous.reservations) {
-    if (input.now - reservation.last_seen >
-        seconds{input.policy.reservation_forget_after_seconds}) {
-      continue;
-    }
-    state.reservations.push_back(reservation);
-  }
+  // Every reservation carries over; Classify forgets those of groups not
+  // among this cycle's. (Forgetting here, by the time since it was last
+  // seen, would drop the reservation of a group that waited all along
+  // whenever cycles are far apart, as in a trace replay, and let others onto
+  // its nodes before it is made again.)
+  state.reservations = previous.reservations;
   RebuildReserved(state);
   CarryOverService(input, previous, state);
 }
@@ -226,6 +225,15 @@ void Classify(const CycleInput& input, std::vector<PodGroup> groups, CycleState&
     state.entries.push_back(std::move(entry));
   }
   LevelEntries(input, state);
+  const size_t carried = state.reservations.size();
+  std::erase_if(state.reservations, [&](const Reservation& reservation) {
+    return !state.entry_by_key.contains(reservation.group_key) &&
+           input.now - reservation.last_seen >
+               seconds{input.policy.reservation_forget_after_seconds};
+  });
+  if (state.reservations.size() != carried) {
+    RebuildReserved(state);
+  }
 }
 
 void PlaceMinimums(const CycleInput& input, CycleState& state) {

@@ -225,7 +225,7 @@ void KeepReservations(const CycleInput& input, CycleState& state) {
   for (Reservation& reservation : state.reservations) {
     auto it = state.entry_by_key.find(reservation.group_key);
     if (it == state.entry_by_key.end()) {
-      kept.push_back(std::move(reservation));  // not seen: kept until forgotten
+      kept.push_back(std::move(reservation));  // not seen: kept until forgotten (Classify)
       continue;
     }
     const Entry& entry = state.entries[it->second];

@@ -142,12 +142,14 @@ struct CycleState {
 
 // What still holds of the previous cycle's state: evictions whose pods are
 // still there (within the eviction timeout), refusals still remembered (and
-// the pods they shield now), reservations not yet forgotten.
+// the pods they shield now), the reservations.
 void CarryOver(const CycleInput& input, const PolicyState& previous, CycleState& state);
 
 // One entry per group, with its queue, and why it cannot be planned (invalid,
 // unsupported, gated, unknown or parent queue, refused namespace, still
-// assembling); the others are running or starting.
+// assembling); the others are running or starting. Reservations of groups
+// not among them and not seen for reservationForgetAfterSeconds are
+// forgotten.
 void Classify(const CycleInput& input, std::vector<PodGroup> groups, CycleState& state);
 
 // Starting groups placed at their minimum, queue by queue in weighted-DRF

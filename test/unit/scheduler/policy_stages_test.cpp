@@ -85,6 +85,10 @@ TEST_F(PolicyStagesTest, CarryOverKeepsWhatStillHolds) {
   EXPECT_FALSE(state().evictions.LeavingFor("team/old"));
   ASSERT_EQ(state().evictions.refused.size(), 1u) << "quiet for longer than the back-off max";
   EXPECT_TRUE(state().evictions.shielding.contains(shielded->Key())) << "still backing off";
+  EXPECT_THAT(state().reservations, ElementsAre(fresh, stale));
+  // A group not among the cycle's, not seen for longer than the forget time,
+  // loses its reservation before anything is placed.
+  Classify(input(), {}, state());
   EXPECT_THAT(state().reservations, ElementsAre(fresh));
   ASSERT_NE(state().reserved, nullptr);
   EXPECT_EQ(state().reserved->CountHeldForOthers("team/other"), 1u);

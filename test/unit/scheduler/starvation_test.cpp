@@ -202,6 +202,31 @@ TEST_F(StarvationTest, ReservationsOfGroupsNoLongerSeenAreForgotten) {
   EXPECT_THAT(result.reservations, IsEmpty());
 }
 
+TEST_F(StarvationTest, AReservationOutlivesALongGapBetweenCyclesWhileItsGroupWaits) {
+  // Cycles far apart (a trace replay runs one per event): the starved gang
+  // was last seen 900 s ago, but it is among this cycle's groups, so its
+  // node stays reserved and a newcomer is not placed there.
+  AddNodes("n", 1, 8);
+  AddSmallRunning("busy", "n0");
+  AddPending("big", QueueSpecFor("default", {GroupRole{"worker", 1, 1, 0}}), "worker", 0, 1, 8);
+  Reservation held;
+  held.group_key = "team/big";
+  held.namespace_name = "team";
+  held.group_name = "big";
+  held.cause = ReservationCause::kStarvation;
+  held.nodes = {"n0"};
+  held.since = At(0);
+  held.last_seen = At(100);
+  state_.reservations = {held};
+  policy_.starvation.max_wait_seconds = 60;
+  policy_.reservation_forget_after_seconds = 120;
+  pods_.push_back(std::make_unique<PodInfo>(PodBuilder("small").Gpus(1).Build()));
+  PolicyCycleResult result = Run(At(1000));
+  EXPECT_FALSE(Find(result, "small")->plan.placed());
+  ASSERT_EQ(result.reservations.size(), 1u);
+  EXPECT_EQ(result.reservations[0].group_key, "team/big");
+}
+
 // A 32-GPU gang under a stream of 1-GPU jobs, in virtual time: 8 nodes of 8
 // GPUs, always full, with more 1-GPU jobs arriving than ending. Without
 // starvation control every freed GPU goes to a small job and the gang never
