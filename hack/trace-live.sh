@@ -173,6 +173,13 @@ while True:
 def seconds(stamp):
     return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) if stamp else None
 
+def scheduled(status):
+    # When its gang was placed: the Scheduled condition's transition to True.
+    for condition in status.get("conditions", []):
+        if condition.get("type") == "Scheduled" and condition.get("status") == "True":
+            return condition.get("lastTransitionTime")
+    return None
+
 with open(out_path, "w") as out:
     out.write("job,queue,gpus,phase,created,started,completed\n")
     for job in listed["items"]:
@@ -180,7 +187,7 @@ with open(out_path, "w") as out:
         out.write(",".join(str(x) for x in (
             meta["name"], job["spec"].get("queue", ""), gpus_of.get(meta["name"], 0),
             status.get("phase", ""), seconds(meta.get("creationTimestamp")),
-            seconds(status.get("startTime")), seconds(status.get("completionTime")))) + "\n")
+            seconds(scheduled(status)), seconds(status.get("completionTime")))) + "\n")
 EOF
 
 say "comparing"
