@@ -203,6 +203,16 @@ std::string System::Logs() const {
   std::string objects;
   Kubectl("get hybridjobs,pods --all-namespaces -o wide --request-timeout=10s", &objects);
   out += "==> kubectl get hybridjobs,pods --all-namespaces -o wide\n" + objects + "\n";
+  // Why pending members wait, and the gang shape each carries.
+  std::string waiting;
+  Kubectl(
+      "get pods --all-namespaces --field-selector=status.phase=Pending --request-timeout=10s "
+      "-o custom-columns='POD:.metadata.name,"
+      "SCHEDULED:.status.conditions[?(@.type==\"PodScheduled\")].reason,"
+      "MESSAGE:.status.conditions[?(@.type==\"PodScheduled\")].message,"
+      "GROUP:.metadata.annotations.batch\\.hybridjob\\.io/group-spec'",
+      &waiting);
+  out += "==> pending pods\n" + waiting + "\n";
   std::vector<const ChildProcess*> processes = {sim_.get(), kube_scheduler_.get()};
   for (const auto& scheduler : schedulers_) {
     processes.push_back(scheduler.get());

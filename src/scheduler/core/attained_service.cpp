@@ -83,8 +83,7 @@ void RefreshService(std::vector<ServiceRecord>& records, const Snapshot& snapsho
 }
 
 void SeedService(std::vector<ServiceRecord>& records, std::string_view namespace_name,
-                 std::string_view name, std::string_view queue, double gpu_seconds,
-                 Timestamp now) {
+                 std::string_view name, std::string_view queue, double gpu_seconds, Timestamp now) {
   for (ServiceRecord& record : records) {
     if (record.namespace_name == namespace_name && record.name == name) {
       record.gpu_seconds = std::max(record.gpu_seconds, gpu_seconds);

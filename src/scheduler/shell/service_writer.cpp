@@ -37,8 +37,8 @@ std::vector<ServiceWrite> ServiceWrites(const std::vector<ServiceRecord>& record
     if (last == written.end()) {
       due = gpu_seconds > job->attained_gpu_seconds.value_or(-1);
     } else {
-      due = level != last->second.level ||
-            (gpu_seconds > last->second.gpu_seconds && now - last->second.at >= kServiceWritePeriod);
+      due = level != last->second.level || (gpu_seconds > last->second.gpu_seconds &&
+                                            now - last->second.at >= kServiceWritePeriod);
     }
     if (!due) {
       continue;
@@ -68,8 +68,8 @@ Status PatchAttainedService(k8s::ApiClient& client, const ServiceWrite& write) {
   auto patched = client.Patch(k8s::resources::HybridJobs(), write.namespace_name, write.name,
                               k8s::PatchType::kMerge, patch.dump(), options);
   if (!patched && !k8s::IsNotFound(patched.status())) {
-    spdlog::warn("hybridjob {}/{}: could not write its attained service: {}",
-                 write.namespace_name, write.name, patched.status().ToString());
+    spdlog::warn("hybridjob {}/{}: could not write its attained service: {}", write.namespace_name,
+                 write.name, patched.status().ToString());
   }
   return patched.status();
 }

@@ -1,22 +1,22 @@
 // Attained service (attained_service.h) and the AttainedService queue order in
 // the policy cycle: the ledger across cycles, levels, the starvation guard,
 // and who starts, grows and gives back first.
-#include <hybridjob/scheduler/core/attained_service.h>
-
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <hybridjob/scheduler/core/attained_service.h>
+
 #include "policy_fixture.h"
 
 namespace hybridjob::scheduler {
 namespace {
 
+using testing::At;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::At;
 using testing::Queue;
 using testing::QueueSpecFor;
 

@@ -1,8 +1,7 @@
 // Persisting attained service: which ledger records are due for a write
 // (ServiceWrites), and the writer that patches the job's status off the loop.
-#include <hybridjob/scheduler/shell/service_writer.h>
-
 #include <chrono>
+#include <k8s/fake_api_client.h>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -11,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/k8s/resource.h>
-#include <k8s/fake_api_client.h>
+#include <hybridjob/scheduler/shell/service_writer.h>
 
 namespace hybridjob::scheduler {
 namespace {
@@ -55,8 +54,8 @@ TEST(ServiceWritesTest, WritesANewLevelAtOnceAndMoreServiceAtMostEveryPeriod) {
   const Steady::time_point t0 = Steady::now();
 
   // a has never been written; b's status already holds more than its record.
-  std::vector<ServiceWrite> first = ServiceWrites({Record("a", 100.7), Record("b", 4000)},
-                                                  thresholds, directory, written, t0);
+  std::vector<ServiceWrite> first =
+      ServiceWrites({Record("a", 100.7), Record("b", 4000)}, thresholds, directory, written, t0);
   ASSERT_THAT(Names(first), ::testing::ElementsAre("a"));
   EXPECT_EQ(first[0].service.gpu_seconds, 100);
   EXPECT_EQ(first[0].service.level, 0);
@@ -66,8 +65,8 @@ TEST(ServiceWritesTest, WritesANewLevelAtOnceAndMoreServiceAtMostEveryPeriod) {
   EXPECT_TRUE(ServiceWrites({Record("a", 3000)}, thresholds, directory, written,
                             t0 + std::chrono::seconds(10))
                   .empty());
-  std::vector<ServiceWrite> level =
-      ServiceWrites({Record("a", 3600)}, thresholds, directory, written, t0 + std::chrono::seconds(20));
+  std::vector<ServiceWrite> level = ServiceWrites({Record("a", 3600)}, thresholds, directory,
+                                                  written, t0 + std::chrono::seconds(20));
   ASSERT_THAT(Names(level), ::testing::ElementsAre("a"));
   EXPECT_EQ(level[0].service.level, 1);
   // After the period, more service is written again; the same is not.
@@ -78,8 +77,7 @@ TEST(ServiceWritesTest, WritesANewLevelAtOnceAndMoreServiceAtMostEveryPeriod) {
                             t0 + std::chrono::seconds(20) + 3 * kServiceWritePeriod)
                   .empty());
   // A job the directory does not know (deleted) is not written.
-  EXPECT_TRUE(
-      ServiceWrites({Record("gone", 50)}, thresholds, directory, written, t0).empty());
+  EXPECT_TRUE(ServiceWrites({Record("gone", 50)}, thresholds, directory, written, t0).empty());
   EXPECT_FALSE(written.contains("team/a")) << "records gone from the ledger are forgotten";
 }
 

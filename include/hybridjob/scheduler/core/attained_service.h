@@ -74,8 +74,7 @@ void RefreshService(std::vector<ServiceRecord>& records, const Snapshot& snapsho
 // least `gpu_seconds` (service only grows, so the larger of the two is the
 // true one); a group without a record gets one.
 void SeedService(std::vector<ServiceRecord>& records, std::string_view namespace_name,
-                 std::string_view name, std::string_view queue, double gpu_seconds,
-                 Timestamp now);
+                 std::string_view name, std::string_view queue, double gpu_seconds, Timestamp now);
 
 // "3.2 GPU-h", "45 GPU-min", "0 GPU-s": attained service as users read it.
 std::string FormatService(double gpu_seconds);
