@@ -32,10 +32,6 @@ constexpr double kTimeEpsilon = 1e-6;
 constexpr int64_t kEpochSeconds = 1'700'000'000;
 constexpr std::string_view kNamespace = "trace";
 
-// Attained service within this many GPU-seconds of a las threshold has
-// reached it (summed spans are not exact).
-constexpr double kServiceEpsilon = 1e-3;
-
 // Gangs that start only with every role at its maximum.
 bool StartsAtMax(Policy policy) {
   return policy == Policy::kStaticGang || policy == Policy::kGangBackfill || policy == Policy::kLas;
@@ -1052,22 +1048,16 @@ int64_t ClusterGpus(const ReplayOptions& options) {
 }
 
 std::vector<double> LasThresholds(const ReplayOptions& options) {
-  std::vector<double> thresholds;
-  double threshold = options.las_first_threshold_gpu_hours * 3600;
-  for (int32_t level = 1; level < options.las_levels; ++level) {
-    thresholds.push_back(threshold);
-    threshold *= options.las_threshold_factor;
-  }
-  return thresholds;
+  // The same discretisation as the scheduler's AttainedService queues.
+  sched::AttainedServiceSettings levels;
+  levels.levels = options.las_levels;
+  levels.first_threshold_gpu_hours = options.las_first_threshold_gpu_hours;
+  levels.threshold_factor = options.las_threshold_factor;
+  return sched::ServiceThresholds(levels);
 }
 
 int32_t LasLevel(double attained_gpu_seconds, const std::vector<double>& thresholds) {
-  int32_t level = 0;
-  while (static_cast<size_t>(level) < thresholds.size() &&
-         attained_gpu_seconds + kServiceEpsilon >= thresholds[static_cast<size_t>(level)]) {
-    ++level;
-  }
-  return level;
+  return sched::ServiceLevel(attained_gpu_seconds, thresholds);
 }
 
 std::string DomainLevel(const ReplayOptions& options) {
