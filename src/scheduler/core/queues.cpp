@@ -509,10 +509,11 @@ PodGroup AtMinimum(const PodGroup& group) {
   std::vector<int32_t> minimums = StartingMinimums(group);
   PodGroup copy = group;
   for (size_t i = 0; i < copy.spec.roles.size(); ++i) {
-    GroupRole& role = copy.spec.roles[i];
-    role.min_replicas = minimums[i];
-    role.max_replicas = std::max(minimums[i], BoundInRole(group, role.name));
+    copy.spec.roles[i].min_replicas = minimums[i];
   }
+  // Capping each maximum at the minimum instead would cut the indices too: a
+  // replacement above a member that succeeded would never be placed.
+  copy.pending = MinimumMembers(group);
   return copy;
 }
 

@@ -47,6 +47,20 @@ TEST_F(PolicyCycleTest, WithoutQueuesEverythingRunsInDefaultLikeRunCycle) {
   EXPECT_EQ(result.queues[0].waiting_groups, 1);
 }
 
+TEST_F(PolicyCycleTest, AReplacementAboveAMemberThatSucceededStarts) {
+  AddNodes("n", 1, 4);
+  GroupSpec spec = QueueSpecFor("default", {GroupRole{"worker", 1, 2, 0}});
+  spec.roles[0].completed = {0};
+  AddPending("r", spec, "worker", 1, 1, 1);
+
+  PolicyCycleResult result = Run();
+  const PolicyDecision* r = Find(result, "r");
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->plan.placed()) << r->plan.reason;
+  ASSERT_EQ(r->plan.assignments.size(), 1u);
+  EXPECT_EQ(r->plan.assignments[0].pod->index, 1);
+}
+
 TEST_F(PolicyCycleTest, UnknownQueueLeavesTheGroupQueuedWithAReason) {
   AddNodes("n", 1, 8);
   policy_.queues = {Queue("research")};

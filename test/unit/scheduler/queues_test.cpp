@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <hybridjob/scheduler/core/planner.h>
 #include <hybridjob/scheduler/core/queues.h>
 #include <hybridjob/scheduler/core/what_if.h>
 
@@ -324,13 +325,22 @@ TEST_F(GroupShapeTest, AtMinimumAndMinimumRequest) {
   EXPECT_EQ(BoundInRole(group, "worker"), 1);
   EXPECT_FALSE(ReachedMinimum(group));
   PodGroup at_min = AtMinimum(group);
-  EXPECT_EQ(at_min.spec.roles[0].max_replicas, 1);
-  EXPECT_EQ(at_min.spec.roles[1].max_replicas, 3);
+  EXPECT_EQ(at_min.spec.roles[0].min_replicas, 1);
+  EXPECT_EQ(at_min.spec.roles[0].max_replicas, 2);
+  EXPECT_EQ(at_min.spec.roles[1].max_replicas, 6);
   std::vector<std::string> names;
   for (const PodInfo* pod : MinimumMembers(group)) {
     names.push_back(pod->name);
   }
   EXPECT_THAT(names, ElementsAre("job-ps-0", "job-worker-1", "job-worker-2"));
+  std::vector<std::string> offered;
+  for (const PodInfo* pod : at_min.pending) {
+    offered.push_back(pod->name);
+  }
+  EXPECT_EQ(offered, names);
+  GroupPlan plan = PlanGroup(snapshot_, at_min, PlannerConfig{});
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  EXPECT_EQ(plan.assignments.size(), 3u);
   ResourceList need = MinimumRequest(group);
   EXPECT_EQ(need.Scalar("nvidia.com/gpu"), 4);
   EXPECT_EQ(need.milli_cpu, 2000 + 200);
@@ -347,8 +357,27 @@ TEST_F(GroupShapeTest, AllMinimumsZeroStartWithOneMemberOfTheTopRole) {
   EXPECT_THAT(StartingMinimums(group), ElementsAre(0, 1));
   PodGroup at_min = AtMinimum(group);
   EXPECT_EQ(at_min.spec.roles[1].min_replicas, 1);
-  EXPECT_EQ(at_min.spec.roles[1].max_replicas, 1);
-  EXPECT_EQ(at_min.spec.roles[0].max_replicas, 0);
+  ASSERT_EQ(at_min.pending.size(), 1u);
+  EXPECT_EQ(at_min.pending[0]->role, "worker");
+  EXPECT_EQ(at_min.pending[0]->index, 0);
+}
+
+// The replacement of a member that failed, after another member of its role
+// succeeded: the controller's spec names the succeeded index and lowers the
+// minimum, and the replacement sits above it. Capping the maximum at the
+// minimum once hid it from the planner ("only 0 of min 1 members exist").
+TEST_F(GroupShapeTest, AtMinimumPlacesAReplacementAboveAMemberThatSucceeded) {
+  ASSERT_TRUE(snapshot_.UpsertNode(NodeBuilder("n0").Gpus(4).Build()).ok());
+  GroupSpec spec = MakeSpec({GroupRole{"worker", 1, 2, 0}});
+  spec.roles[0].completed = {0};
+  GroupFixture fixture("r", spec);
+  fixture.AddMembers("worker", 1, 1, [](PodBuilder& pod) { pod.Gpus(1); });
+  PodGroup group = fixture.Group(snapshot_);
+  PodGroup at_min = AtMinimum(group);
+  GroupPlan plan = PlanGroup(snapshot_, at_min, PlannerConfig{});
+  ASSERT_TRUE(plan.placed()) << plan.reason;
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].pod->index, 1);
 }
 
 TEST_F(GroupShapeTest, LonePodKeysDoNotCollideWithJobs) {

@@ -240,8 +240,11 @@ bool ReachedMinimum(const PodGroup& group);
 // pending member (a group is never "placed" with no member at all).
 std::vector<int32_t> StartingMinimums(const PodGroup& group);
 
-// A copy of `group` that must reach StartingMinimums and may not grow past
-// max(minimum, bound): planning it places exactly what the group lacks.
+// A copy of `group` that must reach StartingMinimums and offers only the
+// members it lacks for them (MinimumMembers): planning it places exactly what
+// the group lacks. The maximums stay: they also bound the indices, and a
+// member that succeeded keeps its index, so the one that starts the minimum
+// can sit above it.
 PodGroup AtMinimum(const PodGroup& group);
 
 // The pending members the group lacks to reach StartingMinimums: per role the
