@@ -34,7 +34,7 @@ CTEST_JOBS ?= $(JOBS)
 
 .PHONY: all deps k8s k8s-demo configure build fuzz-configure fuzz-build tsan-build test soak fuzz \
 	unit integration \
-	e2e fault bench demo demo-build install format clean
+	e2e fault bench demo demo-build local-up local-down install format clean
 
 all: build
 
@@ -128,6 +128,16 @@ demo-build: configure
 # time (docs/benchmarks.md, "First demo").
 demo: k8s-demo demo-build
 	@hack/demo.sh $(BUILD_DIR)
+
+# The whole system on this machine until `make local-down`, to follow the user
+# guide: `eval "$$(make -s local-up)"` builds what it needs, starts it, and
+# sets KUBECONFIG and PATH in your shell (hack/local-system.sh).
+local-up:
+	@$(MAKE) -s --no-print-directory k8s-demo demo-build >&2
+	@hack/local-system.sh up --bin $(BUILD_DIR)/bin
+
+local-down:
+	@hack/local-system.sh down
 
 # The shipped binaries (the three programs and the kubectl plugin) into
 # $(PREFIX)/bin; with kubectl-hybridjob on the PATH, `kubectl hybridjob` works.

@@ -560,9 +560,9 @@ json ToJson(const HybridJobStatus& status) {
   out["restartCount"] = status.restart_count;
   out["observedGeneration"] = status.observed_generation;
   SetIfNotEmpty(out, "placement", status.placement);
-  if (status.run != 0) {
-    out["run"] = status.run;
-  }
+  // Written from the first run on (0), so that `kubectl get -o wide` shows it;
+  // a status without it (an older controller's) reads as run 0.
+  out["run"] = status.run;
   if (!status.previous_runs.empty()) {
     json runs = json::array();
     for (const PreviousRun& run : status.previous_runs) {

@@ -3,6 +3,7 @@
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/resource.h>
+#include <hybridjob/scheduler/core/tenancy.h>
 
 namespace hybridjob::cli {
 namespace {
@@ -112,6 +113,21 @@ Result<scheduler::SchedulerConfig> ReadSchedulerConfig(k8s::ApiClient& client,
 
 namespace {
 
+// The namespace's default queue ("" when it names none), or nullopt when the
+// namespace cannot be read: a namespace's user may not be allowed to.
+std::optional<std::string> NamespaceDefaultQueue(k8s::ApiClient& client,
+                                                 const std::string& namespace_name) {
+  Result<json> object = client.Get(k8s::resources::Namespaces(), "", namespace_name);
+  if (!object.ok()) {
+    return std::nullopt;
+  }
+  Result<scheduler::NamespaceInfo> info = scheduler::ParseNamespaceInfo(*object);
+  if (!info.ok()) {
+    return std::nullopt;
+  }
+  return info->default_queue;
+}
+
 // The job and its member pods (into *pods), as `status` shows them.
 Result<JobStatusReport> ReadJobStatus(k8s::ApiClient& client, const std::string& job,
                                       const CommandOptions& options, std::vector<json>* pods) {
@@ -131,7 +147,8 @@ Result<JobStatusReport> ReadJobStatus(k8s::ApiClient& client, const std::string&
   *pods = std::move(*listed);
   // GPUs as the scheduler's defaults count them: a per-cluster weighting
   // needs its configuration, which a namespace's user may not read.
-  return BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources);
+  return BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources,
+                        NamespaceDefaultQueue(client, options.namespace_name));
 }
 
 }  // namespace
@@ -177,8 +194,22 @@ Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& optio
   return RunClusterView(client, options, note, BuildNodesReport);
 }
 
+Status LogsOutcome(const std::string& job, size_t asked,
+                   const std::vector<MemberLogFailure>& failures) {
+  if (failures.size() < asked || failures.empty()) {
+    return Status::Ok();
+  }
+  const MemberLogFailure& first = failures.front();
+  if (asked == 1) {
+    return Status(first.error.code(),
+                  "pod " + first.pod + " has no log to show: " + first.error.message());
+  }
+  return Status(first.error.code(), "none of the " + std::to_string(asked) + " members of job " +
+                                        job + " has a log to show (each said why above)");
+}
+
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
-               std::ostream& out) {
+               std::ostream& out, std::ostream& err) {
   std::vector<json> pods;
   Result<JobStatusReport> report = ReadJobStatus(client, job, options, &pods);
   if (!report.ok()) {
@@ -196,8 +227,24 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
                     (options.role.empty() ? "" : " of role " + options.role) +
                     (options.index < 0 ? "" : " with index " + std::to_string(options.index)));
   }
-  Status first_error;
+  std::vector<MemberLogFailure> failures;
   for (const MemberRow* member : chosen) {
+    const std::string prefix = chosen.size() > 1 ? "[pod/" + member->name + "] " : "";
+    // Members without a log say why on stderr, as kubectl says its errors,
+    // and the others go on.
+    auto no_log = [&](Status why) {
+      if (chosen.size() > 1) {
+        err << prefix << "(no log: " << why.message() << ")\n";
+      }
+      failures.push_back({member->name, std::move(why)});
+    };
+    if (member->node.empty()) {
+      // No container has run yet; the API server would answer an empty log.
+      no_log(Status(StatusCode::kBadRequest,
+                    "it is not on a node yet" +
+                        (member->waiting.empty() ? "" : " (" + member->waiting + ")")));
+      continue;
+    }
     std::string container = options.container;
     if (container.empty()) {
       for (const json& pod : pods) {
@@ -212,13 +259,8 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
       path += "&tailLines=" + std::to_string(options.tail);
     }
     Result<std::string> text = client.GetRaw(path);
-    const std::string prefix = chosen.size() > 1 ? "[pod/" + member->name + "] " : "";
     if (!text.ok()) {
-      // A member that has not started has no log yet: say so, go on.
-      out << prefix << "(no log: " << text.status().message() << ")\n";
-      if (first_error.ok() && !member->node.empty()) {
-        first_error = text.status();
-      }
+      no_log(text.status());
       continue;
     }
     size_t start = 0;
@@ -232,7 +274,8 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
     }
   }
   out.flush();
-  return first_error;
+  err.flush();
+  return LogsOutcome(job, chosen.size(), failures);
 }
 
 }  // namespace hybridjob::cli

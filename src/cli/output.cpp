@@ -130,7 +130,7 @@ json ToJson(const JobStatusReport& report) {
               {"roles", json::array()},
               {"members", json::array()}};
   if (!report.queue.empty()) {
-    out["queue"] = {{"name", report.queue}};
+    out["queue"] = {{"name", report.queue}, {"source", QueueOriginName(report.queue_origin)}};
     if (report.position > 0) {
       out["queue"]["position"] = report.position;
     }
@@ -174,11 +174,28 @@ json ToJson(const JobStatusReport& report) {
   return out;
 }
 
-std::string FormatTable(const JobStatusReport& report) {
-  std::string queue = Dash(report.queue);
-  if (report.position > 0) {
-    queue += " (position " + std::to_string(report.position) + ")";
+std::string QueueText(const JobStatusReport& report) {
+  const std::string& name = report.queue;
+  const std::string& ns = report.namespace_name;
+  switch (report.queue_origin) {
+    case QueueOrigin::kStanding:
+      return Dash(name) +
+             (report.position > 0 ? " (position " + std::to_string(report.position) + ")" : "");
+    case QueueOrigin::kJob:
+      return Dash(name);
+    case QueueOrigin::kNamespaceDefault:
+      return name + " (no spec.queue: the default queue of namespace " + ns + ")";
+    case QueueOrigin::kDefault:
+      return name + " (no spec.queue)";
+    case QueueOrigin::kDefaultUnlessNamespace:
+      return name + " (no spec.queue; unless namespace " + ns +
+             " names a default queue: it could not be read)";
   }
+  return Dash(name);
+}
+
+std::string FormatTable(const JobStatusReport& report) {
+  const std::string queue = QueueText(report);
   Table head({"Name:", report.name});
   head.Add({"Namespace:", report.namespace_name});
   head.Add({"Phase:", Dash(report.phase)});

@@ -68,8 +68,55 @@ std::unique_ptr<scheduler::SchedulerCache> CacheOf(const ClusterObjects& objects
 
 }  // namespace
 
+std::string_view QueueOriginName(QueueOrigin origin) {
+  switch (origin) {
+    case QueueOrigin::kStanding:
+      return "status";
+    case QueueOrigin::kJob:
+      return "spec";
+    case QueueOrigin::kNamespaceDefault:
+      return "namespaceDefault";
+    case QueueOrigin::kDefault:
+      return "default";
+    case QueueOrigin::kDefaultUnlessNamespace:
+      return "defaultUnlessNamespace";
+  }
+  return "default";
+}
+
+JobQueue ResolveJobQueue(const api::HybridJob& job,
+                         const std::optional<std::string>& namespace_default_queue) {
+  if (job.status.queue && !job.status.queue->name.empty()) {
+    return {job.status.queue->name, QueueOrigin::kStanding};
+  }
+  // A started run is scheduled with the queue it started with (the scheduler
+  // reads status.runSpec; spec.queue edits wait for the next run).
+  const std::string named =
+      job.status.run_spec ? job.status.run_spec->group.queue : job.spec.queue.value_or("");
+  if (!named.empty()) {
+    return {named, QueueOrigin::kJob};
+  }
+  if (!namespace_default_queue) {
+    return {std::string(api::kDefaultQueue), QueueOrigin::kDefaultUnlessNamespace};
+  }
+  if (!namespace_default_queue->empty()) {
+    return {*namespace_default_queue, QueueOrigin::kNamespaceDefault};
+  }
+  return {std::string(api::kDefaultQueue), QueueOrigin::kDefault};
+}
+
+std::string MemberWaiting(const controller::ObservedPod& pod) {
+  if (pod.bound()) {
+    return "";
+  }
+  // ObservePod keeps GangSurplus apart (the controller acts on it): it is
+  // the scheduler's reason all the same.
+  return pod.surplus ? std::string(api::kSurplusReason) : pod.waiting_reason;
+}
+
 Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<json>& pods,
-                                       const scheduler::GpuResources& gpus) {
+                                       const scheduler::GpuResources& gpus,
+                                       const std::optional<std::string>& namespace_default_queue) {
   Result<api::HybridJob> parsed = api::ParseHybridJob(object);
   api::HybridJob job;
   if (parsed.ok()) {
@@ -92,9 +139,10 @@ Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<jso
   report.restarts = job.status.restart_count;
   report.placement = job.status.placement;
   report.attained_service = job.status.attained_service;
-  report.queue = job.spec.queue.value_or("");
+  const JobQueue queue = ResolveJobQueue(job, namespace_default_queue);
+  report.queue = queue.name;
+  report.queue_origin = queue.origin;
   if (job.status.queue) {
-    report.queue = job.status.queue->name;
     report.position = job.status.queue->position;
     report.reason = job.status.queue->reason;
   }
@@ -131,7 +179,7 @@ Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<jso
     member.phase = observed.terminating ? "Terminating" : PodPhaseName(observed.phase);
     member.node = observed.node_name;
     member.restarts = observed.restarts;
-    member.waiting = observed.bound() ? "" : observed.waiting_reason;
+    member.waiting = MemberWaiting(observed);
     if (Result<scheduler::ResourceList> requests = scheduler::ParsePodRequests(pod);
         requests.ok()) {
       member.milli_gpus = gpus.MilliGpus(*requests);

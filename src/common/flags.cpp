@@ -149,6 +149,12 @@ void FlagSet::Shorthand(char letter, const std::string& name) {
   shorthands_[letter] = name;
 }
 
+void FlagSet::DescribeDefault(const std::string& name, std::string text) {
+  if (auto it = flags_.find(name); it != flags_.end()) {
+    it->second.default_text = std::move(text);
+  }
+}
+
 std::string FlagSet::Usage() const {
   std::ostringstream out;
   out << "Usage: " << program_ << (synopsis_.empty() ? "" : " " + synopsis_) << " [flags]\n";
@@ -185,6 +191,27 @@ std::string FlagSet::Usage() const {
 void AddLoggingFlags(FlagSet& flags, LoggingFlags* logging) {
   flags.String("log-level", &logging->level, "trace, debug, info, warn or error");
   flags.String("log-format", &logging->format, "text or json");
+}
+
+namespace {
+
+constexpr const char* kMetricsAddrHelp = "host:port of /metrics; \"0\" disables it";
+constexpr const char* kHealthAddrHelp = "host:port of /healthz and /readyz; \"0\" disables it";
+
+}  // namespace
+
+void AddServingFlags(FlagSet& flags, ServingFlags* serving) {
+  flags.String("metrics-addr", &serving->metrics_addr, kMetricsAddrHelp);
+  flags.String("health-addr", &serving->health_addr, kHealthAddrHelp);
+}
+
+void AddServingOverrideFlags(FlagSet& flags, ServingFlags* serving,
+                             const std::string& config_flag) {
+  AddServingFlags(flags, serving);
+  flags.DescribeDefault("metrics-addr",
+                        "metricsAddr of " + config_flag + ", else " + serving->metrics_addr);
+  flags.DescribeDefault("health-addr",
+                        "healthAddr of " + config_flag + ", else " + serving->health_addr);
 }
 
 int FailStartup(const std::string& program, const std::string& message) {

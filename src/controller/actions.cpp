@@ -4,7 +4,63 @@
 #include <hybridjob/k8s/object_meta.h>
 
 namespace hybridjob::controller {
-namespace {}  // namespace
+namespace {
+
+int32_t MemberTotal(const std::vector<std::pair<std::string, int32_t>>& roles) {
+  int32_t total = 0;
+  for (const auto& [role, count] : roles) {
+    total += count;
+  }
+  return total;
+}
+
+std::string PerRoleCounts(const std::vector<std::pair<std::string, int32_t>>& roles) {
+  std::string text;
+  for (const auto& [role, count] : roles) {
+    text += " " + role + " " + std::to_string(count);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string CreatedMessage(const CreatedMembers& members) {
+  return "created " + std::to_string(MemberTotal(members.roles)) +
+         " member pods:" + PerRoleCounts(members.roles) +
+         (members.others_refused ? " (the API server refused the others)" : "");
+}
+
+std::optional<RecordEvent> CreatedEventOnceApplied(const RecordEvent& planned,
+                                                   const std::set<std::string>& created_pods) {
+  if (!planned.created || planned.created->creates.empty()) {
+    return planned;
+  }
+  std::vector<std::pair<std::string, int32_t>> existing = planned.created->roles;
+  size_t took = 0;
+  for (const auto& [pod, role] : planned.created->creates) {
+    if (created_pods.count(pod) != 0) {
+      ++took;
+      continue;
+    }
+    for (auto& [name, count] : existing) {
+      if (name == role && count > 0) {
+        --count;
+      }
+    }
+  }
+  if (took == 0) {
+    return std::nullopt;
+  }
+  if (took == planned.created->creates.size()) {
+    return planned;
+  }
+  RecordEvent event{planned.type, planned.reason, "", std::nullopt};
+  event.message = "created " + std::to_string(MemberTotal(existing)) + " of " +
+                  std::to_string(MemberTotal(planned.created->roles)) +
+                  " member pods:" + PerRoleCounts(existing) +
+                  "; the others are not created yet (see FailedCreate)";
+  return event;
+}
 
 std::string_view ToString(EventType type) {
   return type == EventType::kWarning ? "Warning" : "Normal";

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -379,9 +380,16 @@ Status JobController::Reconcile(const std::string& key) {
                           : PlanJob(planned, observed, now, options_.planner);
   const std::optional<PendingStatusWrites::Clock::duration> status_due =
       BatchStatusWrite(key, *job, plan);
+  std::set<std::string> created_pods;  // by this pass, for the Created Event
   for (size_t i = 0; i < plan.actions.size();) {
     if (halting_) {
       return Cancelled("the controller is stopping");
+    }
+    if (const auto* event = std::get_if<RecordEvent>(&plan.actions[i]);
+        event != nullptr && event->created) {
+      RecordCreatedEvent(*job, *event, created_pods);
+      ++i;
+      continue;
     }
     // A run of pod creates or of pod deletes holds independent writes: they
     // go out together. Everything else is applied one by one, in order.
@@ -391,7 +399,15 @@ Status JobController::Reconcile(const std::string& key) {
         ++end;
       }
     }
-    if (Status status = ApplyRun(key, *job, plan.actions, i, end); !status.ok()) {
+    if (Status status = ApplyRun(key, *job, plan.actions, i, end, &created_pods); !status.ok()) {
+      // A refused create stops the plan; the Created Event after the creates
+      // still says which members exist.
+      for (size_t rest = end; rest < plan.actions.size(); ++rest) {
+        if (const auto* event = std::get_if<RecordEvent>(&plan.actions[rest]);
+            event != nullptr && event->created) {
+          RecordCreatedEvent(*job, *event, created_pods);
+        }
+      }
       return status;
     }
     i = end;
@@ -434,8 +450,19 @@ std::optional<PendingStatusWrites::Clock::duration> JobController::BatchStatusWr
   return decision.recheck;
 }
 
+void JobController::RecordCreatedEvent(const nlohmann::json& job, const RecordEvent& planned,
+                                       const std::set<std::string>& created_pods) {
+  if (std::optional<RecordEvent> event = CreatedEventOnceApplied(planned, created_pods)) {
+    events_->Record(
+        k8s::ReferenceTo(job),
+        event->type == EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal,
+        event->reason, event->message);
+  }
+}
+
 Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job,
-                               const std::vector<Action>& actions, size_t begin, size_t end) {
+                               const std::vector<Action>& actions, size_t begin, size_t end,
+                               std::set<std::string>* created_pods) {
   auto apply = [&](size_t i) {
     spdlog::debug("job {}: {}", key, Describe(actions[i]));
     Status status = Apply(key, job, actions[i]);
@@ -444,6 +471,12 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
     }
     ++stats_.actions_applied;
     return status;
+  };
+  // Called on this thread only, once a write's outcome is known.
+  auto took = [&](size_t i) {
+    if (const auto* create = std::get_if<CreatePod>(&actions[i])) {
+      created_pods->insert(k8s::NameOf(create->pod));
+    }
   };
   // Batches double from one, as client-go's slow start: a run that cannot
   // succeed (quota, admission) fails after one write, not after all of them.
@@ -454,23 +487,27 @@ Status JobController::ApplyRun(const std::string& key, const nlohmann::json& job
       if (Status status = apply(i); !status.ok()) {
         return status;
       }
+      took(i);
     } else {
-      std::vector<std::future<Status>> writes;
+      std::vector<std::pair<size_t, std::future<Status>>> writes;
       writes.reserve(n);
       Status first_error;
       for (size_t j = i; j < i + n; ++j) {
         try {
-          writes.push_back(std::async(std::launch::async, apply, j));
+          writes.emplace_back(j, std::async(std::launch::async, apply, j));
         } catch (const std::system_error&) {
           // No thread to be had: write this one here and now.
-          if (Status status = apply(j); !status.ok() && first_error.ok()) {
+          if (Status status = apply(j); status.ok()) {
+            took(j);
+          } else if (first_error.ok()) {
             first_error = std::move(status);
           }
         }
       }
-      for (auto& write : writes) {
-        Status status = write.get();
-        if (!status.ok() && first_error.ok()) {
+      for (auto& [j, write] : writes) {
+        if (Status status = write.get(); status.ok()) {
+          took(j);
+        } else if (first_error.ok()) {
           first_error = std::move(status);
         }
       }

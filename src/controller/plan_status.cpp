@@ -154,8 +154,13 @@ std::vector<RecordEvent> TransitionEvents(const PlanView& view, const PlanBuilde
     const api::Condition* before = view.old_status.FindCondition(type);
     return before == nullptr || before->status != "True" ? now : nullptr;
   };
-  for (std::string_view type : {api::kConditionCreated, api::kConditionScheduled,
-                                api::kConditionRunning, api::kConditionSucceeded}) {
+  if (const api::Condition* created = became_true(api::kConditionCreated)) {
+    // It counts this pass's creates as made: the reconciler records it once
+    // they are, counting those that took.
+    events.push_back({EventType::kNormal, created->reason, created->message, plan.created_members});
+  }
+  for (std::string_view type :
+       {api::kConditionScheduled, api::kConditionRunning, api::kConditionSucceeded}) {
     if (const api::Condition* condition = became_true(type)) {
       events.push_back({EventType::kNormal, condition->reason, condition->message});
     }
@@ -348,10 +353,8 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
   auto wanted = [&](const api::ReplicaSpec& role) {
     return limit ? limit->Count(role.name) : role.EffectiveMaxReplicas();
   };
-  int32_t total_pods = 0;
   bool all_created = true;
   for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-    total_pods += wanted(role);
     for (int32_t i = 0; i < wanted(role); ++i) {
       all_created = all_created && present.count({role.name, i}) != 0;
     }
@@ -371,17 +374,24 @@ void ComputeActiveStatus(const PlanView& view, const std::optional<Membership>& 
   plan.status.phase = phase;
 
   if (all_created || membership) {
-    std::string message = "created " + std::to_string(total_pods) + " member pods:";
+    CreatedMembers& counted = plan.created_members;
+    counted = CreatedMembers{};
     for (const api::ReplicaSpec& role : view.job.spec.replica_specs) {
-      message += " " + role.name + " " + std::to_string(wanted(role));
+      counted.roles.emplace_back(role.name, wanted(role));
     }
-    if (limit) {
-      message += " (the API server refused the others)";
+    counted.others_refused = limit.has_value();
+    for (const nlohmann::json& created : plan.creates) {
+      const ObservedPod pod = ObservePod(created);
+      const api::ReplicaSpec* role = view.job.spec.FindRole(pod.role);
+      if (role != nullptr && pod.index < wanted(*role) &&
+          view.refused.count({pod.role, pod.index}) == 0) {
+        counted.creates.emplace_back(pod.name, pod.role);
+      }
     }
     // The message says what the job goes on with: decided under a refusal,
     // it stays once the membership is committed.
     SetCondition(view, plan, api::kConditionCreated, true, std::string(api::kConditionCreated),
-                 message, limit.has_value());
+                 CreatedMessage(counted), limit.has_value());
   } else if (!view.refused.empty()) {
     SetCondition(view, plan, api::kConditionCreated, false, std::string(api::kReasonFailedCreate),
                  "the API server refuses member pods (see ReplicaFailure)", true);
@@ -565,8 +575,14 @@ Plan Assemble(const PlanView& view, PlanBuilder plan) {
   if (plan.status != view.old_status) {
     out.actions.emplace_back(UpdateStatus{plan.status});
   }
+  // An Event that counts this pass's creates follows them.
+  std::vector<RecordEvent> after_creates;
   for (RecordEvent& event : TransitionEvents(view, plan)) {
-    out.actions.emplace_back(std::move(event));
+    if (event.created && !event.created->creates.empty()) {
+      after_creates.push_back(std::move(event));
+    } else {
+      out.actions.emplace_back(std::move(event));
+    }
   }
   for (Action& action : plan.support) {
     out.actions.push_back(std::move(action));
@@ -586,6 +602,9 @@ Plan Assemble(const PlanView& view, PlanBuilder plan) {
   }
   for (nlohmann::json& pod : plan.creates) {
     out.actions.emplace_back(CreatePod{std::move(pod)});
+  }
+  for (RecordEvent& event : after_creates) {
+    out.actions.emplace_back(std::move(event));
   }
   if (plan.delete_job) {
     out.actions.emplace_back(DeleteJob{view.job.metadata.uid});

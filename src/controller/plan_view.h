@@ -111,6 +111,8 @@ struct PlanBuilder {
   std::map<std::string, int32_t> restarted_per_role;
   int32_t surplus_deleted = 0;
   std::vector<std::string> membership_events;
+  // What the Created condition counts, once it holds: its Event reports it.
+  CreatedMembers created_members;
   std::string membership_restart;  // why every member restarts, if it does
 
   // Reconcile again after `delay` at the latest (and not before 1s).

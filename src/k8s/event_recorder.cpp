@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <spdlog/spdlog.h>
+
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/event_recorder.h>
 
@@ -49,16 +51,23 @@ EventRecorder::~EventRecorder() {
 
 void EventRecorder::Record(const ObjectReference& object, EventType type, std::string reason,
                            std::string message) {
-  MutexLock lock(mu_);
-  if (stopping_) {
-    return;
+  uint64_t dropped = 0;
+  {
+    MutexLock lock(mu_);
+    if (stopping_) {
+      return;
+    }
+    if (queue_.size() < max_pending_) {
+      queue_.push_back({object, type, std::move(reason), std::move(message)});
+      cv_.notify_one();
+      return;
+    }
+    dropped = ++dropped_;
   }
-  if (queue_.size() >= max_pending_) {
-    ++dropped_;
-    return;
+  if (dropped % kDropLogEvery == 1) {
+    spdlog::warn("{}: {} Events not written so far: more than {} were waiting for the API server",
+                 component_, dropped, max_pending_);
   }
-  queue_.push_back({object, type, std::move(reason), std::move(message)});
-  cv_.notify_one();
 }
 
 bool EventRecorder::Flush(std::chrono::milliseconds timeout) {

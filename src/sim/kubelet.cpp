@@ -1,7 +1,10 @@
 #include <charconv>
+#include <map>
 
+#include <hybridjob/api/names.h>
 #include <hybridjob/api/time.h>
 #include <hybridjob/common/duration.h>
+#include <hybridjob/common/json_fields.h>
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects/objects.h>
 #include <hybridjob/sim/kubelet.h>
@@ -22,19 +25,143 @@ std::optional<WallClock::time_point> ParseTimeField(const nlohmann::json& object
   return WallClock::time_point(*parsed);
 }
 
-std::vector<std::pair<std::string, std::string>> Containers(const nlohmann::json& spec,
-                                                            const char* field) {
-  std::vector<std::pair<std::string, std::string>> out;
+// `text`, or its first kSyntheticLogValueLimit bytes (not splitting a UTF-8
+// character) and how long it was.
+std::string KeptValue(const std::string& text) {
+  if (text.size() <= kSyntheticLogValueLimit) {
+    return text;
+  }
+  size_t cut = kSyntheticLogValueLimit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes in all)";
+}
+
+std::vector<std::string> KeptWords(const nlohmann::json& container, const char* field) {
+  std::vector<std::string> words;
+  const nlohmann::json* list = JsonMember(container, field);
+  if (list == nullptr || !list->is_array()) {
+    return words;
+  }
+  for (const auto& word : *list) {
+    if (word.is_string()) {
+      words.push_back(KeptValue(word.get<std::string>()));
+    }
+  }
+  return words;
+}
+
+// The variables the controller sets for a member to find its place in the
+// job and its peers (children.cpp, cluster_spec.cpp).
+bool IsJobVariable(std::string_view name) {
+  return name.starts_with("HYBRIDJOB_") || name.starts_with("DMLC_") || name == "TF_CONFIG" ||
+         name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "WORLD_SIZE" || name == "RANK" ||
+         name == "OMPI_MCA_orte_default_hostfile";
+}
+
+std::vector<std::pair<std::string, std::string>> JobEnv(const nlohmann::json& container) {
+  std::vector<std::pair<std::string, std::string>> env;
+  const nlohmann::json* list = JsonMember(container, "env");
+  if (list == nullptr || !list->is_array()) {
+    return env;
+  }
+  for (const auto& entry : *list) {
+    const nlohmann::json* name = JsonMember(entry, "name");
+    const nlohmann::json* value = JsonMember(entry, "value");
+    if (name != nullptr && name->is_string() && value != nullptr && value->is_string() &&
+        IsJobVariable(name->get_ref<const std::string&>())) {
+      env.emplace_back(name->get<std::string>(), KeptValue(value->get<std::string>()));
+    }
+  }
+  return env;
+}
+
+std::string MountPathOf(const nlohmann::json& container, std::string_view volume) {
+  const nlohmann::json* mounts = JsonMember(container, "volumeMounts");
+  if (volume.empty() || mounts == nullptr || !mounts->is_array()) {
+    return {};
+  }
+  for (const auto& mount : *mounts) {
+    if (mount.is_object() && mount.value("name", "") == volume) {
+      return mount.value("mountPath", "");
+    }
+  }
+  return {};
+}
+
+using TerminationsByName = std::map<std::string, SimTermination, std::less<>>;
+
+// The terminated state of each container that status.<field>
+// (containerStatuses or initContainerStatuses) reports, by name.
+TerminationsByName Terminations(const nlohmann::json& status, const char* field) {
+  TerminationsByName out;
+  const nlohmann::json* statuses = JsonMember(status, field);
+  if (statuses == nullptr || !statuses->is_array()) {
+    return out;
+  }
+  for (const auto& entry : *statuses) {
+    const nlohmann::json* state = JsonMember(entry, "state");
+    const nlohmann::json* terminated =
+        state != nullptr ? JsonMember(*state, "terminated") : nullptr;
+    if (terminated == nullptr || !terminated->is_object()) {
+      continue;
+    }
+    SimTermination termination;
+    if (const nlohmann::json* code = JsonMember(*terminated, "exitCode");
+        code != nullptr && code->is_number_integer()) {
+      termination.exit_code = code->get<int>();
+    }
+    termination.finished_at = ParseTimeField(*terminated, "finishedAt");
+    out[entry.value("name", "")] = termination;
+  }
+  return out;
+}
+
+// with_inputs: also what the container was given, for the synthetic log;
+// cluster_volume: the pod's cluster-spec volume ("" if none).
+std::vector<SimContainer> Containers(const nlohmann::json& spec, const char* field,
+                                     bool with_inputs, std::string_view cluster_volume,
+                                     const TerminationsByName& ended) {
+  std::vector<SimContainer> out;
   auto it = spec.find(field);
   if (it == spec.end() || !it->is_array()) {
     return out;
   }
   for (const auto& container : *it) {
-    if (container.is_object()) {
-      out.emplace_back(container.value("name", ""), container.value("image", ""));
+    if (!container.is_object()) {
+      continue;
+    }
+    SimContainer& decoded = out.emplace_back();
+    decoded.name = container.value("name", "");
+    decoded.image = container.value("image", "");
+    if (auto termination = ended.find(decoded.name); termination != ended.end()) {
+      decoded.terminated = termination->second;
+    }
+    if (with_inputs) {
+      decoded.command = KeptWords(container, "command");
+      decoded.args = KeptWords(container, "args");
+      decoded.job_env = JobEnv(container);
+      decoded.cluster_spec_path = MountPathOf(container, cluster_volume);
     }
   }
   return out;
+}
+
+// The ConfigMap the controller's cluster-spec volume names; "" if the pod has none.
+std::string ClusterConfigMap(const nlohmann::json& spec) {
+  const nlohmann::json* volumes = JsonMember(spec, "volumes");
+  if (volumes == nullptr || !volumes->is_array()) {
+    return {};
+  }
+  for (const auto& volume : *volumes) {
+    const nlohmann::json* config_map = JsonMember(volume, "configMap");
+    if (config_map != nullptr && config_map->is_object() &&
+        volume.value("name", "") == api::kClusterVolumeName) {
+      return config_map->value("name", "");
+    }
+  }
+  return {};
 }
 
 nlohmann::json Condition(const char* type, bool status, WallClock::time_point now) {
@@ -43,12 +170,12 @@ nlohmann::json Condition(const char* type, bool status, WallClock::time_point no
           {"lastTransitionTime", api::FormatTime(now)}};
 }
 
-nlohmann::json ContainerStatus(const SimPod& pod, const std::pair<std::string, std::string>& c,
-                               nlohmann::json state, bool ready) {
-  return {{"name", c.first},
-          {"image", c.second},
-          {"imageID", "sim://" + c.second},
-          {"containerID", "sim://" + pod.uid + "/" + c.first},
+nlohmann::json ContainerStatus(const SimPod& pod, const SimContainer& c, nlohmann::json state,
+                               bool ready) {
+  return {{"name", c.name},
+          {"image", c.image},
+          {"imageID", "sim://" + c.image},
+          {"containerID", "sim://" + pod.uid + "/" + c.name},
           {"ready", ready},
           {"started", ready},
           {"restartCount", 0},
@@ -148,10 +275,18 @@ Result<SimPod> DecodeSimPod(const nlohmann::json& pod, bool with_exec) {
   const nlohmann::json empty = nlohmann::json::object();
   const auto& spec = pod.contains("spec") && pod["spec"].is_object() ? pod["spec"] : empty;
   out.node_name = spec.value("nodeName", "");
-  out.containers = Containers(spec, "containers");
-  out.init_containers = Containers(spec, "initContainers");
-  out.mounts = Mounts(out.name, spec);
   const auto& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
+  const bool with_inputs = !with_exec;
+  if (with_inputs) {
+    out.cluster_config_map = ClusterConfigMap(spec);
+  }
+  const std::string_view cluster_volume =
+      out.cluster_config_map.empty() ? std::string_view() : api::kClusterVolumeName;
+  out.containers = Containers(spec, "containers", with_inputs, cluster_volume,
+                              Terminations(status, "containerStatuses"));
+  out.init_containers = Containers(spec, "initContainers", with_inputs, cluster_volume,
+                                   Terminations(status, "initContainerStatuses"));
+  out.mounts = Mounts(out.name, spec);
   out.phase = status.value("phase", "");
   out.start_time = ParseTimeField(status, "startTime");
   if (with_exec && !out.node_name.empty()) {
@@ -229,8 +364,8 @@ nlohmann::json ContainerCreatingStatusPatch(const SimPod& pod, WallClock::time_p
                                             const std::string& host_ip) {
   nlohmann::json containers = nlohmann::json::array();
   for (const auto& c : pod.containers) {
-    containers.push_back({{"name", c.first},
-                          {"image", c.second},
+    containers.push_back({{"name", c.name},
+                          {"image", c.image},
                           {"imageID", ""},
                           {"ready", false},
                           {"started", false},

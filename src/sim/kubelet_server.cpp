@@ -18,6 +18,7 @@
 
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
+#include <nlohmann/json.hpp>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -365,6 +366,100 @@ LogByteRange SelectLogBytes(std::string_view contents, const ContainerLogOptions
   return range;
 }
 
+Result<StreamingRequest> ParseStreamingRequest(std::string_view path) {
+  const std::vector<std::string_view> segments = Split(path, '/');
+  if (segments.size() < 2 || !segments[0].empty()) {
+    return NotFound("404 page not found");
+  }
+  StreamingRequest parsed;
+  const std::string_view endpoint = segments[1];
+  if (endpoint == "exec") {
+    parsed.kind = StreamingKind::kExec;
+  } else if (endpoint == "attach") {
+    parsed.kind = StreamingKind::kAttach;
+  } else if (endpoint == "run") {
+    parsed.kind = StreamingKind::kRun;
+  } else if (endpoint == "portForward") {
+    parsed.kind = StreamingKind::kPortForward;
+  } else {
+    return NotFound("404 page not found");
+  }
+  // namespace, pod, [uid], container; port-forward names no container.
+  const bool names_container = parsed.kind != StreamingKind::kPortForward;
+  const size_t names = segments.size() - 2;
+  const size_t without_uid = names_container ? 3 : 2;
+  if (names != without_uid && names != without_uid + 1) {
+    return NotFound("404 page not found");
+  }
+  for (size_t i = 2; i < segments.size(); ++i) {
+    if (segments[i].empty()) {
+      return InvalidArgument("namespace, pod, uid and container must not be empty");
+    }
+  }
+  parsed.namespace_name = PercentDecode(segments[2], false);
+  parsed.pod = PercentDecode(segments[3], false);
+  if (names_container) {
+    parsed.container = PercentDecode(segments.back(), false);
+  }
+  return parsed;
+}
+
+std::string StreamingRefusalMessage(const StreamingRequest& request, KubeletMode mode) {
+  const std::string pod = "pod \"" + request.pod + "\"";
+  const std::string container = "container \"" + request.container + "\" of " + pod;
+  std::string refused;
+  std::string consequence;
+  switch (request.kind) {
+    case StreamingKind::kExec:
+      refused = "cannot exec into " + container;
+      consequence = "there is nothing to exec into";
+      break;
+    case StreamingKind::kAttach:
+      refused = "cannot attach to " + container;
+      consequence = "there is nothing to attach to";
+      break;
+    case StreamingKind::kRun:
+      refused = "cannot run a command in " + container;
+      consequence = "there is nothing to run it in";
+      break;
+    case StreamingKind::kPortForward:
+      refused = "cannot forward ports to " + pod;
+      consequence = "nothing listens on its ports";
+      break;
+  }
+  const std::string logs =
+      "kubectl logs " + request.pod + (request.container.empty() ? "" : " -c " + request.container);
+  if (mode == KubeletMode::kSimulated) {
+    return refused + ": this member is simulated by hybridjob-sim and no process runs, so " +
+           consequence + "; " + logs +
+           " shows what the member was given, and hybridjob-sim --exec runs members as local "
+           "processes";
+  }
+  std::string message = refused +
+                        ": hybridjob-sim --exec runs this member as local processes but does not "
+                        "implement the kubelet's exec, attach and port-forward streaming; " +
+                        logs + " shows its output";
+  if (request.kind == StreamingKind::kPortForward) {
+    // Members share the simulator host's network, each on its pod IP.
+    const std::string pod_ip = "kubectl get pod " + request.pod + " -o wide";
+    message +=
+        ", and its processes listen on the pod's IP on the simulator's host (" + pod_ip + ")";
+  }
+  return message;
+}
+
+std::string FailureStatusJson(int code, std::string_view reason, std::string_view message) {
+  nlohmann::ordered_json status;
+  status["kind"] = "Status";
+  status["apiVersion"] = "v1";
+  status["metadata"] = nlohmann::ordered_json::object();
+  status["status"] = "Failure";
+  status["message"] = message;
+  status["reason"] = reason;
+  status["code"] = code;
+  return status.dump();
+}
+
 // ---- the server ----
 
 // One `follow` reply: its body is fed from the file by a thread of its own.
@@ -391,6 +486,7 @@ class KubeletServer::Impl {
 
  private:
   Status Listen(int port);
+  void Handle(const http::http_request& request);
   void HandleGet(const http::http_request& request);
   void StartFollowing(const http::http_request& request, ContainerLogSource source,
                       const std::string& contents, const LogByteRange& range,
@@ -469,8 +565,7 @@ Status KubeletServer::Impl::Listen(int port) {
   });
   try {
     auto listener = std::make_unique<http_listener>(uri, config);
-    listener->support(http::methods::GET,
-                      [this](const http::http_request& request) { HandleGet(request); });
+    listener->support([this](const http::http_request& request) { Handle(request); });
     listener->open().wait();
     listener_ = std::move(listener);
   } catch (const std::exception& e) {
@@ -479,6 +574,29 @@ Status KubeletServer::Impl::Listen(int port) {
   port_ = port;
   spdlog::info("simulated kubelet serving on {}", uri);
   return Status::Ok();
+}
+
+void KubeletServer::Impl::Handle(const http::http_request& request) {
+  const web::uri relative = request.relative_uri();
+  if (auto streaming = ParseStreamingRequest(relative.path());
+      streaming.ok() || streaming.status().code() != StatusCode::kNotFound) {
+    // Whatever the method: exec and attach come as POST or GET, port-forward
+    // as GET. A plain reply, not 101, so the caller's upgrade fails with it.
+    const int code = http::status_codes::BadRequest;
+    const std::string message = streaming.ok() ? StreamingRefusalMessage(*streaming, options_.mode)
+                                               : streaming.status().message();
+    http::http_response response(code);
+    response.set_body(FailureStatusJson(code, "BadRequest", message), "application/json");
+    Reply(request, response);
+    return;
+  }
+  if (request.method() != http::methods::GET) {
+    http::http_response response(http::status_codes::MethodNotAllowed);
+    response.headers().add("Allow", "GET");
+    Reply(request, response);
+    return;
+  }
+  HandleGet(request);
 }
 
 void KubeletServer::Impl::HandleGet(const http::http_request& request) {
@@ -499,11 +617,12 @@ void KubeletServer::Impl::HandleGet(const http::http_request& request) {
     return;
   }
   const ContainerLogOptions& options = parsed->options;
-  const std::string contents = ReadFrom(source->file, 0, kWholeFile);
+  const std::string contents = source->text ? *source->text : ReadFrom(source->file, 0, kWholeFile);
   const LogByteRange range = SelectLogBytes(contents, options);
   const bool limit_reached =
       options.limit_bytes && range.length >= static_cast<uint64_t>(*options.limit_bytes);
-  if (!options.follow || limit_reached) {
+  // A text log never grows: following it is reading it.
+  if (!options.follow || limit_reached || source->text) {
     http::http_response response(http::status_codes::OK);
     response.set_body(contents.substr(range.offset, range.length), "text/plain");
     Reply(request, response);

@@ -11,6 +11,7 @@
 #include <hybridjob/k8s/object_meta.h>
 #include <hybridjob/scheduler/objects/objects.h>
 #include <hybridjob/sim/simulator.h>
+#include <hybridjob/sim/synthetic_log.h>
 
 namespace hybridjob::sim {
 namespace {
@@ -208,24 +209,25 @@ Status Simulator::Start() {
       return runtime.status();
     }
     exec_ = std::move(runtime).value();
-    // The nodes' kubelet endpoint, for `kubectl logs`.
-    kubelet_server_ = std::make_unique<KubeletServer>(
-        KubeletServerOptions{},
-        [this](const ContainerLogRequest& request) -> Result<ContainerLogSource> {
-          Result<ExecLogFile> log = exec_->LogFile(request.namespace_name, request.pod,
-                                                   request.container, request.previous);
-          if (!log.ok()) {
-            return log.status();
-          }
-          return ContainerLogSource{log->file,
-                                    [this, file = *log] { return exec_->Writing(file); }};
-        });
-    if (Status s = kubelet_server_->Start(); !s.ok()) {
-      return s;
-    }
-    options_.nodes.kubelet_port = kubelet_server_->port();
-    options_.nodes.kubelet_address = kubelet_server_->address();
   }
+  const bool exec = exec_ != nullptr;
+  // Before the kubelet endpoint, whose log requests read its store.
+  k8s::InformerOptions<SimPod> informer_options;
+  informer_options.reflector.resource = k8s::resources::Pods();
+  informer_options.reflector.field_selector = "spec.nodeName!=";
+  informer_options.decode = [exec](nlohmann::json&& pod) { return DecodeSimPod(pod, exec); };
+  pods_ = std::make_unique<k8s::Informer<SimPod>>(client_, informer_options);
+  // The nodes' kubelet endpoint, for `kubectl logs` (and to refuse `kubectl exec` clearly).
+  KubeletServerOptions kubelet_options;
+  kubelet_options.mode = exec ? KubeletMode::kExec : KubeletMode::kSimulated;
+  kubelet_server_ = std::make_unique<KubeletServer>(
+      kubelet_options,
+      [this](const ContainerLogRequest& request) { return ContainerLog(request); });
+  if (Status s = kubelet_server_->Start(); !s.ok()) {
+    return s;
+  }
+  options_.nodes.kubelet_port = kubelet_server_->port();
+  options_.nodes.kubelet_address = kubelet_server_->address();
   if (Status s = RegisterNodes(); !s.ok()) {
     return s;
   }
@@ -233,7 +235,6 @@ Status Simulator::Start() {
                options_.nodes.count, options_.nodes.gpus_per_node);
 
   events_ = std::make_unique<k8s::EventRecorder>(client_, "kubelet");
-  const bool exec = exec_ != nullptr;
   // Only whether each exists (and a claim is Bound, to which volume) is kept;
   // in exec mode also what a ConfigMap or Secret holds.
   enum class Mountable { kClaim, kConfigMap, kSecret };
@@ -283,11 +284,6 @@ Status Simulator::Start() {
   claims_ = watch_mountable(k8s::resources::PersistentVolumeClaims(), Mountable::kClaim);
   config_maps_ = watch_mountable(k8s::resources::ConfigMaps(), Mountable::kConfigMap);
   secrets_ = watch_mountable(k8s::resources::Secrets(), Mountable::kSecret);
-  k8s::InformerOptions<SimPod> informer_options;
-  informer_options.reflector.resource = k8s::resources::Pods();
-  informer_options.reflector.field_selector = "spec.nodeName!=";
-  informer_options.decode = [exec](nlohmann::json&& pod) { return DecodeSimPod(pod, exec); };
-  pods_ = std::make_unique<k8s::Informer<SimPod>>(client_, informer_options);
   k8s::EventHandler<SimPod> handler;
   auto enqueue = [this](const std::shared_ptr<const SimPod>& pod) {
     if (node_index_.contains(pod->node_name)) {
@@ -398,6 +394,29 @@ void Simulator::Work() {
 std::string Simulator::PodIp(const SimPod& pod) const {
   const size_t h = std::hash<std::string>{}(pod.uid);
   return "10.244." + std::to_string((h >> 8) % 256) + "." + std::to_string(h % 254 + 1);
+}
+
+Result<ContainerLogSource> Simulator::ContainerLog(const ContainerLogRequest& request) const {
+  if (exec_) {
+    Result<ExecLogFile> log =
+        exec_->LogFile(request.namespace_name, request.pod, request.container, request.previous);
+    if (!log.ok()) {
+      return log.status();
+    }
+    return ContainerLogSource{log->file, [this, file = *log] { return exec_->Writing(file); }};
+  }
+  // The store is safe to read from any thread; its pods are immutable.
+  auto pod = pods_->store().Get(request.namespace_name + "/" + request.pod);
+  if (pod == nullptr || !node_index_.contains(pod->node_name)) {
+    return NotFound("pod \"" + request.pod + "\" does not exist");
+  }
+  Result<std::string> text = SyntheticContainerLog(*pod, request.container, request.previous);
+  if (!text.ok()) {
+    return text.status();
+  }
+  ContainerLogSource source;
+  source.text = std::move(text).value();
+  return source;
 }
 
 void Simulator::Handle(const std::string& key) {

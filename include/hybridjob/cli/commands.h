@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <hybridjob/cli/output.h>
 #include <hybridjob/common/status.h>
@@ -43,9 +44,23 @@ Result<std::string> RunQueues(k8s::ApiClient& client, const CommandOptions& opti
                               std::string* note);
 Result<std::string> RunNodes(k8s::ApiClient& client, const CommandOptions& options,
                              std::string* note);
+// A member whose log could not be read, and the API server's answer.
+struct MemberLogFailure {
+  std::string pod;
+  Status error;
+};
+
+// How `logs` ends once `asked` members were read, as kubectl's commands end:
+// OK when at least one log was shown (the members without one were noted);
+// an error when none could be, naming the member's reason when only one
+// was asked.
+Status LogsOutcome(const std::string& job, size_t asked,
+                   const std::vector<MemberLogFailure>& failures);
+
 // The members' logs, each line prefixed "[pod/<name>] " when more than one
-// member is shown, written to `out` member by member.
+// member is shown, written to `out` member by member; a member without a log
+// is noted on `err` with the API server's reason. See LogsOutcome.
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
-               std::ostream& out);
+               std::ostream& out, std::ostream& err);
 
 }  // namespace hybridjob::cli

@@ -21,6 +21,10 @@ nlohmann::json ToJson(const JobStatusReport& report);
 nlohmann::json ToJson(const QueuesReport& report);
 // NodesReport (scheduler::GpuMap): scheduler::ToJson, the dashboard's shape.
 
+// The Queue: line of `status`: the queue, and why it is that one when the
+// job names none.
+std::string QueueText(const JobStatusReport& report);
+
 std::string FormatTable(const JobStatusReport& report);
 std::string FormatTable(const QueuesReport& report);
 std::string FormatTable(const NodesReport& report);

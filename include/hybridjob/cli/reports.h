@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <hybridjob/api/types.h>
 #include <hybridjob/common/status.h>
+#include <hybridjob/controller/observed.h>
 #include <hybridjob/scheduler/core/cluster_view.h>
 #include <hybridjob/scheduler/core/gpu_resources.h>
 #include <hybridjob/scheduler/core/queues.h>
@@ -31,6 +33,37 @@ struct ClusterObjects {
 };
 
 // --- kubectl hybridjob status JOB ---------------------------------------------
+
+// Where the queue `status` shows comes from. It is the queue the
+// gang-scheduler puts the job in, resolved as it resolves it
+// (scheduler/core/tenancy.h): the one the job names, else its namespace's
+// default queue, else `default`.
+enum class QueueOrigin {
+  kStanding,          // status.queue: where the scheduler says the job waits
+  kJob,               // the run's spec.queue
+  kNamespaceDefault,  // none named: the namespace's batch.hybridjob.io/default-queue
+  kDefault,           // none named, and the namespace names no default: `default`
+  // None named, and the namespace could not be read: `default`, unless the
+  // namespace names another.
+  kDefaultUnlessNamespace,
+};
+
+// "status", "spec", "namespaceDefault", "default", "defaultUnlessNamespace".
+std::string_view QueueOriginName(QueueOrigin origin);
+
+struct JobQueue {
+  std::string name;
+  QueueOrigin origin = QueueOrigin::kDefault;
+};
+
+// The job's queue. `namespace_default_queue`: the namespace's default queue
+// ("" when it names none), or nullopt when the namespace could not be read.
+JobQueue ResolveJobQueue(const api::HybridJob& job,
+                         const std::optional<std::string>& namespace_default_queue);
+
+// The WAITING column of a member: why the scheduler leaves it unbound, as its
+// PodScheduled=False reason says (GangSurplus included); empty once bound.
+std::string MemberWaiting(const controller::ObservedPod& pod);
 
 struct MemberRow {
   std::string name;
@@ -61,7 +94,8 @@ struct JobStatusReport {
   std::string ready;  // status.readyMembers
   int64_t run = 0;
   int32_t restarts = 0;
-  std::string queue;             // status.queue.name, else spec.queue
+  std::string queue;  // ResolveJobQueue
+  QueueOrigin queue_origin = QueueOrigin::kDefault;
   int32_t position = 0;          // status.queue.position
   std::string reason;            // while Queued: the waiting reason code
   std::string message;           // the Queued condition's message
@@ -74,10 +108,11 @@ struct JobStatusReport {
 };
 
 // `pods` are those labelled with the job's name; pods of another run are
-// left out.
+// left out. `namespace_default_queue`: as for ResolveJobQueue.
 Result<JobStatusReport> BuildJobStatus(const nlohmann::json& job,
                                        const std::vector<nlohmann::json>& pods,
-                                       const scheduler::GpuResources& gpus);
+                                       const scheduler::GpuResources& gpus,
+                                       const std::optional<std::string>& namespace_default_queue);
 
 // --- kubectl hybridjob queues and nodes: the scheduler's views -----------------
 

@@ -30,6 +30,10 @@ class FlagSet {
   // A one-letter form of a registered flag, as kubectl's -n and -o: "-n ns",
   // "-n=ns" and "-nns".
   void Shorthand(char letter, const std::string& name);
+  // What --help gives as a registered flag's default, for a default that is
+  // not its target's starting value: "$KUBECONFIG, else in-cluster", or the
+  // configuration file's setting the flag overrides.
+  void DescribeDefault(const std::string& name, std::string text);
 
   // Parses argv[first..]; positional arguments are collected.
   Status Parse(int argc, const char* const* argv, int first = 1);
@@ -71,6 +75,20 @@ void AddLoggingFlags(FlagSet& flags, LoggingFlags* logging);
 // Positional arguments are refused unless `positional_allowed`.
 std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const* argv,
                                     const LoggingFlags& logging, bool positional_allowed = false);
+
+// --metrics-addr and --health-addr, as every binary declares them: the
+// host:port of the /metrics listener and of the /healthz and /readyz one; "0"
+// turns that listener off. The defaults are *serving's values.
+struct ServingFlags {
+  std::string metrics_addr;
+  std::string health_addr;
+};
+void AddServingFlags(FlagSet& flags, ServingFlags* serving);
+// The same flags for a binary whose configuration file (given by
+// `config_flag`) sets them too, as metricsAddr and healthAddr: a flag that is
+// given overrides the file; one that is not leaves the file's value, which
+// defaults to *serving's.
+void AddServingOverrideFlags(FlagSet& flags, ServingFlags* serving, const std::string& config_flag);
 
 // Prints "program: message" to stderr and returns 1, for main()'s early exits.
 int FailStartup(const std::string& program, const std::string& message);

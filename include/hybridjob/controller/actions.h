@@ -11,8 +11,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -92,12 +95,38 @@ struct UpdateStatus {
 
 enum class EventType { kNormal, kWarning };
 
+// What a Created Event counts: the job's members per role, in the spec's
+// order, and the pods among them that the pass creates.
+struct CreatedMembers {
+  std::vector<std::pair<std::string, int32_t>> roles;        // role, members
+  std::vector<std::pair<std::string, std::string>> creates;  // pod, its role
+  // The job goes on without the members the API server refused.
+  bool others_refused = false;
+};
+
+// "created 5 member pods: ps 1 worker 4", as the Created condition and Event
+// say it.
+std::string CreatedMessage(const CreatedMembers& members);
+
 // An Event about the job itself.
 struct RecordEvent {
   EventType type = EventType::kNormal;
   std::string reason;
   std::string message;
+  // Set on the Created Event of a pass that creates members: it follows the
+  // creates, and the reconciler records it once they are done, even when
+  // one was refused, with CreatedEventOnceApplied.
+  std::optional<CreatedMembers> created;
 };
+
+// The Created Event once the pass's creates were applied (`created_pods`:
+// the names of those that took): as planned when every create took;
+// counting only the members that exist when some did not ("created 3 of 11
+// member pods: ..."), since the Event reports pods, not intentions; none
+// when no create of the pass took (FailedCreate says why). Any other event
+// is returned as it is.
+std::optional<RecordEvent> CreatedEventOnceApplied(const RecordEvent& planned,
+                                                   const std::set<std::string>& created_pods);
 
 // Delete the HybridJob (ttlSecondsAfterFinished elapsed). Children go with it
 // through their ownerReferences; retained PVCs have none and stay.

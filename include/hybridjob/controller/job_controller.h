@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,8 +104,14 @@ class JobController {
                                                                        const nlohmann::json& job,
                                                                        Plan& plan);
   // Applies actions [begin, end): pod writes concurrently, the rest singly.
+  // The pods it created are added to *created_pods.
   Status ApplyRun(const std::string& key, const nlohmann::json& job,
-                  const std::vector<Action>& actions, size_t begin, size_t end);
+                  const std::vector<Action>& actions, size_t begin, size_t end,
+                  std::set<std::string>* created_pods);
+  // A Created Event that follows the pass's creates (RecordEvent::created),
+  // counting those that took.
+  void RecordCreatedEvent(const nlohmann::json& job, const RecordEvent& planned,
+                          const std::set<std::string>& created_pods);
   // The job's required ConfigMaps (references.h) that do not exist, asked of
   // the API server until each was seen once for this job.
   std::vector<RequiredConfigMap> MissingConfigMaps(const std::string& key,

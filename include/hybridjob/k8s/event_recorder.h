@@ -36,14 +36,19 @@ enum class EventType { kNormal, kWarning };
 class EventRecorder {
  public:
   // component: source.component of every Event (e.g. "gang-scheduler").
+  // max_pending: Events waiting to be written at most; a recorder that makes
+  // one per pod in bursts (the scheduler's Scheduled) needs room for a burst.
   EventRecorder(ApiClient& client, std::string component, size_t max_pending = 1000);
   ~EventRecorder();
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
 
-  // Never blocks on the API server; drops (and counts) when too far behind.
+  // Never blocks on the API server; when too far behind, drops the Event,
+  // counts it and logs a warning (the first drop, then one per kDropLogEvery).
   void Record(const ObjectReference& object, EventType type, std::string reason,
               std::string message);
+
+  static constexpr uint64_t kDropLogEvery = 1000;
 
   // Waits until everything recorded so far was written (tests, shutdown).
   bool Flush(std::chrono::milliseconds timeout);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,32 @@ enum class MountState { kReady, kMissing, kUnbound };
 // The kubelet's words for a mount it cannot set up (a FailedMount Event).
 std::string MountFailureMessage(const SimMount& mount, MountState state);
 
+// How a container ended, as the pod's status last reported it.
+struct SimTermination {
+  int exit_code = 0;
+  std::optional<WallClock::time_point> finished_at;
+};
+
+// Values kept for the synthetic log longer than this are cut (a TF_CONFIG
+// grows with the job), so each pod's share of memory stays small.
+inline constexpr size_t kSyntheticLogValueLimit = 400;
+
+// A container of a pod. Besides its name and image, default mode keeps what
+// the container was given, for the synthetic log `kubectl logs` shows
+// (synthetic_log.h); exec mode serves real logs and keeps none of it.
+struct SimContainer {
+  std::string name;
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  // The variables through which a member learns its place in the job
+  // (HYBRIDJOB_*, TF_CONFIG, MASTER_ADDR, DMLC_*, ...), those with a plain value.
+  std::vector<std::pair<std::string, std::string>> job_env;
+  // Where the pod's cluster-spec volume is mounted in this container; "" if not.
+  std::string cluster_spec_path;
+  std::optional<SimTermination> terminated;
+};
+
 // The few fields of a pod the kubelet acts on.
 struct SimPod {
   std::string namespace_name;
@@ -53,8 +80,11 @@ struct SimPod {
   std::optional<std::chrono::milliseconds> run_for;    // from the duration annotation
   int exit_code = 0;
   std::string annotation_error;  // a bad annotation fails the pod, with this message
-  std::vector<std::pair<std::string, std::string>> containers;       // name, image
-  std::vector<std::pair<std::string, std::string>> init_containers;  // name, image
+  std::vector<SimContainer> containers;
+  std::vector<SimContainer> init_containers;
+  // The ConfigMap of the pod's cluster-spec volume (the controller's
+  // <job>-cluster); "" if it has none. Default mode only.
+  std::string cluster_config_map;
   // Claims, and ConfigMaps and Secrets not marked optional, that the volumes
   // name (generic ephemeral volumes as their <pod>-<volume> claims).
   std::vector<SimMount> mounts;
@@ -66,7 +96,8 @@ struct SimPod {
   std::string exec_error;
 };
 
-// with_exec: also decode what exec mode needs to run the pod.
+// with_exec: also decode what exec mode needs to run the pod; without it,
+// what the synthetic log tells of each container.
 Result<SimPod> DecodeSimPod(const nlohmann::json& pod, bool with_exec = false);
 
 enum class KubeletStep {

@@ -1,7 +1,9 @@
 // The simulated kubelet's HTTPS endpoint, for what the API server asks a
 // kubelet on a user's behalf: container logs (`kubectl logs [-f]`, which the
 // API server turns into GET /containerLogs/{namespace}/{pod}/{container} on
-// the node's InternalIP and status.daemonEndpoints.kubeletEndpoint.Port).
+// the node's InternalIP and status.daemonEndpoints.kubeletEndpoint.Port), and
+// the streaming endpoints (`kubectl exec`, `attach`, `port-forward`), which it
+// refuses with a message saying what works instead.
 // The API server verifies the kubelet's certificate only when it is given
 // --kubelet-certificate-authority, so a self-signed one made at Start()
 // serves; no client certificate is asked for.
@@ -38,6 +40,9 @@ struct ContainerLogRequest {
 struct ContainerLogSource {
   std::filesystem::path file;
   std::function<bool()> still_writing;
+  // The whole log instead of a file, when no process writes it (default
+  // mode's synthetic log): sent as it is, and a follow stream ends with it.
+  std::optional<std::string> text;
 };
 
 // Finds the log of a container. The error's code picks the reply: NotFound
@@ -82,14 +87,50 @@ struct LogByteRange {
 // and then what is appended, limit_bytes counting both.
 LogByteRange SelectLogBytes(std::string_view contents, const ContainerLogOptions& options);
 
+// The kubelet's streaming endpoints: the API server forwards pods/exec,
+// pods/attach and pods/portforward to /exec, /attach and /portForward (as an
+// SPDY upgrade); /run is only for direct callers.
+enum class StreamingKind { kExec, kAttach, kPortForward, kRun };
+
+struct StreamingRequest {
+  StreamingKind kind = StreamingKind::kExec;
+  std::string namespace_name;
+  std::string pod;
+  std::string container;  // empty for port-forward
+};
+
+// path: "/{exec,attach,run}/{namespace}/{pod}[/{uid}]/{container}" or
+// "/portForward/{namespace}/{pod}[/{uid}]", percent-encoded. NotFound for
+// another path, InvalidArgument for an empty name.
+Result<StreamingRequest> ParseStreamingRequest(std::string_view path);
+
+// How the pods' containers run, which decides what the kubelet can offer.
+enum class KubeletMode {
+  kSimulated,  // default: no process runs
+  kExec,       // hybridjob-sim --exec: containers are local processes
+};
+
+// Why a streaming request is refused and what works instead in `mode`, for
+// the user to read.
+std::string StreamingRefusalMessage(const StreamingRequest& request, KubeletMode mode);
+
+// A metav1.Status failure as JSON. client-go decodes the body of a non-101
+// answer to its SPDY upgrade as one, and kubectl then prints
+// "Error from server (<reason>): <message>".
+std::string FailureStatusJson(int code, std::string_view reason, std::string_view message);
+
 struct KubeletServerOptions {
   std::string address = "127.0.0.1";  // an IP: the certificate names it
   int port = 0;                       // 0: a free port, see KubeletServer::port()
   // How often a follow stream looks for bytes appended to the file.
   std::chrono::milliseconds follow_poll_interval{150};
+  // What a refused streaming request says (StreamingRefusalMessage).
+  KubeletMode mode = KubeletMode::kSimulated;
 };
 
-// Serves GET /containerLogs/... over HTTPS. Each follow stream is fed by a
+// Serves GET /containerLogs/... over HTTPS, and refuses the streaming
+// endpoints (any method) with a 400 metav1.Status; other paths are 404, other
+// methods 405. Each follow stream is fed by a
 // thread the server owns, until the container stops writing, limitBytes is
 // reached, a send finds the client gone, or Stop(). Stop() ends the streams
 // (the client sees the end of the body), joins their threads and closes the

@@ -105,6 +105,8 @@ class Simulator {
   bool WaitForMounts(const SimPod& pod, const std::string& key, const std::string& host_ip,
                      WallClock::time_point now);
   std::string PodIp(const SimPod& pod) const;
+  // The log a `kubectl logs` asks the kubelet endpoint for; called on its threads.
+  Result<ContainerLogSource> ContainerLog(const ContainerLogRequest& request) const;
   void MarkLost(const std::string& node, const std::string& why);
   bool IsLost(const std::string& node);
   // The kubelet's admission of a pod about to start: nothing when it fits
@@ -130,8 +132,10 @@ class Simulator {
   std::unique_ptr<k8s::Informer<MountObject>> claims_;
   std::unique_ptr<k8s::Informer<MountObject>> config_maps_;
   std::unique_ptr<k8s::Informer<MountObject>> secrets_;
-  std::unique_ptr<ExecRuntime> exec_;              // exec mode only
-  std::unique_ptr<KubeletServer> kubelet_server_;  // exec mode only: container logs
+  std::unique_ptr<ExecRuntime> exec_;  // exec mode only
+  // The nodes' kubelet endpoint: container logs (the runtime's files in exec
+  // mode, synthetic ones otherwise); exec, attach and port-forward refused.
+  std::unique_ptr<KubeletServer> kubelet_server_;
   std::vector<std::thread> workers_;
   std::vector<std::thread> heartbeat_threads_;
 

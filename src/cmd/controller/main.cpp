@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
   hybridjob::BlockShutdownSignals();
   std::string kubeconfig;
   hybridjob::LoggingFlags logging;
-  std::string metrics_addr = "0.0.0.0:10251";
-  std::string health_addr = "0.0.0.0:10252";
+  hybridjob::ServingFlags serving{"0.0.0.0:10251", "0.0.0.0:10252"};
   std::string lease_namespace = "hybridjob-system";
   std::string lease_name = "hybridjob-controller";
   bool leader_elect = false;
@@ -46,8 +45,10 @@ int main(int argc, char** argv) {
   int64_t burst = 200;
   hybridjob::controller::ControllerOptions options;
   hybridjob::FlagSet flags("hybridjob-controller", kSummary);
-  flags.String("kubeconfig", &kubeconfig, "kubeconfig file (else $KUBECONFIG, else in-cluster)");
-  flags.String("namespace", &options.namespace_name, "watch one namespace (default: all)");
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file");
+  flags.DescribeDefault("kubeconfig", "$KUBECONFIG, else the in-cluster service account");
+  flags.String("namespace", &options.namespace_name, "watch one namespace");
+  flags.DescribeDefault("namespace", "every namespace");
   flags.Int("workers", &workers, "jobs reconciled concurrently");
   flags.Bool("leader-elect", &leader_elect, "campaign for leadership before reconciling");
   flags.String("leader-election-namespace", &lease_namespace, "namespace of the leader Lease");
@@ -58,8 +59,7 @@ int main(int argc, char** argv) {
                  "how long the leader keeps trying to renew before it gives up leading");
   flags.Duration("leader-election-retry-period", &election.retry_period,
                  "interval between renewals and acquisition attempts");
-  flags.String("metrics-addr", &metrics_addr, "host:port for /metrics (\"0\" disables)");
-  flags.String("health-addr", &health_addr, "host:port for /healthz and /readyz (\"0\" disables)");
+  hybridjob::AddServingFlags(flags, &serving);
   hybridjob::AddLoggingFlags(flags, &logging);
   flags.Double("qps", &qps, "API requests per second");
   flags.Int("burst", &burst, "API request burst");
@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
   controller.Start();
   hybridjob::observability::ServingEndpoints endpoints;
   if (auto status = endpoints.Start(
-          registry, {"--metrics-addr", metrics_addr}, {"--health-addr", health_addr},
+          registry, {"--metrics-addr", serving.metrics_addr},
+          {"--health-addr", serving.health_addr},
           [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); });
       !status.ok()) {
     controller.Stop();

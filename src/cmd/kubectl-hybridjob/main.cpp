@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   hybridjob::k8s::ApiClient& api = **client;
 
   if (command == "logs") {
-    hybridjob::Status status = hybridjob::cli::RunLogs(api, args[1], options, std::cout);
+    hybridjob::Status status = hybridjob::cli::RunLogs(api, args[1], options, std::cout, std::cerr);
     return status.ok() ? 0 : Fail(status.message());
   }
   std::string note;

@@ -38,18 +38,22 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string config_path;
   hybridjob::LoggingFlags logging;
-  bool leader_elect = false;
-  std::string metrics_addr;
-  std::string health_addr;
-  std::string dashboard_addr;
+  // The flags override the configuration file: their defaults are its own.
+  const hybridjob::scheduler::SchedulerConfig file_defaults;
+  bool leader_elect = file_defaults.leader_election.enabled;
+  hybridjob::ServingFlags serving{file_defaults.metrics_addr, file_defaults.health_addr};
+  std::string dashboard_addr = file_defaults.dashboard_addr;
   hybridjob::FlagSet flags("gang-scheduler", kSummary);
-  flags.String("kubeconfig", &kubeconfig, "kubeconfig file (else $KUBECONFIG, else in-cluster)");
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file");
+  flags.DescribeDefault("kubeconfig", "$KUBECONFIG, else the in-cluster service account");
   flags.String("config", &config_path, "scheduler configuration file (YAML)");
-  flags.Bool("leader-elect", &leader_elect, "campaign for leadership (overrides the config file)");
-  flags.String("metrics-addr", &metrics_addr, "overrides metricsAddr of the config file");
-  flags.String("health-addr", &health_addr, "overrides healthAddr of the config file");
+  flags.DescribeDefault("config", "none: the defaults of docs/scheduler-config.md");
+  flags.Bool("leader-elect", &leader_elect, "campaign for leadership before scheduling");
+  flags.DescribeDefault("leader-elect", "leaderElection.enabled of --config, else false");
+  hybridjob::AddServingOverrideFlags(flags, &serving, "--config");
   flags.String("dashboard-addr", &dashboard_addr,
-               "overrides dashboardAddr of the config file: the read-only web dashboard");
+               "host:port of the read-only web dashboard; \"0\" disables it");
+  flags.DescribeDefault("dashboard-addr", "dashboardAddr of --config, else disabled");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
@@ -60,10 +64,10 @@ int main(int argc, char** argv) {
       config.leader_election.enabled = leader_elect;
     }
     if (flags.WasSet("metrics-addr")) {
-      config.metrics_addr = metrics_addr;
+      config.metrics_addr = serving.metrics_addr;
     }
     if (flags.WasSet("health-addr")) {
-      config.health_addr = health_addr;
+      config.health_addr = serving.health_addr;
     }
     if (flags.WasSet("dashboard-addr")) {
       config.dashboard_addr = dashboard_addr;
@@ -120,8 +124,18 @@ int main(int argc, char** argv) {
     return Fail("cannot list nodes: " + probe.status().ToString());
   }
 
+  // Events have a client of their own, with its own rate limit, as
+  // kube-scheduler's: a pod's Scheduled Event never waits for a bind's turn.
+  auto event_client = hybridjob::k8s::ConnectFromFlags(
+      kubeconfig, config.client_qps, static_cast<int>(config.client_burst), 2, "gang-scheduler");
+  if (!event_client) {
+    return Fail(event_client.status().message());
+  }
+
   obs::InstrumentClient(**client, registry);
+  obs::InstrumentClient(**event_client, registry);
   hybridjob::scheduler::GangScheduler scheduler(**client, config);
+  scheduler.SetEventClient(**event_client);
   running = &scheduler;
   std::atomic<bool> leading{false};
   hybridjob::scheduler::ExportSchedulerMetrics(registry, scheduler, leading);

@@ -29,11 +29,12 @@ namespace {
 constexpr const char* kSummary =
     "Registers simulated GPU nodes (Ready, with Lease heartbeats) and plays the kubelet for pods\n"
     "bound to them: Running at once, then Succeeded or Failed after the time the pod asks for\n"
-    "(annotations sim.hybridjob.io/duration and sim.hybridjob.io/exit-code). Removes its nodes\n"
+    "(annotations sim.hybridjob.io/duration and sim.hybridjob.io/exit-code). `kubectl logs` of a\n"
+    "member shows what it was given; `kubectl exec` is refused, saying why. Removes its nodes\n"
     "on exit unless --keep-nodes. With --storage-class, also a volume provisioner for its nodes:\n"
     "a WaitForFirstConsumer class whose claims get a PV on the node their scheduler selected.\n"
     "With --exec (as root), runs the pods' containers as real local processes instead, each with\n"
-    "its volumes, environment, hostname and a loopback address of its own, and serves their logs\n"
+    "its volumes, environment, hostname and a loopback address of its own, and serves their output\n"
     "to `kubectl logs`.\n"
     "`hybridjob-sim trace --help`: replay a job trace in virtual time instead.";
 

@@ -45,6 +45,12 @@ bool MayBeOnANode(k8s::ApiClient& client, const PodRef& member) {
 
 }  // namespace
 
+std::string ScheduledMessage(const GangBind& gang, const PodRef& member) {
+  return "Successfully assigned " + member.namespace_name + "/" + member.name + " to " +
+         member.node + " (gang " + gang.group_name + (gang.grows ? " grew: " : " placed: ") +
+         gang.summary + ")";
+}
+
 bool BindMayHaveTaken(const Status& bind_status) {
   if (bind_status.ok()) {
     return true;
@@ -159,12 +165,20 @@ void GangBinder::Work() {
 
 void GangBinder::Finish(const Progress& progress) {
   const GangBind& gang = progress.gang;
+  // One Scheduled Event per member bound, as kube-scheduler records them:
+  // `kubectl describe pod` of any member says where it went. A new gang's
+  // members only once all bound (a failed one is rolled back); a growing
+  // gang keeps what bound.
+  auto record_scheduled = [&](const std::vector<PodRef>& bound) {
+    for (const PodRef& member : bound) {
+      events_.Record(PodReference(member), k8s::EventType::kNormal, "Scheduled",
+                     ScheduledMessage(gang, member));
+    }
+  };
   if (progress.failed.empty()) {
     if (gang.grows) {
       ++stats_.groups_grown;
-      events_.Record(PodReference(gang.members.front()), k8s::EventType::kNormal, "Scheduled",
-                     "gang " + gang.group_name + " grew by " + std::to_string(gang.members.size()) +
-                         ": " + gang.summary);
+      record_scheduled(gang.members);
       return;
     }
     ++stats_.groups_scheduled;
@@ -176,8 +190,7 @@ void GangBinder::Finish(const Progress& progress) {
             "gang " + gang.group_name + " was placed without this member: " + gang.summary}});
       ++stats_.surplus_marked;
     }
-    events_.Record(PodReference(gang.members.front()), k8s::EventType::kNormal, "Scheduled",
-                   "gang " + gang.group_name + " placed: " + gang.summary);
+    record_scheduled(gang.members);
     GangLatencyObserver observer;
     {
       MutexLock lock(mu_);
@@ -199,6 +212,7 @@ void GangBinder::Finish(const Progress& progress) {
     // again.
     spdlog::warn("gang {}: {} of {} new members failed to bind ({})", gang.key,
                  progress.failed.size(), gang.members.size(), progress.first_error.ToString());
+    record_scheduled(progress.bound);
   } else {
     outcome.hold = RollBack(progress);
   }

@@ -54,6 +54,10 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr auto kPositionRefresh = std::chrono::seconds{10};
 // The dashboard's state is published at most this often.
 constexpr auto kDashboardInterval = std::chrono::seconds{1};
+// Events waiting to be written at most: the Scheduled Events of a burst of
+// this many binds are all kept (about half a KiB each); beyond, Events are
+// dropped, counted and logged.
+constexpr size_t kSchedulerEventBacklog = 16384;
 
 // The member that carries a waiting gang's standing: the lowest index, then
 // the name, so it stays the same while the gang waits.
@@ -242,7 +246,11 @@ void GangScheduler::PublishCacheFigures() {
 }
 
 void GangScheduler::Start() {
-  events_ = std::make_unique<k8s::EventRecorder>(client_, config_.scheduler_name);
+  // One Scheduled Event per pod bound: room for the Events of a burst of
+  // binds, which the API server takes as fast as the binds themselves.
+  events_ =
+      std::make_unique<k8s::EventRecorder>(event_client_ != nullptr ? *event_client_ : client_,
+                                           config_.scheduler_name, kSchedulerEventBacklog);
   reporter_ = std::make_unique<PodStatusReporter>(client_);
   service_writer_ = std::make_unique<ServiceWriter>(client_);
   evictor_ = std::make_unique<Evictor>(client_, *events_, stats_);

@@ -56,6 +56,9 @@ void ExportSchedulerMetrics(obs::Registry& registry, GangScheduler& scheduler,
     }
     counter("hybridjob_scheduler_groups_grown_total", "Running groups given more members",
             static_cast<double>(stats.groups_grown.load()));
+    counter("hybridjob_scheduler_events_dropped_total",
+            "Events not written because too many were waiting for the API server",
+            static_cast<double>(scheduler.EventsDropped()));
     counter("hybridjob_scheduler_evictions_total", "Evictions the Eviction API accepted",
             static_cast<double>(stats.evictions.load()));
     counter("hybridjob_scheduler_evictions_refused_total",

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -235,6 +236,46 @@ TEST_F(StartupTest, ControllerDurationFlagBeyondRange) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output,
               AllOf(HasSubstr("--leader-election-lease-duration"), HasSubstr("is too long")));
+}
+
+// The flags of a --help text, one entry each (a long name's help goes on
+// the next line), -h/--help left out.
+std::vector<std::string> FlagEntries(const std::string& help) {
+  std::vector<std::string> entries;
+  std::istringstream lines(help.substr(std::min(help.find("\nFlags:\n"), help.size())));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t text = line.find_first_not_of(' ');
+    if (text == std::string::npos) {
+      continue;
+    }
+    if (text < 32 && line[text] == '-') {
+      if (line.find("--help") == std::string::npos) {
+        entries.push_back(line);
+      }
+    } else if (text == 32 && !entries.empty()) {
+      entries.back() += "\n" + line;
+    }
+  }
+  return entries;
+}
+
+// Both long-running binaries give every flag's default in --help, and their
+// listeners say what "0" does, in the same words.
+TEST_F(StartupTest, HelpGivesEveryFlagsDefault) {
+  for (const std::string binary : {"hybridjob-controller", "gang-scheduler"}) {
+    SCOPED_TRACE(binary);
+    Outcome run = Start(binary, {"--help"});
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    const std::vector<std::string> entries = FlagEntries(run.output);
+    EXPECT_GE(entries.size(), 6u) << run.output;
+    for (const std::string& entry : entries) {
+      EXPECT_THAT(entry, HasSubstr(" (default ")) << "a flag without its default";
+    }
+    EXPECT_THAT(run.output, HasSubstr("host:port of /metrics; \"0\" disables it (default "));
+    EXPECT_THAT(run.output,
+                HasSubstr("host:port of /healthz and /readyz; \"0\" disables it (default "));
+  }
 }
 
 // gang-scheduler --config: the file is read before anything else, so no

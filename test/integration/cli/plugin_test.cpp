@@ -2,6 +2,8 @@
 // plugin on its PATH) against the real API server: jobs, their members bound
 // on simulated GPU nodes, the standing a waiting job's status carries, and
 // the gang-scheduler's configuration in a ConfigMap.
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -11,6 +13,8 @@
 
 #include <hybridjob/api/labels.h>
 #include <hybridjob/k8s/resource.h>
+#include <hybridjob/sim/kubelet_server.h>
+#include <hybridjob/sim/node_factory.h>
 #include <hybridjob/sim/simulator.h>
 
 #include "crd.h"
@@ -52,6 +56,14 @@ class PluginTest : public ::testing::Test {
                     .ok());
     CreateJob("resnet", ns + "-train", 2, 6, {ns + "-0", ns + "-1"});
     CreateJob("wide", ns + "-batch", 1, 6, {});
+    // Names no queue; its members wait, one of them left out of the gang.
+    CreateJob("quiet", "", 2, 0, {});
+    PatchPodStatus("quiet-worker-1",
+                   {{"conditions",
+                     json::array({{{"type", "PodScheduled"},
+                                   {"status", "False"},
+                                   {"reason", std::string(api::kSurplusReason)},
+                                   {"message", "gang quiet was placed without this member"}}})}});
     // What the controller writes for a job the scheduler keeps waiting.
     json job = *client_->Get(k8s::resources::HybridJobs(), ns, "wide");
     job["status"] = {
@@ -78,23 +90,26 @@ class PluginTest : public ::testing::Test {
 
   // A HybridJob of one worker role and its members of `gpus` GPUs, bound to
   // `nodes` in order (pending when there are fewer nodes than members).
+  // An empty queue: the job names none.
   static void CreateJob(const std::string& name, const std::string& queue, int members, int gpus,
                         const std::vector<std::string>& nodes) {
     const std::string ns = ns_->name();
-    auto created = client_->Create(
-        k8s::resources::HybridJobs(), ns,
-        {{"apiVersion", api::kApiVersion},
-         {"kind", api::kKind},
-         {"metadata", {{"name", name}}},
-         {"spec",
-          {{"queue", queue},
-           {"replicaSpecs",
-            json::array({{{"name", "worker"},
-                          {"minReplicas", members},
-                          {"template",
-                           {{"spec",
-                             {{"containers",
-                               json::array({{{"name", "main"}, {"image", "trainer"}}})}}}}}}})}}}});
+    json job = {
+        {"apiVersion", api::kApiVersion},
+        {"kind", api::kKind},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"replicaSpecs",
+           json::array({{{"name", "worker"},
+                         {"minReplicas", members},
+                         {"template",
+                          {{"spec",
+                            {{"containers",
+                              json::array({{{"name", "main"}, {"image", "trainer"}}})}}}}}}})}}}};
+    if (!queue.empty()) {
+      job["spec"]["queue"] = queue;
+    }
+    auto created = client_->Create(k8s::resources::HybridJobs(), ns, job);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     const json spec = {
         {"roles",
@@ -130,11 +145,21 @@ class PluginTest : public ::testing::Test {
     }
   }
 
+  static void PatchPodStatus(const std::string& pod, const json& status) {
+    k8s::PatchOptions options;
+    options.subresource = "status";
+    auto patched = client_->Patch(k8s::resources::Pods(), ns_->name(), pod, k8s::PatchType::kMerge,
+                                  json({{"status", status}}).dump(), options);
+    ASSERT_TRUE(patched.ok()) << pod << ": " << patched.status().ToString();
+  }
+
   // kubectl hybridjob ARGS, with the plugin on kubectl's PATH.
-  static int Plugin(const std::string& args, std::string* output) {
-    return RunCommand("PATH=" + BinaryDir() + ":$PATH " + KubernetesBinDir() +
+  // Its stderr goes to `stderr_to` ("&1": into the output).
+  static int Plugin(const std::string& args, std::string* output,
+                    const std::string& stderr_to = "&1") {
+    return RunCommand("(PATH=" + BinaryDir() + ":$PATH " + KubernetesBinDir() +
                           "/kubectl hybridjob " + args + " --kubeconfig " + KubeconfigPath() +
-                          " --scheduler-config " + ns_->name() + "/scheduler 2>&1",
+                          " --scheduler-config " + ns_->name() + "/scheduler 2>" + stderr_to + ")",
                       output);
   }
 
@@ -194,18 +219,102 @@ TEST_F(PluginTest, StatusShowsMembersNodesAndWhyAJobWaits) {
   EXPECT_THAT(out, HasSubstr("error: no HybridJob \"nope\" in namespace " + ns));
 }
 
+// A job that names no queue runs in the one its namespace names, else in
+// `default`: `status` says which; a member the scheduler left out of its
+// gang waits with reason GangSurplus.
+TEST_F(PluginTest, StatusShowsTheQueueTheSchedulerUsesAndEveryWaitingReason) {
+  const std::string ns = ns_->name();
+  std::string out;
+  ASSERT_EQ(Plugin("status quiet -n " + ns, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("Queue:       default (no spec.queue)\n"));
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(R"(quiet-worker-1 +worker +1 +Pending +- +0 +0 +GangSurplus\n)")))
+      << out;
+
+  // The namespace names a default queue: the scheduler puts the job there.
+  const json label = {
+      {"metadata", {{"labels", {{"batch.hybridjob.io/default-queue", ns + "-train"}}}}}};
+  ASSERT_TRUE(
+      client_->Patch(k8s::resources::Namespaces(), "", ns, k8s::PatchType::kMerge, label.dump())
+          .ok());
+  ASSERT_EQ(Plugin("status quiet -n " + ns, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("Queue:       " + ns +
+                             "-train (no spec.queue: the default queue of "
+                             "namespace " +
+                             ns + ")\n"));
+  ASSERT_EQ(Plugin("status quiet -n " + ns + " -o json", &out), 0) << out;
+  EXPECT_EQ(json::parse(out)["queue"],
+            json({{"name", ns + "-train"}, {"source", "namespaceDefault"}}));
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::resources::Namespaces(), "", ns, k8s::PatchType::kMerge,
+                          R"({"metadata":{"labels":{"batch.hybridjob.io/default-queue":null}}})")
+                  .ok());
+}
+
+// `logs` ends as kubectl's commands do: 0 when it could show a log, even if
+// another member has none (which it notes, with the API server's reason,
+// on stderr); 1 when no member has one, each still saying why.
+TEST_F(PluginTest, LogsSucceedWhenAMemberHasALogAndSayWhyTheOthersHaveNone) {
+  const std::string ns = ns_->name();
+  // A kubelet that serves member 0's log, on a node of its own.
+  const std::filesystem::path log_file =
+      std::filesystem::temp_directory_path() / ("plugin-logs-" + ns + ".log");
+  std::ofstream(log_file) << "step 1 loss 0.9\nstep 2 loss 0.7\n";
+  sim::KubeletServer kubelet(
+      {}, [&](const sim::ContainerLogRequest& request) -> Result<sim::ContainerLogSource> {
+        if (request.namespace_name != ns || request.pod != "talk-worker-0" ||
+            request.container != "main") {
+          return NotFound("container \"" + request.container + "\" not found in pod \"" +
+                          request.pod + "\"");
+        }
+        return sim::ContainerLogSource{log_file, [] { return false; }};
+      });
+  ASSERT_TRUE(kubelet.Start().ok());
+  sim::NodePoolSpec pool;
+  pool.name_prefix = "klog-" + ns;
+  pool.kubelet_port = kubelet.port();
+  const std::string node = sim::NodeName(pool, 0);
+  ASSERT_TRUE(client_->Create(k8s::resources::Nodes(), "", sim::MakeNode(pool, 0)).ok());
+
+  CreateJob("talk", "", 2, 0, {node});
+  std::string out;
+  EXPECT_EQ(Plugin("logs talk -n " + ns, &out, "/dev/null"), 0) << out;
+  EXPECT_EQ(out, "[pod/talk-worker-0] step 1 loss 0.9\n[pod/talk-worker-0] step 2 loss 0.7\n");
+  EXPECT_EQ(Plugin("logs talk -n " + ns, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("[pod/talk-worker-1] (no log: "));
+
+  // One member asked, without a log: the API server's reason, and 1.
+  EXPECT_EQ(Plugin("logs talk --index 1 -n " + ns, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("error: pod talk-worker-1 has no log to show: it is not on a node "
+                             "yet\n"));
+  // No member with a log: each says why, and 1.
+  EXPECT_EQ(Plugin("logs quiet -n " + ns, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("[pod/quiet-worker-0] (no log: it is not on a node yet)\n"));
+  EXPECT_THAT(out,
+              HasSubstr("[pod/quiet-worker-1] (no log: it is not on a node yet (GangSurplus))\n"));
+  EXPECT_THAT(out, HasSubstr("error: none of the 2 members of job quiet has a log to show"));
+
+  kubelet.Stop();
+  k8s::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client_->Delete(k8s::resources::Pods(), ns, "talk-worker-0", now);
+  (void)client_->Delete(k8s::resources::Nodes(), "", node);
+  std::filesystem::remove(log_file);
+}
+
 TEST_F(PluginTest, QueuesShowUsageAgainstGuaranteesAndCeilingsAndTheLine) {
   const std::string ns = ns_->name();
   std::string out;
   ASSERT_EQ(Plugin("queues", &out), 0) << out;
   EXPECT_TRUE(std::regex_search(
       out, std::regex(ns + R"(-train\s+-\s+2\s+BestEffortFIFO\s+nvidia.com/gpu=8\s+)"
-                           R"(nvidia.com/gpu=12\s+\d+ GPUs\s+unlimited\s+0)")))
+                           R"(nvidia.com/gpu=12\s+[0-9.]+ GPUs\s+unlimited\s+0)")))
       << out;
   // Each queue's fair share, in GPUs. Its value depends on every queue of the
-  // cluster, which other tests share: the numbers are unit-tested.
+  // cluster, which other tests share, and may be a fraction (2.667 GPUs):
+  // the numbers are unit-tested.
   EXPECT_TRUE(std::regex_search(
-      out, std::regex(ns + R"(-batch\s+-\s+1\s+BestEffortFIFO\s+-\s+-\s+\d+ GPUs\s+)"
+      out, std::regex(ns + R"(-batch\s+-\s+1\s+BestEffortFIFO\s+-\s+-\s+[0-9.]+ GPUs\s+)"
                            R"(nvidia.com/gpu=4\s+1)")))
       << out;
   EXPECT_THAT(out, HasSubstr("Waiting in " + ns + "-batch:\n  POSITION   JOB"));

@@ -369,6 +369,43 @@ class JobControllerTest : public ::testing::Test {
     return out;
   }
 
+  // The messages of the Events about the job with this reason.
+  std::vector<std::string> EventMessages(const std::string& job, const std::string& reason) {
+    k8s::ListOptions options;
+    options.field_selector = "involvedObject.name=" + job + ",reason=" + reason;
+    auto events = client_->List(k8s::resources::Events(), ns(), options);
+    std::vector<std::string> out;
+    if (events.ok()) {
+      for (const json& event : events->items) {
+        out.push_back(event.value("message", ""));
+      }
+    }
+    return out;
+  }
+
+  // A column of `kubectl get hybridjobs JOB -o wide`: the API server prints
+  // the CRD's additionalPrinterColumns. Empty when kubectl fails (its
+  // discovery may lag a CRD established a moment ago).
+  std::string WideColumn(const std::string& job, const std::string& column) {
+    std::string output;
+    if (hybridjob::testing::RunCommand(hybridjob::testing::KubernetesBinDir() +
+                                           "/kubectl get hybridjobs " + job + " -o wide -n " +
+                                           ns() + " --kubeconfig " +
+                                           hybridjob::testing::KubeconfigPath() + " 2>&1",
+                                       &output) != 0) {
+      return "";
+    }
+    const size_t header_end = output.find('\n');
+    const std::string header = output.substr(0, header_end);
+    const std::string row = header_end == std::string::npos ? "" : output.substr(header_end + 1);
+    const size_t at = header.find(column);
+    if (at == std::string::npos || at >= row.size()) {
+      return "";
+    }
+    const size_t end = row.find_first_of(" \n", at);
+    return row.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+
   bool HasEvent(const std::string& job, const std::string& reason, const std::string& type) {
     for (const auto& [event_reason, event_type] : Events(job)) {
       if (event_reason == reason && event_type == type) {
@@ -917,6 +954,51 @@ TEST_F(JobControllerTest, RefusedPodCreatesAreReportedOnTheJob) {
   EXPECT_TRUE(WaitFor([&] { return HasEvent("nq", "FailedCreate", "Warning"); }, 30s))
       << Describe("nq");
   EXPECT_TRUE(PodNames("nq").empty());
+}
+
+// Pods of one role refused (no such PriorityClass) while the other role's
+// are created: the Created Event counts the members that exist, and each
+// refusal is its own Warning in the API server's words.
+TEST_F(JobControllerTest, TheCreatedEventCountsTheMembersTheApiServerCreated) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  json job = NewJob("pq", "tensorflow", json::array({Role("ps", 1, 1), Role("worker", 2, 2)}));
+  job["spec"]["replicaSpecs"][1]["template"]["spec"]["priorityClassName"] = "no-such-class";
+  CreateJob(job);
+  ASSERT_TRUE(WaitFor([&] { return HasEvent("pq", "FailedCreate", "Warning"); }, 30s))
+      << Describe("pq");
+  EXPECT_TRUE(WaitFor([&] { return PodsAre("pq", {"pq-ps-0"}); })) << Describe("pq");
+  const std::vector<std::string> refused = EventMessages("pq", "FailedCreate");
+  ASSERT_FALSE(refused.empty());
+  EXPECT_NE(refused[0].find("no PriorityClass with name no-such-class was found"),
+            std::string::npos)
+      << refused[0];
+  ASSERT_TRUE(WaitFor([&] {
+    return Condition("pq", "Created").value("reason", "") == "FailedCreate";
+  })) << Describe("pq");
+  // The pass that created ps-0 says so; none claims the members that were refused.
+  ASSERT_TRUE(WaitFor([&] { return !EventMessages("pq", "Created").empty(); })) << Describe("pq");
+  for (const std::string& message : EventMessages("pq", "Created")) {
+    EXPECT_EQ(message,
+              "created 1 of 3 member pods: ps 1 worker 0; the others are not created yet (see "
+              "FailedCreate)");
+  }
+}
+
+// The RUN column of `kubectl get hj -o wide` shows the run from the first:
+// the controller writes status.run 0.
+TEST_F(JobControllerTest, TheRunColumnShowsTheFirstRun) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CreateJob(NewJob("first", "generic", json::array({Role("worker", 1, 1)})));
+  ASSERT_TRUE(WaitFor([&] { return Phase("first") == "Queued"; })) << Describe("first");
+  EXPECT_EQ(Status("first").value("run", -1), 0) << Describe("first");
+  std::string run;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        run = WideColumn("first", "RUN");
+        return !run.empty();
+      },
+      30s));
+  EXPECT_EQ(run, "0");
 }
 
 // Members that mount a ConfigMap and read another into their environment are

@@ -665,10 +665,10 @@ TEST_F(DeployTest, MetricsOfBothBinariesAreValidPrometheusText) {
         "hybridjob_scheduler_cycles_total", "hybridjob_scheduler_groups_scheduled_total",
         "hybridjob_scheduler_pods_scheduled_total", "hybridjob_scheduler_bind_errors_total",
         "hybridjob_scheduler_groups_rolled_back_total", "hybridjob_scheduler_surplus_pods_total",
-        "hybridjob_scheduler_pending_groups", "hybridjob_scheduler_pending_pods",
-        "hybridjob_scheduler_cycle_duration_seconds", "hybridjob_scheduler_allocatable",
-        "hybridjob_scheduler_allocated", "hybridjob_scheduler_leader",
-        "hybridjob_scheduler_gang_latency_seconds_bucket",
+        "hybridjob_scheduler_events_dropped_total", "hybridjob_scheduler_pending_groups",
+        "hybridjob_scheduler_pending_pods", "hybridjob_scheduler_cycle_duration_seconds",
+        "hybridjob_scheduler_allocatable", "hybridjob_scheduler_allocated",
+        "hybridjob_scheduler_leader", "hybridjob_scheduler_gang_latency_seconds_bucket",
         "hybridjob_scheduler_gang_latency_seconds_count"}) {
     EXPECT_TRUE(HasMetric(scheduler, name)) << "scheduler: " << name;
   }

@@ -301,6 +301,33 @@ TEST_F(GangSchedulerTest, ElasticGroupBindsAtomicallyWithAsManyMembersAsFit) {
   EXPECT_EQ(scheduler_->stats().groups_rolled_back.load(), 0u);
 }
 
+// Every member bound has its own Scheduled Event, as kube-scheduler records
+// one per pod: `kubectl describe pod` of any member says where it went.
+TEST_F(GangSchedulerTest, EveryBoundMemberHasItsScheduledEvent) {
+  StartNodes(2, 4);
+  StartScheduler();
+  CreateGroup("each", {{"ps", 1, 1, 0}, {"worker", 3, 3, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("each-worker-", 3) == 3; }, 30s));
+  for (const std::string pod : {"each-ps-0", "each-worker-0", "each-worker-1", "each-worker-2"}) {
+    SCOPED_TRACE(pod);
+    k8s::ListOptions options;
+    options.field_selector = "involvedObject.name=" + pod + ",reason=Scheduled";
+    std::vector<json> events;
+    EXPECT_TRUE(WaitFor([&] {
+      auto list = client_->List(k8s::resources::Events(), ns_->name(), options);
+      events = list.ok() ? list->items : std::vector<json>{};
+      return !events.empty();
+    }));
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].value("type", ""), "Normal");
+    EXPECT_EQ(events[0]["source"].value("component", ""), scheduler_name_);
+    const std::string expected = "Successfully assigned " + ns_->name() + "/" + pod + " to " +
+                                 NodeOf(pod) + " (gang each placed: ";
+    EXPECT_EQ(events[0].value("message", "").rfind(expected, 0), 0u)
+        << events[0].value("message", "");
+  }
+}
+
 TEST_F(GangSchedulerTest, GroupBelowItsMinimumBindsNothingAndSaysWhy) {
   StartNodes(2, 4);  // 8 GPUs
   StartScheduler();

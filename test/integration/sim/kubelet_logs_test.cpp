@@ -82,15 +82,20 @@ struct DirectReply {
   std::string body;
 };
 
-// GET straight to the kubelet, not verifying its self-signed certificate (as
-// the API server does not).
-DirectReply DirectGet(int port, const std::string& path_and_query) {
+// A request straight to the kubelet, not verifying its self-signed
+// certificate (as the API server does not).
+DirectReply DirectRequest(int port, const web::http::method& method,
+                          const std::string& path_and_query) {
   web::http::client::http_client_config config;
   config.set_validate_certificates(false);
   config.set_timeout(std::chrono::seconds(20));
   web::http::client::http_client client("https://127.0.0.1:" + std::to_string(port), config);
-  auto response = client.request(web::http::methods::GET, path_and_query).get();
+  auto response = client.request(method, path_and_query).get();
   return {response.status_code(), response.extract_utf8string(true).get()};
+}
+
+DirectReply DirectGet(int port, const std::string& path_and_query) {
+  return DirectRequest(port, web::http::methods::GET, path_and_query);
 }
 
 TEST(KubeletServerTest, ServesLogsOverTlsWithTheKubeletsStatusCodes) {
@@ -123,6 +128,48 @@ TEST(KubeletServerTest, ServesLogsOverTlsWithTheKubeletsStatusCodes) {
   EXPECT_EQ(reply.body, "three\n");
   server.Stop();
   EXPECT_EQ(server.port(), 0);
+}
+
+TEST(KubeletServerTest, RefusesStreamingWithAStatusKubectlPrints) {
+  FakeLogs logs;
+  KubeletServerOptions options;
+  options.mode = KubeletMode::kExec;
+  KubeletServer server(options, logs.Lookup());
+  ASSERT_TRUE(server.Start().ok());
+  // As the API server forwards `kubectl exec` (POST) and `port-forward` (GET).
+  for (const auto& [method, path] :
+       {std::pair{web::http::methods::POST, "/exec/ns/p/c?command=true&stdout=true"},
+        std::pair{web::http::methods::GET, "/portForward/ns/p"}}) {
+    const DirectReply reply = DirectRequest(server.port(), method, path);
+    EXPECT_EQ(reply.status, 400) << path;
+    const json status = json::parse(reply.body, nullptr, false);
+    ASSERT_TRUE(status.is_object()) << reply.body;
+    EXPECT_EQ(status["kind"], "Status");
+    EXPECT_EQ(status["reason"], "BadRequest");
+    EXPECT_EQ(status["code"], 400);
+    const std::string message = status.value("message", "");
+    EXPECT_NE(message.find("hybridjob-sim --exec runs this member as local processes"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(DirectRequest(server.port(), web::http::methods::PUT, "/containerLogs/ns/p/c").status,
+            405);
+  EXPECT_EQ(DirectRequest(server.port(), web::http::methods::POST, "/stats/summary").status, 405);
+  EXPECT_EQ(logs.lookups.load(), 0);
+}
+
+TEST(KubeletServerTest, ServesATextLogWholeEvenToAFollow) {
+  KubeletServer server({}, [](const ContainerLogRequest&) -> Result<ContainerLogSource> {
+    ContainerLogSource source;
+    source.text = "given\nlifecycle\n";
+    return source;
+  });
+  ASSERT_TRUE(server.Start().ok());
+  auto reply = DirectGet(server.port(), "/containerLogs/ns/p/c?follow=true");
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.body, "given\nlifecycle\n");
+  reply = DirectGet(server.port(), "/containerLogs/ns/p/c?tailLines=1");
+  EXPECT_EQ(reply.body, "lifecycle\n");
 }
 
 TEST(KubeletServerTest, StopEndsTheFollowStreamsItServes) {

@@ -272,6 +272,20 @@ TEST(ApiJsonTest, StatusIsReadLeniently) {
   EXPECT_EQ(status.observed_generation, 1);
 }
 
+// The first run is run 0: written, so that the RUN column of `kubectl get
+// -o wide` (jsonPath .status.run) shows it; a status written without it, by
+// an older controller, still reads as run 0.
+TEST(ApiJsonTest, TheFirstRunIsWrittenAsRunZero) {
+  HybridJobStatus status;
+  status.phase = JobPhase::kQueued;
+  const json out = ToJson(status);
+  ASSERT_TRUE(out.contains("run")) << out.dump();
+  EXPECT_EQ(out["run"], 0);
+  json older = out;
+  older.erase("run");
+  EXPECT_EQ(ParseHybridJobStatus(older), status);
+}
+
 TEST(ApiJsonTest, StatusRoundTrips) {
   HybridJobStatus status;
   status.phase = JobPhase::kRestarting;

@@ -102,17 +102,20 @@ TEST_F(CommandsTest, LogsOfEveryMemberOrOneRoleAndIndexPrefixedByPod) {
   api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-0/log?container=main", "a\nb\n");
   api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-1/log?container=main", "c\n");
   std::ostringstream out;
-  ASSERT_TRUE(RunLogs(api_, "bert", options_, out).ok());
+  std::ostringstream err;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, out, err).ok());
   EXPECT_EQ(out.str(), "[pod/bert-worker-0] a\n[pod/bert-worker-0] b\n[pod/bert-worker-1] c\n");
+  EXPECT_EQ(err.str(), "");
 
   options_.index = 1;
   std::ostringstream one;
-  ASSERT_TRUE(RunLogs(api_, "bert", options_, one).ok());
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, one, err).ok());
   EXPECT_EQ(one.str(), "c\n");
 
   options_.tail = 5;
   std::ostringstream tail;
-  EXPECT_FALSE(RunLogs(api_, "bert", options_, tail).ok()) << "a path with tailLines was asked";
+  EXPECT_FALSE(RunLogs(api_, "bert", options_, tail, err).ok())
+      << "a path with tailLines was asked";
   bool asked = false;
   for (const auto& request : api_.Requests()) {
     asked |= request.subresource ==
@@ -123,8 +126,97 @@ TEST_F(CommandsTest, LogsOfEveryMemberOrOneRoleAndIndexPrefixedByPod) {
   options_.tail = -1;
   options_.role = "ps";
   std::ostringstream none;
-  EXPECT_EQ(RunLogs(api_, "bert", options_, none).message(),
+  EXPECT_EQ(RunLogs(api_, "bert", options_, none, err).message(),
             "job bert has no member of role ps with index 1");
+}
+
+// As kubectl: the command succeeds when it could show something; a member
+// without a log is noted with the API server's reason, on stderr.
+TEST_F(CommandsTest, LogsSucceedWhenAnyMemberHasALogAndSayWhyTheOthersHaveNone) {
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-1/log?container=main", "c\n");
+  std::ostringstream out;
+  std::ostringstream err;
+  Status status = RunLogs(api_, "bert", options_, out, err);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(out.str(), "[pod/bert-worker-1] c\n");
+  EXPECT_THAT(err.str(), ::testing::StartsWith("[pod/bert-worker-0] (no log: "));
+}
+
+// Members are distinct pods (the fake API server serves no log of any):
+// nothing shown is a failure, and each member still says why.
+TEST_F(CommandsTest, LogsFailWhenNoMemberHasALog) {
+  std::ostringstream out;
+  std::ostringstream err;
+  Status status = RunLogs(api_, "bert", options_, out, err);
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.message(),
+            "none of the 2 members of job bert has a log to show (each said why above)");
+  EXPECT_EQ(out.str(), "");
+  EXPECT_THAT(err.str(), HasSubstr("[pod/bert-worker-0] (no log: "));
+  EXPECT_THAT(err.str(), HasSubstr("[pod/bert-worker-1] (no log: "));
+}
+
+// A member on no node has run nothing (the API server would answer an
+// empty log): it is noted without asking.
+TEST_F(CommandsTest, AMemberOnNoNodeHasNoLogYet) {
+  nlohmann::json pending = Member("team", "bert", "default", 2, 4, "", 2, 3);
+  pending["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "GangSurplus"}}};
+  api_.Seed(k8s::resources::Pods(), pending);
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-0/log?container=main", "a\n");
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-2/log?container=main", "");
+  std::ostringstream out;
+  std::ostringstream err;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, out, err).ok());
+  EXPECT_THAT(err.str(),
+              HasSubstr("[pod/bert-worker-2] (no log: it is not on a node yet (GangSurplus))\n"));
+  options_.index = 2;
+  EXPECT_EQ(RunLogs(api_, "bert", options_, out, err).message(),
+            "pod bert-worker-2 has no log to show: it is not on a node yet (GangSurplus)");
+}
+
+TEST(LogsOutcomeTest, FailsOnlyWhenNothingCouldBeShown) {
+  const Status pending = Status(StatusCode::kBadRequest,
+                                "container \"main\" in pod \"bert-worker-0\" is waiting to start")
+                             .WithHttp(400, "BadRequest");
+  EXPECT_TRUE(LogsOutcome("bert", 3, {}).ok());
+  EXPECT_TRUE(
+      LogsOutcome("bert", 3, {{"bert-worker-0", pending}, {"bert-worker-1", pending}}).ok());
+
+  const Status all =
+      LogsOutcome("bert", 2, {{"bert-worker-0", pending}, {"bert-worker-1", pending}});
+  EXPECT_EQ(all.code(), StatusCode::kBadRequest);
+  EXPECT_EQ(all.message(),
+            "none of the 2 members of job bert has a log to show (each said why above)");
+
+  const Status one = LogsOutcome("bert", 1, {{"bert-worker-0", pending}});
+  EXPECT_EQ(one.code(), StatusCode::kBadRequest);
+  EXPECT_EQ(one.message(),
+            "pod bert-worker-0 has no log to show: container \"main\" in pod \"bert-worker-0\" is "
+            "waiting to start");
+}
+
+// `status` looks up the namespace's default queue for a job that names none,
+// and says so when it may not read the namespace.
+TEST_F(CommandsTest, StatusShowsTheNamespacesDefaultQueueForAJobThatNamesNone) {
+  nlohmann::json unnamed = Job("team", "anon", "", 1, 1);
+  unnamed["spec"].erase("queue");
+  api_.Seed(k8s::resources::HybridJobs(), unnamed);
+  Result<std::string> text = RunStatus(api_, "anon", options_);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(*text, HasSubstr("Queue:       default (no spec.queue; unless namespace team names a "
+                               "default queue: it could not be read)\n"));
+
+  api_.Seed(k8s::resources::Namespaces(),
+            {{"apiVersion", "v1"},
+             {"kind", "Namespace"},
+             {"metadata",
+              {{"name", "team"}, {"labels", {{"batch.hybridjob.io/default-queue", "research"}}}}}});
+  text = RunStatus(api_, "anon", options_);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(
+      *text,
+      HasSubstr("Queue:       research (no spec.queue: the default queue of namespace team)\n"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <hybridjob/api/json.h>
 #include <hybridjob/cli/output.h>
 #include <hybridjob/cli/reports.h>
 
@@ -12,6 +13,7 @@
 namespace hybridjob::cli {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using testing::Job;
 using testing::Member;
@@ -43,7 +45,7 @@ TEST(JobStatusReportTest, RolesMembersAndWhyItWaits) {
   pods[0]["status"]["conditions"] = {
       {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
 
-  Result<JobStatusReport> report = BuildJobStatus(job, pods, scheduler::GpuResources());
+  Result<JobStatusReport> report = BuildJobStatus(job, pods, scheduler::GpuResources(), "");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->phase, "Queued");
   EXPECT_EQ(report->queue, "prod");
@@ -67,18 +69,96 @@ TEST(JobStatusReportTest, RolesMembersAndWhyItWaits) {
   EXPECT_THAT(table, HasSubstr("GPUs:        2 on nodes, of 4 asked\n"));
   EXPECT_THAT(table, HasSubstr("bert-worker-0   worker   0       Running   node-1   2      0"));
   const nlohmann::json data = ToJson(*report);
-  EXPECT_EQ(data["queue"], nlohmann::json({{"name", "prod"}, {"position", 2}}));
+  EXPECT_EQ(data["queue"],
+            nlohmann::json({{"name", "prod"}, {"position", 2}, {"source", "status"}}));
   EXPECT_EQ(data["waiting"]["reason"], "Fragmented");
+}
+
+// A member the scheduler left out of its gang's placement waits with reason
+// GangSurplus, which the WAITING column shows as it shows any other reason.
+TEST(JobStatusReportTest, WaitingShowsEveryPodScheduledReasonGangSurplusIncluded) {
+  const nlohmann::json job = Job("team", "bert", "prod", 1, 3, "Running");
+  std::vector<nlohmann::json> pods = {Member("team", "bert", "prod", 0, 1, "node-1"),
+                                      Member("team", "bert", "prod", 1, 1),
+                                      Member("team", "bert", "prod", 2, 1)};
+  pods[1]["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                      {"status", "False"},
+                                      {"reason", "GangSurplus"},
+                                      {"message", "gang bert was placed without this member"}}};
+  pods[2]["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  Result<JobStatusReport> report = BuildJobStatus(job, pods, scheduler::GpuResources(), "");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->members.size(), 3u);
+  EXPECT_EQ(report->members[0].waiting, "");
+  EXPECT_EQ(report->members[1].waiting, "GangSurplus");
+  EXPECT_EQ(report->members[2].waiting, "Unschedulable");
+  EXPECT_THAT(FormatTable(*report),
+              ContainsRegex("bert-worker-1 +worker +1 +Pending +- +1 +0 +GangSurplus"));
+  EXPECT_EQ(ToJson(*report)["members"][1]["waiting"], "GangSurplus");
+
+  // Once bound, a stale reason is no longer why it waits.
+  controller::ObservedPod bound;
+  bound.node_name = "node-1";
+  bound.surplus = true;
+  EXPECT_EQ(MemberWaiting(bound), "");
+}
+
+// The queue `status` shows is the one the scheduler uses: where it says the
+// job waits, else the one the job names (the run's record once started),
+// else the namespace's default queue, else `default`; each says which.
+TEST(JobStatusReportTest, QueueIsTheOneTheSchedulerUsesAndSaysWhereItComesFrom) {
+  nlohmann::json unnamed = Job("team", "bert", "", 1, 1, "Running");
+  unnamed["spec"].erase("queue");
+  auto queue_of = [](const nlohmann::json& object, const std::optional<std::string>& ns_default) {
+    Result<api::HybridJob> job = api::ParseHybridJob(object);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    const JobQueue queue = ResolveJobQueue(job.ok() ? *job : api::HybridJob{}, ns_default);
+    return queue.name + " " + std::string(QueueOriginName(queue.origin));
+  };
+  EXPECT_EQ(queue_of(unnamed, ""), "default default");
+  EXPECT_EQ(queue_of(unnamed, "research"), "research namespaceDefault");
+  EXPECT_EQ(queue_of(unnamed, std::nullopt), "default defaultUnlessNamespace");
+  EXPECT_EQ(queue_of(Job("team", "bert", "prod", 1, 1, "Running"), std::nullopt), "prod spec");
+  nlohmann::json waiting = Job("team", "bert", "", 1, 1, "Queued", 3, "Fragmented");
+  waiting["spec"].erase("queue");
+  waiting["status"]["queue"]["name"] = "research";
+  EXPECT_EQ(queue_of(waiting, ""), "research status");
+  // A started run keeps the queue it started with; an edit waits for the next.
+  nlohmann::json edited = Job("team", "bert", "later", 1, 1, "Running");
+  edited["status"]["runSpec"] = {
+      {"hash", "h"},
+      {"revision", "bert-h"},
+      {"group",
+       {{"roles", {{{"name", "worker"}, {"min", 1}, {"max", 1}, {"priority", 0}}}},
+        {"queue", "prod"}}}};
+  EXPECT_EQ(queue_of(edited, ""), "prod spec");
+
+  auto line = [&](const std::optional<std::string>& ns_default) {
+    Result<JobStatusReport> report =
+        BuildJobStatus(unnamed, {}, scheduler::GpuResources(), ns_default);
+    EXPECT_TRUE(report.ok());
+    return report.ok() ? QueueText(*report) : "";
+  };
+  EXPECT_EQ(line(""), "default (no spec.queue)");
+  EXPECT_EQ(line("research"), "research (no spec.queue: the default queue of namespace team)");
+  EXPECT_EQ(line(std::nullopt),
+            "default (no spec.queue; unless namespace team names a default queue: it could not "
+            "be read)");
+  Result<JobStatusReport> report = BuildJobStatus(unnamed, {}, scheduler::GpuResources(), "");
+  ASSERT_TRUE(report.ok());
+  EXPECT_THAT(FormatTable(*report), HasSubstr("Queue:       default (no spec.queue)\n"));
+  EXPECT_EQ(ToJson(*report)["queue"], nlohmann::json({{"name", "default"}, {"source", "default"}}));
 }
 
 TEST(JobStatusReportTest, AnInvalidJobStillShowsWhatItHas) {
   nlohmann::json job = Job("team", "broken", "prod", 1, 1, "Failed");
   job["spec"]["replicaSpecs"][0]["minReplicas"] = -1;
-  Result<JobStatusReport> report = BuildJobStatus(job, {}, scheduler::GpuResources());
+  Result<JobStatusReport> report = BuildJobStatus(job, {}, scheduler::GpuResources(), "");
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->name, "broken");
   EXPECT_EQ(report->phase, "Failed");
-  EXPECT_FALSE(BuildJobStatus(nlohmann::json(42), {}, scheduler::GpuResources()).ok());
+  EXPECT_FALSE(BuildJobStatus(nlohmann::json(42), {}, scheduler::GpuResources(), "").ok());
 }
 
 TEST(QueuesReportTest, UsageGuaranteesCeilingsAndTheLineAsTheSchedulerCountsThem) {
@@ -160,7 +240,7 @@ TEST(AttainedServiceReportTest, StatusAndQueuesShowWhatTheSchedulerPersisted) {
   nlohmann::json done = Job("team", "done", "research", 1, 1, "Succeeded");
   done["status"]["attainedService"] = {{"gpuSeconds", 60}, {"level", 0}, {"queue", "research"}};
 
-  Result<JobStatusReport> status = BuildJobStatus(long_job, {}, scheduler::GpuResources());
+  Result<JobStatusReport> status = BuildJobStatus(long_job, {}, scheduler::GpuResources(), "");
   ASSERT_TRUE(status.ok());
   EXPECT_THAT(FormatTable(*status),
               HasSubstr("Attained:    5.1 GPU-h (level 1 of queue research)\n"));

@@ -131,5 +131,54 @@ TEST(FlagSetTest, ErrorsNameTheFlag) {
   }
 }
 
+// Both binaries declare their listeners with one helper, so their help says
+// the same thing: each default, and what "0" does.
+TEST(FlagSetTest, ServingFlagsGiveTheirDefaultsAndSayZeroDisablesThem) {
+  ServingFlags serving{"0.0.0.0:10251", "0.0.0.0:10252"};
+  FlagSet flags("controller");
+  AddServingFlags(flags, &serving);
+  const std::string usage = flags.Usage();
+  EXPECT_NE(usage.find("--metrics-addr value      host:port of /metrics; \"0\" disables it "
+                       "(default 0.0.0.0:10251)\n"),
+            std::string::npos)
+      << usage;
+  EXPECT_NE(usage.find("--health-addr value       host:port of /healthz and /readyz; \"0\" "
+                       "disables it (default 0.0.0.0:10252)\n"),
+            std::string::npos)
+      << usage;
+
+  const char* argv[] = {"controller", "--metrics-addr", "0"};
+  ASSERT_TRUE(flags.Parse(3, argv).ok());
+  EXPECT_EQ(serving.metrics_addr, "0");
+  EXPECT_EQ(serving.health_addr, "0.0.0.0:10252");
+}
+
+TEST(FlagSetTest, OverrideFlagsSayTheConfigurationFileSetsTheirDefault) {
+  ServingFlags serving{"0.0.0.0:10261", "0.0.0.0:10262"};
+  FlagSet flags("scheduler");
+  AddServingOverrideFlags(flags, &serving, "--config");
+  const std::string usage = flags.Usage();
+  EXPECT_NE(usage.find("disables it (default metricsAddr of --config, else 0.0.0.0:10261)\n"),
+            std::string::npos)
+      << usage;
+  EXPECT_NE(usage.find("disables it (default healthAddr of --config, else 0.0.0.0:10262)\n"),
+            std::string::npos)
+      << usage;
+  const char* argv[] = {"scheduler"};
+  ASSERT_TRUE(flags.Parse(1, argv).ok());
+  EXPECT_FALSE(flags.WasSet("metrics-addr")) << "unset, the file's value stands";
+}
+
+TEST(FlagSetTest, ADescribedDefaultReplacesAnEmptyOne) {
+  std::string kubeconfig;
+  FlagSet flags("tool");
+  flags.String("kubeconfig", &kubeconfig, "kubeconfig file");
+  EXPECT_EQ(flags.Usage().find("(default"), std::string::npos);
+  flags.DescribeDefault("kubeconfig", "$KUBECONFIG, else in-cluster");
+  EXPECT_NE(flags.Usage().find("kubeconfig file (default $KUBECONFIG, else in-cluster)\n"),
+            std::string::npos)
+      << flags.Usage();
+}
+
 }  // namespace
 }  // namespace hybridjob

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -128,11 +129,34 @@ class FakeCluster {
     return PlanJob(job_, Observe(), now, options_);
   }
 
-  // As the reconciler: in order, stopping at the first refused create.
+  // As the reconciler: in order, stopping at the first refused create; the
+  // Created Event that follows the creates is recorded all the same,
+  // counting those that took.
   void Apply(const controller::Plan& plan) {
-    for (const Action& action : plan.actions) {
+    std::set<std::string> created;
+    auto record_created = [&](const RecordEvent& planned) {
+      if (std::optional<RecordEvent> event = CreatedEventOnceApplied(planned, created)) {
+        events_.push_back(*event);
+      }
+    };
+    for (size_t i = 0; i < plan.actions.size(); ++i) {
+      const Action& action = plan.actions[i];
       if (const CreatePod* create = std::get_if<CreatePod>(&action); create && Refuses(*create)) {
+        for (size_t rest = i + 1; rest < plan.actions.size(); ++rest) {
+          if (const auto* event = std::get_if<RecordEvent>(&plan.actions[rest]);
+              event != nullptr && event->created) {
+            record_created(*event);
+          }
+        }
         return;
+      }
+      if (const auto* event = std::get_if<RecordEvent>(&action);
+          event != nullptr && event->created) {
+        record_created(*event);
+        continue;
+      }
+      if (const CreatePod* create = std::get_if<CreatePod>(&action)) {
+        created.insert(NameOf(create->pod));
       }
       std::visit([this](const auto& a) { ApplyOne(a); }, action);
     }

@@ -382,6 +382,49 @@ TEST_F(JobControllerShellTest, AQuotaRefusalIsReportedOnTheJobAndRetried) {
   EXPECT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }, 15s));
 }
 
+// Pods of one role refused (a PriorityClass that does not exist): the
+// Created Event counts the members that were created, not those planned,
+// and each refusal is a Warning with the API server's words.
+TEST_F(JobControllerShellTest, TheCreatedEventCountsOnlyTheMembersTheApiServerCreated) {
+  std::atomic<bool> refuse{true};
+  api_.SetFault([&](const Request& request) -> std::optional<Status> {
+    const std::string name = request.body.is_object() ? k8s::NameOf(request.body) : "";
+    if (IsPodCreate(request) && refuse && name.find("-worker-") != std::string::npos) {
+      return Status(StatusCode::kForbidden, "pods \"" + name +
+                                                "\" is forbidden: no PriorityClass with name "
+                                                "no-such-class was found")
+          .WithHttp(403, "Forbidden");
+    }
+    return std::nullopt;
+  });
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return EventReasons("mnist").count("FailedCreate") > 0; }));
+  ASSERT_TRUE(Eventually([&] { return EventReasons("mnist").count("Created") > 0; }));
+  auto messages = [&](const std::string& reason) {
+    std::vector<std::string> out;
+    auto events = api_.List(k8s::resources::Events(), kNamespace, {});
+    for (const json& event : events.ok() ? events->items : std::vector<json>{}) {
+      if (event.value("reason", "") == reason) {
+        out.push_back(event.value("message", ""));
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(PodsOf("mnist"), std::set<std::string>{"mnist-ps-0"});
+  const std::vector<std::string> created = messages("Created");
+  ASSERT_EQ(created.size(), 1u);
+  EXPECT_EQ(created[0],
+            "created 1 of 5 member pods: ps 1 worker 0; the others are not created yet (see "
+            "FailedCreate)");
+  const std::vector<std::string> failed = messages("FailedCreate");
+  ASSERT_FALSE(failed.empty());
+  EXPECT_NE(failed[0].find("no PriorityClass with name no-such-class was found"), std::string::npos)
+      << failed[0];
+  refuse = false;
+  EXPECT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }, 15s));
+}
+
 // Server errors (etcd leader change) are retried with back-off until they pass.
 TEST_F(JobControllerShellTest, ServerErrorsAreRetriedUntilTheyPass) {
   std::atomic<int> failures_left{4};

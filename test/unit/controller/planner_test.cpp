@@ -113,6 +113,11 @@ TEST(ControllerPlannerTest, FirstPassCreatesTheWholeGang) {
   EXPECT_EQ(status.FindReplicaStatus("worker")->active, 4);
   EXPECT_EQ(status.FindReplicaStatus("worker")->members, 0);
   EXPECT_THAT(EventReasons(plan), ElementsAre("Created"));
+  EXPECT_GT(IndexOf<RecordEvent>(plan), IndexOf<CreatePod>(plan))
+      << "the Created Event reports the creates: it follows them";
+  cluster.Apply(plan);
+  ASSERT_EQ(cluster.Events().size(), 1u);
+  EXPECT_EQ(cluster.Events()[0].message, "created 5 member pods: ps 1 worker 4");
 
   const json worker3 = ActionsOf<CreatePod>(plan)[4].pod;
   EXPECT_EQ(worker3["metadata"]["labels"]["batch.hybridjob.io/index"], "3");
@@ -710,6 +715,57 @@ api::GroupSpec GroupSpecOn(const FakeCluster& cluster, const std::string& pod) {
           .get<std::string>());
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
   return spec.ok() ? *spec : api::GroupSpec{};
+}
+
+// The Created Event counts the pods that exist, not the creates planned: a
+// quota that refuses some leaves it saying how many of the members exist,
+// beside the refusals' own FailedCreate; one that refuses every pod leaves no
+// Created Event at all.
+TEST(ControllerPlannerTest, TheCreatedEventCountsOnlyThePodsTheApiServerCreated) {
+  FakeCluster cluster(TfJob());
+  cluster.SetPodQuota(3);
+  cluster.Apply(cluster.Reconcile(T0()));
+  ASSERT_EQ(cluster.PodNames().size(), 3u);
+  ASSERT_EQ(cluster.Events().size(), 1u);
+  EXPECT_EQ(cluster.Events()[0].reason, "Created");
+  EXPECT_EQ(cluster.Events()[0].type, EventType::kNormal);
+  EXPECT_EQ(cluster.Events()[0].message,
+            "created 3 of 5 member pods: ps 1 worker 2; the others are not created yet (see "
+            "FailedCreate)");
+
+  FakeCluster refused(TfJob());
+  refused.SetPodQuota(0);
+  refused.Apply(refused.Reconcile(T0()));
+  EXPECT_TRUE(refused.PodNames().empty());
+  EXPECT_TRUE(refused.Events().empty()) << refused.Events()[0].message;
+}
+
+TEST(CreatedEventOnceAppliedTest, AsPlannedWhenEveryCreateTookElseCountingWhatExists) {
+  RecordEvent planned{
+      EventType::kNormal, "Created", "created 4 member pods: ps 1 worker 3",
+      CreatedMembers{
+          {{"ps", 1}, {"worker", 3}}, {{"j-worker-1", "worker"}, {"j-worker-2", "worker"}}, false}};
+  std::optional<RecordEvent> all = CreatedEventOnceApplied(planned, {"j-worker-1", "j-worker-2"});
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->message, "created 4 member pods: ps 1 worker 3");
+
+  std::optional<RecordEvent> some = CreatedEventOnceApplied(planned, {"j-worker-1"});
+  ASSERT_TRUE(some.has_value());
+  EXPECT_EQ(some->reason, "Created");
+  EXPECT_EQ(some->message,
+            "created 3 of 4 member pods: ps 1 worker 2; the others are not created yet (see "
+            "FailedCreate)");
+  EXPECT_FALSE(some->created.has_value());
+
+  EXPECT_FALSE(CreatedEventOnceApplied(planned, {}).has_value())
+      << "nothing this pass created: no Created Event";
+
+  const RecordEvent other{EventType::kWarning, "Restarting", "restarting member x", std::nullopt};
+  ASSERT_TRUE(CreatedEventOnceApplied(other, {}).has_value());
+  EXPECT_EQ(CreatedEventOnceApplied(other, {})->message, "restarting member x");
+
+  EXPECT_EQ(CreatedMessage(CreatedMembers{{{"ps", 1}, {"worker", 2}}, {}, true}),
+            "created 3 member pods: ps 1 worker 2 (the API server refused the others)");
 }
 
 // A quota that admits only the minimum (ps 1, workers 2 of 4): the job tells

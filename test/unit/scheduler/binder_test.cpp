@@ -1,4 +1,5 @@
-// The binder's pure decision: which failed binds may have taken.
+// The binder's pure decisions: which failed binds may have taken, and what a
+// member's Scheduled Event says.
 #include <gtest/gtest.h>
 
 #include <hybridjob/scheduler/shell/binder.h>
@@ -28,6 +29,21 @@ TEST(BindMayHaveTakenTest, OnlyARefusalFromTheServerProvesTheBindingDidNotTake) 
       Status(StatusCode::kBadRequest, "uid mismatch").WithHttp(400, "BadRequest")));
   EXPECT_FALSE(BindMayHaveTaken(
       Status(StatusCode::kTooManyRequests, "slow down").WithHttp(429, "TooManyRequests")));
+}
+
+// One Scheduled Event per member, in kube-scheduler's words, with its gang.
+TEST(ScheduledMessageTest, SaysWhereTheMemberWentAndWithWhichGang) {
+  GangBind gang;
+  gang.group_name = "bert";
+  gang.summary = "worker 2 (min 2, max 4) in example.com/rack=r1";
+  const PodRef member{"team", "bert-worker-1", "uid-1", "node-7"};
+  EXPECT_EQ(ScheduledMessage(gang, member),
+            "Successfully assigned team/bert-worker-1 to node-7 (gang bert placed: worker 2 (min "
+            "2, max 4) in example.com/rack=r1)");
+  gang.grows = true;
+  EXPECT_EQ(ScheduledMessage(gang, member),
+            "Successfully assigned team/bert-worker-1 to node-7 (gang bert grew: worker 2 (min 2, "
+            "max 4) in example.com/rack=r1)");
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <k8s/eventually.h>
 #include <k8s/fake_api_client.h>
 #include <k8s/request_gate.h>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +171,19 @@ class GangBinderTest : public ::testing::Test {
     return object && !(*object)["spec"].value("nodeName", "").empty();
   }
 
+  // The Scheduled Events written, by the pod they are about.
+  std::map<std::string, std::string> ScheduledEvents() {
+    EXPECT_TRUE(events_.Flush(10s));
+    std::map<std::string, std::string> out;
+    auto events = api_.List(k8s::resources::Events(), "team-a", {});
+    for (const json& event : events.ok() ? events->items : std::vector<json>{}) {
+      if (event.value("reason", "") == "Scheduled") {
+        out[event["involvedObject"].value("name", "")] = event.value("message", "");
+      }
+    }
+    return out;
+  }
+
   FakeApiClient api_;
   k8s::EventRecorder events_;
   PodStatusReporter reporter_{api_};
@@ -241,6 +256,39 @@ TEST_F(GangBinderTest, AGrowingGangKeepsWhatBound) {
   EXPECT_FALSE(outcomes[0].hold.has_value());
   EXPECT_TRUE(Bound("w-0"));
   EXPECT_EQ(stats_.groups_rolled_back.load(), 0u);
+}
+
+// Every member bound gets its Scheduled Event, as kube-scheduler records one
+// per pod; a gang rolled back gets none.
+TEST_F(GangBinderTest, EveryBoundMemberGetsAScheduledEvent) {
+  Seed(3);
+  gang_.summary = "worker 3 (min 2, max 3)";
+  EXPECT_TRUE(Bind().empty());
+  const std::map<std::string, std::string> events = ScheduledEvents();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events.at("w-1"),
+            "Successfully assigned team-a/w-1 to node-1 (gang train placed: worker 3 (min 2, "
+            "max 3))");
+}
+
+TEST_F(GangBinderTest, ARolledBackGangGetsNoScheduledEvent) {
+  Seed(3);
+  RefuseBindingOf("w-1");
+  ASSERT_EQ(Bind().size(), 1u);
+  EXPECT_TRUE(ScheduledEvents().empty());
+}
+
+TEST_F(GangBinderTest, AGrowingGangsBoundMembersGetTheirScheduledEvent) {
+  Seed(2);
+  gang_.grows = true;
+  gang_.summary = "worker 4 (min 2, max 4)";
+  RefuseBindingOf("w-1");
+  ASSERT_EQ(Bind().size(), 1u);
+  const std::map<std::string, std::string> events = ScheduledEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events.at("w-0"),
+            "Successfully assigned team-a/w-0 to node-1 (gang train grew: worker 4 (min 2, max "
+            "4))");
 }
 
 TEST_F(GangBinderTest, APlacedGangMarksItsLeftOutMembers) {
@@ -414,6 +462,51 @@ TEST_F(GangSchedulerShellTest, AGangLargerThanTheClusterRunsWhatFitsAndMarksTheR
   EXPECT_TRUE(Eventually([&] {
     return ConditionReason(api_, "big-worker-8", "PodScheduled") == api::kSurplusReason;
   }));
+}
+
+// A burst of binds against an API server slow to take Events: every member
+// still gets its Scheduled Event, none dropped, once the server takes them.
+TEST_F(GangSchedulerShellTest, EveryMemberOfABurstGetsItsScheduledEvent) {
+  constexpr int kMembers = 1200;  // beyond an EventRecorder's default backlog
+  for (int i = 2; i < 12; ++i) {  // room for 110 pods a node
+    api_.Seed(k8s::resources::Nodes(),
+              {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "node-" + std::to_string(i)}}},
+               {"status",
+                {{"allocatable", {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}}},
+                 {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}});
+  }
+  RequestGate events_gate;
+  api_.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "create" && request.resource == "events") {
+      events_gate.PassWhenOpen();
+    }
+    return std::nullopt;
+  });
+  // Opened before the scheduler stops, even when an assertion below fails.
+  const OpenOnExit open_on_exit(events_gate);
+  StartScheduler();
+  CreateJob("burst", kMembers, "", "1m");
+  ASSERT_TRUE(Eventually([&] { return Bound("burst", kMembers) == kMembers; }, 60s));
+  ASSERT_TRUE(Eventually([&] { return scheduler_->stats().groups_scheduled.load() == 1u; }));
+  EXPECT_EQ(scheduler_->EventsDropped(), 0u);
+  events_gate.Open();
+  auto scheduled = [&] {
+    k8s::ListOptions options;
+    options.field_selector = "reason=Scheduled";
+    auto events = api_.List(k8s::resources::Events(), "team-a", options);
+    std::set<std::string> pods;
+    for (const json& event : events.ok() ? events->items : std::vector<json>{}) {
+      if (event.value("reason", "") == "Scheduled") {
+        pods.insert(event["involvedObject"].value("name", ""));
+      }
+    }
+    return pods.size();
+  };
+  EXPECT_TRUE(Eventually([&] { return scheduled() == static_cast<size_t>(kMembers); }, 60s))
+      << scheduled();
+  EXPECT_EQ(scheduler_->EventsDropped(), 0u);
 }
 
 // Watches that end, and a history compacted meanwhile, are relisted: what

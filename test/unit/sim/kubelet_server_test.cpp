@@ -97,6 +97,83 @@ TEST(ContainerLogRequestTest, RefusesBadParametersWithTheirName) {
   }
 }
 
+TEST(StreamingRequestTest, ReadsTheKubeletsStreamingPaths) {
+  struct Case {
+    const char* path;
+    StreamingKind kind;
+    const char* container;
+  };
+  for (const Case& c : {Case{"/exec/ns/p/c", StreamingKind::kExec, "c"},
+                        Case{"/exec/ns/p/uid-1/c", StreamingKind::kExec, "c"},
+                        Case{"/attach/ns/p/c", StreamingKind::kAttach, "c"},
+                        Case{"/attach/ns/p/uid-1/c", StreamingKind::kAttach, "c"},
+                        Case{"/run/ns/p/c", StreamingKind::kRun, "c"},
+                        Case{"/portForward/ns/p", StreamingKind::kPortForward, ""},
+                        Case{"/portForward/ns/p/uid-1", StreamingKind::kPortForward, ""}}) {
+    auto parsed = ParseStreamingRequest(c.path);
+    ASSERT_TRUE(parsed.ok()) << c.path << ": " << parsed.status().ToString();
+    EXPECT_EQ(parsed->kind, c.kind) << c.path;
+    EXPECT_EQ(parsed->namespace_name, "ns") << c.path;
+    EXPECT_EQ(parsed->pod, "p") << c.path;
+    EXPECT_EQ(parsed->container, c.container) << c.path;
+  }
+  auto escaped = ParseStreamingRequest("/exec/n%2Ds/p/c%2D1");
+  ASSERT_TRUE(escaped.ok());
+  EXPECT_EQ(escaped->namespace_name, "n-s");
+  EXPECT_EQ(escaped->container, "c-1");
+}
+
+TEST(StreamingRequestTest, OtherPathsAreNotFound) {
+  for (const char* path :
+       {"/", "/exec/ns/p", "/exec/ns/p/u/c/extra", "/portForward/ns", "/portForward/ns/p/u/x",
+        "/containerLogs/ns/p/c", "/Exec/ns/p/c", "/stats/summary"}) {
+    auto parsed = ParseStreamingRequest(path);
+    ASSERT_FALSE(parsed.ok()) << path;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kNotFound) << path;
+  }
+  auto empty = ParseStreamingRequest("/exec/ns//c");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(StreamingRefusalTest, SaysWhatEachModeSupportsInstead) {
+  const StreamingRequest exec{StreamingKind::kExec, "ns", "job-worker-0", "trainer"};
+  const std::string simulated = StreamingRefusalMessage(exec, KubeletMode::kSimulated);
+  EXPECT_EQ(simulated,
+            "cannot exec into container \"trainer\" of pod \"job-worker-0\": this member is "
+            "simulated by hybridjob-sim and no process runs, so there is nothing to exec into; "
+            "kubectl logs job-worker-0 -c trainer shows what the member was given, and "
+            "hybridjob-sim --exec runs members as local processes");
+  const std::string processes = StreamingRefusalMessage(exec, KubeletMode::kExec);
+  EXPECT_EQ(processes,
+            "cannot exec into container \"trainer\" of pod \"job-worker-0\": hybridjob-sim "
+            "--exec runs this member as local processes but does not implement the kubelet's "
+            "exec, attach and port-forward streaming; kubectl logs job-worker-0 -c trainer shows "
+            "its output");
+
+  const StreamingRequest attach{StreamingKind::kAttach, "ns", "p", "c"};
+  EXPECT_EQ(StreamingRefusalMessage(attach, KubeletMode::kSimulated)
+                .find("cannot attach to container \"c\" of pod \"p\""),
+            0u);
+  const StreamingRequest forward{StreamingKind::kPortForward, "ns", "p", ""};
+  const std::string refused = StreamingRefusalMessage(forward, KubeletMode::kExec);
+  EXPECT_EQ(refused.find("cannot forward ports to pod \"p\": "), 0u) << refused;
+  EXPECT_NE(refused.find("kubectl logs p shows its output"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("listen on the pod's IP"), std::string::npos) << refused;
+}
+
+TEST(StreamingRefusalTest, TheBodyIsAStatusClientGoDecodes) {
+  const nlohmann::json status =
+      nlohmann::json::parse(FailureStatusJson(400, "BadRequest", "cannot \"exec\""));
+  EXPECT_EQ(status, (nlohmann::json{{"kind", "Status"},
+                                    {"apiVersion", "v1"},
+                                    {"metadata", nlohmann::json::object()},
+                                    {"status", "Failure"},
+                                    {"message", "cannot \"exec\""},
+                                    {"reason", "BadRequest"},
+                                    {"code", 400}}));
+}
+
 TEST(LogBytesTest, WithoutOptionsEverything) {
   EXPECT_EQ(Selected("a\nb\n", {}), "a\nb\n");
   EXPECT_EQ(Selected("", {}), "");

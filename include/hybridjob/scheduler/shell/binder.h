@@ -59,6 +59,12 @@ struct GangBind {
   Timestamp creation_time{};
 };
 
+// The Scheduled Event of one bound member, as kube-scheduler records one
+// for every pod it binds ("Successfully assigned ns/pod to node"), naming
+// its gang: "(gang tf placed: ps 1 (min 1, max 1), worker 3 (min 2, max 4))",
+// or "(gang tf grew: ...)".
+std::string ScheduledMessage(const GangBind& gang, const PodRef& member);
+
 // A rolled-back gang is not planned again until the members the rollback
 // deleted are gone from the loop's cache (or `until` passes): until then the
 // cache still shows them bound, and a cycle would take the gang for a

@@ -76,6 +76,12 @@ class GangScheduler {
   GangScheduler(const GangScheduler&) = delete;
   GangScheduler& operator=(const GangScheduler&) = delete;
 
+  // Events go through `client` when set (before Start): a client of their
+  // own, with its own rate limit, as kube-scheduler's, so that a burst of
+  // Scheduled Events (one per pod bound) never holds back a bind. Without
+  // one, through the scheduler's client.
+  void SetEventClient(k8s::ApiClient& client) { event_client_ = &client; }
+
   // Starts the reflectors (always), the loop, the binder and the reporter.
   void Start();
   // Scheduling runs only while active (the leader); the cache stays warm.
@@ -86,6 +92,8 @@ class GangScheduler {
   const SchedulerStats& stats() const { return stats_; }
   // This scheduler's pods not yet bound, as the loop last saw them.
   size_t PendingPods() const;
+  // Events dropped because too many were waiting to be written (after Start).
+  uint64_t EventsDropped() const { return events_ ? events_->dropped() : 0; }
   void SetGangLatencyObserver(GangLatencyObserver observer);
   // resource -> (allocatable on schedulable nodes, requested by pods on them):
   // cpu in cores, memory in bytes, and every configured GPU resource; as the
@@ -128,6 +136,7 @@ class GangScheduler {
   void ClearStanding(const std::string& key);
 
   k8s::ApiClient& client_;
+  k8s::ApiClient* event_client_ = nullptr;  // SetEventClient
   const SchedulerConfig config_;  // as started; Reconfigure changes the copies below
   BindFunction bind_;
   DeltaFeed feed_;
