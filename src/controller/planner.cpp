@@ -139,6 +139,15 @@ Plan PlanParsed(api::HybridJob job, const Observed& observed, api::TimePoint now
   if (!errors.empty()) {
     return PlanInvalid(view, api::JoinErrors(errors), std::move(plan));
   }
+  // Before the first start only: a narrower list later does not fail jobs
+  // that already run.
+  if (!view.old_status.start_time) {
+    if (std::string refusal = SchedulerNameRefusal(view.job.spec.scheduler_name,
+                                                   view.options.allowed_scheduler_names);
+        !refusal.empty()) {
+      return PlanInvalid(view, refusal, std::move(plan));
+    }
+  }
   if (view.job.spec.suspend) {
     return PlanSuspended(view, std::move(plan));
   }

@@ -23,7 +23,20 @@ struct PlannerOptions {
   // Extended resources that count as GPUs (the scheduler's gpuResources):
   // an MPI hostfile gives each member one slot per GPU of any of them.
   std::vector<std::string> gpu_resources = {"nvidia.com/gpu"};
+  // The schedulers a job may name in spec.schedulerName: any other would place
+  // its members outside every queue, guarantee, max and gang. A job that names
+  // one not listed is Invalid before it starts and gets no pod.
+  std::vector<std::string> allowed_scheduler_names = {"gang-scheduler"};
 };
+
+// The --allowed-scheduler-names flag: comma-separated scheduler names (DNS-1123
+// subdomains), at least one, no repeats.
+Result<std::vector<std::string>> ParseSchedulerNames(std::string_view text);
+
+// Why a job that has not started may not run with its spec.schedulerName:
+// empty when `allowed` lists it.
+std::string SchedulerNameRefusal(std::string_view scheduler_name,
+                                 const std::vector<std::string>& allowed);
 
 // The --gpu-resources flag: comma-separated extended resource names, each
 // with a domain prefix (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb),

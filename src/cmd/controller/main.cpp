@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
   std::string gpu_resources = "nvidia.com/gpu";
   flags.String("gpu-resources", &gpu_resources,
                "comma-separated extended resources that count as GPUs (MPI hostfile slots)");
+  std::string allowed_scheduler_names = "gang-scheduler";
+  flags.String("allowed-scheduler-names", &allowed_scheduler_names,
+               "comma-separated schedulers a job may name in spec.schedulerName; a job naming "
+               "another is Invalid and gets no pod, so no job escapes the gang-scheduler's "
+               "queues");
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
   }
@@ -87,6 +92,11 @@ int main(int argc, char** argv) {
     return Fail(gpu_resource_names.status().message());
   }
   options.planner.gpu_resources = std::move(*gpu_resource_names);
+  auto scheduler_names = hybridjob::controller::ParseSchedulerNames(allowed_scheduler_names);
+  if (!scheduler_names) {
+    return Fail(scheduler_names.status().message());
+  }
+  options.planner.allowed_scheduler_names = std::move(*scheduler_names);
   // Checked before connecting, so a bad combination fails at once.
   if (!(election.lease_duration > election.renew_deadline &&
         election.renew_deadline > election.retry_period && election.retry_period.count() > 0)) {

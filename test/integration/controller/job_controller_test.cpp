@@ -130,6 +130,8 @@ class JobControllerTest : public ::testing::Test {
     options.workers = 2;
     options.planner.restart_backoff_base = 1s;
     options.planner.restart_backoff_cap = 2s;
+    // The scheduler no one runs, which the test plays instead.
+    options.planner.allowed_scheduler_names = {"none-" + ns()};
     controller_ = std::make_unique<JobController>(*client_, options);
     controller_->Start();
     ASSERT_TRUE(controller_->WaitForCacheSync(30s));
@@ -1274,6 +1276,25 @@ TEST_F(JobControllerTest, AnInvalidJobIsMarkedInvalidWhileAValidOneProceeds) {
   EXPECT_FALSE(Exists(k8s::resources::Services(), "bad"));
   // The first record of a job that waits may wait --status-batch-period.
   EXPECT_TRUE(WaitFor([&] { return Phase("good") == "Queued"; })) << Describe("good");
+}
+
+// One field used to let a tenant leave the queues: kube-scheduler places a
+// job whose members name it, outside every queue's max and every gang.
+TEST_F(JobControllerTest, AJobThatNamesAnotherSchedulerIsRefusedWithNoPod) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  json bypass = NewJob("bypass", "generic", json::array({Role("worker", 2, 2)}));
+  bypass["spec"]["schedulerName"] = "default-scheduler";
+  ASSERT_TRUE(CreateJob(bypass).is_object());
+  ASSERT_TRUE(WaitFor([&] { return Phase("bypass") == "Failed"; })) << Describe("bypass");
+  const json condition = Condition("bypass", "Invalid");
+  EXPECT_EQ(condition.value("status", ""), "True");
+  const std::string message = condition.value("message", "");
+  EXPECT_NE(message.find("spec.schedulerName: \"default-scheduler\" is not allowed"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(WaitFor([&] { return HasEvent("bypass", "Invalid", "Warning"); }))
+      << "no Warning Event about the refused scheduler";
+  EXPECT_TRUE(PodNames("bypass").empty());
 }
 
 }  // namespace

@@ -314,7 +314,8 @@ TEST_F(ExecCredentialTest, BinariesRunAJobWithAnExecKubeconfig) {
   scheduler.insert(scheduler.end(), endpoints.begin(), endpoints.end());
   binaries.push_back(std::make_unique<ChildProcess>(scheduler, logs + "/scheduler.log"));
   std::vector<std::string> controller = {BinaryDir() + "/hybridjob-controller", "--kubeconfig",
-                                         kubeconfig, "--namespace", ns.name()};
+                                         kubeconfig, "--namespace", ns.name(),
+                                         "--allowed-scheduler-names", scheduler_name};
   controller.insert(controller.end(), endpoints.begin(), endpoints.end());
   binaries.push_back(std::make_unique<ChildProcess>(controller, logs + "/controller.log"));
   const auto all_logs = [&] {

@@ -201,6 +201,20 @@ TEST(ControllerClusterSpecTest, GpuSlotsCountEveryConfiguredGpuResource) {
             "mnist-worker-0.mnist.team-a.svc slots=3\n");
 }
 
+TEST(ControllerOptionsTest, AllowedSchedulerNamesAreNamesListedOnce) {
+  Result<std::vector<std::string>> names = ParseSchedulerNames("gang-scheduler, team-b.sched");
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_THAT(*names, ElementsAre("gang-scheduler", "team-b.sched"));
+  EXPECT_THAT(ParseSchedulerNames("").status().message(),
+              HasSubstr("\"\" is not a scheduler name"));
+  EXPECT_THAT(ParseSchedulerNames("Gang_Scheduler").status().message(),
+              HasSubstr("is not a scheduler name"));
+  EXPECT_THAT(ParseSchedulerNames("a,a").status().message(), HasSubstr("listed twice"));
+  EXPECT_EQ(SchedulerNameRefusal("gang-scheduler", {"gang-scheduler"}), "");
+  EXPECT_THAT(SchedulerNameRefusal("default-scheduler", {"gang-scheduler", "b"}),
+              HasSubstr("--allowed-scheduler-names: gang-scheduler, b"));
+}
+
 TEST(ControllerOptionsTest, GpuResourcesAreExtendedResourceNamesListedOnce) {
   Result<std::vector<std::string>> names =
       ParseGpuResources("nvidia.com/gpu, amd.com/gpu,nvidia.com/mig-1g.10gb");

@@ -1883,6 +1883,40 @@ TEST(ControllerPlannerTest, InvalidJobIsReportedAndCreatesNothing) {
   EXPECT_THAT(cluster.Services(), IsEmpty());
 }
 
+// spec.schedulerName: default-scheduler would let kube-scheduler place the
+// members outside every queue; the controller refuses it before the start.
+TEST(ControllerPlannerTest, ASchedulerNameNotAllowedMakesTheJobInvalidWithNoPod) {
+  json object = TfJob();
+  object["spec"]["schedulerName"] = "default-scheduler";
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_TRUE(CreatedPods(plan).empty());
+  EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
+  ASSERT_TRUE(cluster.Status().HasTrueCondition("Invalid"));
+  EXPECT_THAT(cluster.Status().FindCondition("Invalid")->message,
+              HasSubstr("spec.schedulerName: \"default-scheduler\" is not allowed on this "
+                        "cluster (the controller's --allowed-scheduler-names: gang-scheduler)"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre("Invalid"));
+  EXPECT_THAT(cluster.PodNames(), IsEmpty());
+
+  // Another scheduler the admin allows is fine.
+  PlannerOptions options;
+  options.allowed_scheduler_names = {"gang-scheduler", "default-scheduler"};
+  FakeCluster allowed(object, options);
+  EXPECT_FALSE(CreatedPods(allowed.Step(T0())).empty());
+}
+
+// A job that started under a wider list keeps running when the list narrows.
+TEST(ControllerPlannerTest, ANarrowerSchedulerListDoesNotFailAJobThatStarted) {
+  json object = TfJob();
+  object["spec"]["schedulerName"] = "other-scheduler";
+  object["status"] = {{"startTime", "2026-01-01T00:00:00Z"}};
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_NE(cluster.Status().phase, JobPhase::kFailed);
+  EXPECT_FALSE(CreatedPods(plan).empty());
+}
+
 TEST(ControllerPlannerTest, UnparseableJobIsReportedToo) {
   json object = TfJob();
   object["spec"]["replicaSpecs"][1]["minReplicas"] = "two";
