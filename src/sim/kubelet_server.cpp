@@ -8,6 +8,7 @@
 #include <boost/asio/ssl.hpp>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <fstream>
 #include <limits>
@@ -743,6 +744,15 @@ void KubeletServer::Impl::Stop() {
   // whose body never ends would keep its connection forever.
   for (auto& follower : followers) {
     follower->thread.join();
+  }
+  // Each ended body still has its last chunk to send: closing the listener
+  // first cut some replies short ("Retrieving message chunk header" at the
+  // client). A client that stopped reading is not waited for long.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& follower : followers) {
+    while (!follower->reply_sent.is_done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   if (listener_) {
     try {

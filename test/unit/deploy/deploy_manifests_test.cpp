@@ -775,5 +775,20 @@ TEST(DeployDockerfileTest, MultiStageDebianNonRootWithoutRegistryHost) {
   }
 }
 
+// The images ship the flavour `make test` builds and tests: the same build
+// type and optimisation (the Makefile adds only line tables, -g1).
+TEST(DeployDockerfileTest, ImagesBuildTheFlavourMakeTestBuilds) {
+  const std::string makefile = ReadFile(SourcePath("Makefile"));
+  EXPECT_THAT(makefile, ::testing::HasSubstr("\nBUILD_TYPE ?= Release\n"));
+  EXPECT_THAT(makefile,
+              ::testing::HasSubstr("-DCMAKE_CXX_FLAGS_RELEASE=\"-O2 $(DEBUG_INFO) -DNDEBUG\""));
+  for (const std::string binary : {"hybridjob-controller", "gang-scheduler"}) {
+    SCOPED_TRACE(binary);
+    EXPECT_THAT(ReadFile(SourcePath("deploy/docker/" + binary + ".Dockerfile")),
+                ::testing::HasSubstr(
+                    "-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=\"-O2 -DNDEBUG\""));
+  }
+}
+
 }  // namespace
 }  // namespace hybridjob::testing
