@@ -16,8 +16,8 @@
 #   hack/build-images.sh [OUT]      (root; default OUT build-images/)
 #
 # Installs buildah and mmdebstrap when missing. HYBRIDJOB_IMAGE_TAG (default
-# 0.1.0) tags the images hybridjob/<binary>:TAG, as the chart and the
-# kustomize base name them.
+# 0.1.0) tags the images hybridjob/controller:TAG and
+# hybridjob/gang-scheduler:TAG, as the chart and the kustomize base name them.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,8 +47,9 @@ if [ ! -f /etc/containers/policy.json ]; then
 fi
 
 log "building the Release binaries in $OUT/build"
+# Unity batches, as `make test` compiles: half the CPU of file by file.
 cmake -S "$ROOT" -B "$OUT/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-  -DHYBRIDJOB_BUILD_TESTS=OFF -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DHYBRIDJOB_BUILD_TESTS=OFF -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 cmake --build "$OUT/build" -j "$(nproc)" --target gang-scheduler hybridjob-controller >&2
 
 log "making the runtime root file system from Debian's archive"
@@ -76,7 +77,8 @@ sizes="$OUT/sizes.txt"
 for binary in gang-scheduler hybridjob-controller; do
   dockerfile="$ROOT/deploy/docker/$binary.Dockerfile"
   ports="$(sed -n 's/^EXPOSE //p' "$dockerfile")"
-  image="hybridjob/$binary:$TAG"
+  # The names the chart and the kustomize base use.
+  image="hybridjob/${binary#hybridjob-}:$TAG"
   tree="$OUT/rootfs-$binary"
   rm -rf "$tree"
   cp -a "$OUT/rootfs" "$tree"
