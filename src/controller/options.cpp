@@ -6,7 +6,13 @@
 
 namespace hybridjob::controller {
 
-Result<std::vector<std::string>> ParseGpuResources(std::string_view text) {
+namespace {
+
+// A comma-separated flag of names, each trimmed, each one `valid` says is of
+// its kind (`kind` names it in the error), none twice.
+Result<std::vector<std::string>> ParseNameList(std::string_view flag, std::string_view text,
+                                               bool (*valid)(std::string_view),
+                                               std::string_view kind) {
   std::vector<std::string> names;
   for (std::string_view part : Split(text, ',')) {
     while (!part.empty() && part.front() == ' ') {
@@ -16,40 +22,36 @@ Result<std::vector<std::string>> ParseGpuResources(std::string_view text) {
       part.remove_suffix(1);
     }
     const std::string name(part);
-    if (name.find('/') == std::string::npos || !api::IsQualifiedName(name)) {
-      return InvalidArgument("--gpu-resources: \"" + name +
-                             "\" is not an extended resource name (a domain prefix and a "
-                             "name, e.g. nvidia.com/gpu)");
+    if (!valid(name)) {
+      return InvalidArgument(std::string(flag) + ": \"" + name + "\" is not " + std::string(kind));
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
-      return InvalidArgument("--gpu-resources: \"" + name + "\" is listed twice");
+      return InvalidArgument(std::string(flag) + ": \"" + name + "\" is listed twice");
     }
     names.push_back(name);
   }
   return names;
 }
 
+bool IsExtendedResourceName(std::string_view name) {
+  return name.find('/') != std::string_view::npos && api::IsQualifiedName(name);
+}
+
+bool IsSchedulerName(std::string_view name) {
+  return api::IsDns1123Subdomain(name);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseGpuResources(std::string_view text) {
+  return ParseNameList("--gpu-resources", text, IsExtendedResourceName,
+                       "an extended resource name (a domain prefix and a name, e.g. "
+                       "nvidia.com/gpu)");
+}
+
 Result<std::vector<std::string>> ParseSchedulerNames(std::string_view text) {
-  std::vector<std::string> names;
-  for (std::string_view part : Split(text, ',')) {
-    while (!part.empty() && part.front() == ' ') {
-      part.remove_prefix(1);
-    }
-    while (!part.empty() && part.back() == ' ') {
-      part.remove_suffix(1);
-    }
-    const std::string name(part);
-    if (!api::IsDns1123Subdomain(name)) {
-      return InvalidArgument("--allowed-scheduler-names: \"" + name +
-                             "\" is not a scheduler name (a DNS-1123 subdomain, e.g. "
-                             "gang-scheduler)");
-    }
-    if (std::find(names.begin(), names.end(), name) != names.end()) {
-      return InvalidArgument("--allowed-scheduler-names: \"" + name + "\" is listed twice");
-    }
-    names.push_back(name);
-  }
-  return names;
+  return ParseNameList("--allowed-scheduler-names", text, IsSchedulerName,
+                       "a scheduler name (a DNS-1123 subdomain, e.g. gang-scheduler)");
 }
 
 std::string SchedulerNameRefusal(std::string_view scheduler_name,
