@@ -81,7 +81,7 @@ say "4 simulated nodes ready, 4 GPUs each (16 GPUs):"
 k get nodes -o custom-columns='NODE:.metadata.name,GPUS:.status.allocatable.nvidia\.com/gpu,STATUS:.status.conditions[?(@.type=="Ready")].type' | sed 's/^/        /'
 
 # The scheduler's dashboard on a free loopback port.
-DASHBOARD_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+DASHBOARD_PORT="$(python3 "$ROOT/hack/free-port.py")"
 "$BIN/gang-scheduler" --metrics-addr 127.0.0.1:0 --health-addr 0 \
   --dashboard-addr "127.0.0.1:$DASHBOARD_PORT" >"$LOG_DIR/gang-scheduler.log" 2>&1 &
 PIDS+=($!)
@@ -89,7 +89,11 @@ PIDS+=($!)
   >"$LOG_DIR/hybridjob-controller.log" 2>&1 &
 PIDS+=($!)
 say "gang-scheduler and hybridjob-controller started"
-say "dashboard: http://127.0.0.1:$DASHBOARD_PORT/   (queues, jobs and why they wait, the GPU map; open it while the demo runs)"
+# HTTPS with a self-signed certificate; the page takes the local admin's
+# bearer token from the address.
+DASHBOARD_TOKEN="$(k config view --raw -o 'jsonpath={.users[0].user.token}')"
+say "dashboard: https://127.0.0.1:$DASHBOARD_PORT/#token=$DASHBOARD_TOKEN"
+say "   (queues, jobs and why they wait, the GPU map; self-signed: the browser asks once; open it while the demo runs)"
 
 if [ "${DEMO_EXEC:-}" = 1 ]; then
   say "kubectl apply -f examples/exec/pytorch-ddp.yaml   (master + 3 workers, real PyTorch DDP on CPU)"

@@ -33,7 +33,7 @@ usage() {
 }
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  python3 "$HACK_DIR/free-port.py"
 }
 
 print_env() {

@@ -18,7 +18,8 @@
 # build/bin, 4 nodes of 4 GPUs, storage class
 # `standard` (the default class, node-local). --exec runs the members'
 # commands as real processes (root only). Every port is on 127.0.0.1 and
-# picked free: the dashboard's is printed; metrics and health are off.
+# picked free: the dashboard's is printed (HTTPS, self-signed, with the local
+# admin's token in the address); metrics and health are off.
 # Logs are in DIR/logs. The gang-scheduler reads DIR/scheduler-config.yaml
 # (edits apply at once); the plugin reads the ConfigMap
 # hybridjob-system/gang-scheduler-config made from it at start.
@@ -37,7 +38,7 @@ usage() {
 }
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  python3 "$ROOT/hack/free-port.py"
 }
 
 print_env() {
@@ -162,7 +163,11 @@ cmd_up() {
   trap - EXIT INT TERM
 
   log "ready: $nodes nodes x $gpus GPUs$([ -n "$exec" ] && echo ', members run as processes')"
-  log "dashboard: http://127.0.0.1:$dashboard_port/   logs: $dir/logs"
+  # HTTPS with a self-signed certificate; the page reads the admin's token
+  # from the address (and drops it from there), as any bearer token.
+  local token
+  token="$("$kubectl" config view --raw -o 'jsonpath={.users[0].user.token}')"
+  log "dashboard: https://127.0.0.1:$dashboard_port/#token=$token   logs: $dir/logs"
   log "stop with: $0 down --dir $dir"
   print_env "$dir"
 }

@@ -203,6 +203,15 @@ constexpr const char* kHealthAddrHelp = "host:port of /healthz and /readyz; \"0\
 void AddServingFlags(FlagSet& flags, ServingFlags* serving) {
   flags.String("metrics-addr", &serving->metrics_addr, kMetricsAddrHelp);
   flags.String("health-addr", &serving->health_addr, kHealthAddrHelp);
+  flags.Bool("insecure-serving", &serving->insecure_serving,
+             "serve /metrics (and the dashboard) over plain HTTP to anyone, without TokenReview "
+             "and SubjectAccessReview; never where others can connect");
+  flags.String("tls-cert-file", &serving->tls_cert_file,
+               "PEM certificate (and chain) of the HTTPS listeners");
+  flags.DescribeDefault("tls-cert-file", "a self-signed certificate made at start");
+  flags.String("tls-private-key-file", &serving->tls_private_key_file,
+               "PEM private key of --tls-cert-file");
+  flags.DescribeDefault("tls-private-key-file", "the self-signed certificate's");
 }
 
 void AddServingOverrideFlags(FlagSet& flags, ServingFlags* serving,

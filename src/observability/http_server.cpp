@@ -1,7 +1,10 @@
+// cpprestsdk's U() macro would break fmt (spdlog) templates.
+#define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier): cpprestsdk's name
+
+#include <boost/asio/ssl.hpp>
 #include <cpprest/http_listener.h>
 
 #include <hybridjob/observability/http_server.h>
-#include <hybridjob/observability/metrics.h>
 
 namespace hybridjob::observability {
 
@@ -21,7 +24,11 @@ void HttpServer::Handle(const std::string& path, HttpHandler handler) {
   impl_->handlers[path] = std::move(handler);
 }
 
-Status HttpServer::Start(const std::string& address) {
+void HttpServer::Handle(const std::string& path, std::function<HttpReply()> handler) {
+  impl_->handlers[path] = [handler = std::move(handler)](const HttpRequest&) { return handler(); };
+}
+
+Status HttpServer::Start(const std::string& address, const ServingCertificate* tls) {
   std::string host_port = address;
   if (!host_port.empty() && host_port.front() == ':') {
     host_port = "0.0.0.0" + host_port;
@@ -29,20 +36,41 @@ Status HttpServer::Start(const std::string& address) {
   if (host_port.find(':') == std::string::npos) {
     return InvalidArgument("listen address \"" + address + "\" must be host:port");
   }
+  web::http::experimental::listener::http_listener_config config;
+  if (tls != nullptr) {
+    // Copied: the callback runs when the listener opens and on each accept.
+    config.set_ssl_context_callback([pem = *tls](boost::asio::ssl::context& ctx) {
+      ctx.set_options(boost::asio::ssl::context::default_workarounds |
+                      boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
+                      boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
+      ctx.use_certificate_chain(boost::asio::buffer(pem.certificate.data(), pem.certificate.size()));
+      ctx.use_private_key(boost::asio::buffer(pem.private_key.data(), pem.private_key.size()),
+                          boost::asio::ssl::context::pem);
+    });
+  }
   try {
-    impl_->listener =
-        std::make_unique<web::http::experimental::listener::http_listener>("http://" + host_port);
+    impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(
+        (tls != nullptr ? "https://" : "http://") + host_port, config);
     impl_->listener->support(web::http::methods::GET, [this](web::http::http_request request) {
-      const std::string path = request.relative_uri().path();
-      auto it = impl_->handlers.find(path);
+      HttpRequest info;
+      info.path = request.relative_uri().path();
+      auto it = impl_->handlers.find(info.path);
       try {
         if (it == impl_->handlers.end()) {
           request.reply(web::http::status_codes::NotFound, "not found\n").wait();
           return;
         }
-        const HttpReply reply = it->second();
+        const auto& headers = request.headers();
+        if (auto found = headers.find(web::http::header_names::authorization);
+            found != headers.end()) {
+          info.authorization = found->second;
+        }
+        const HttpReply reply = it->second(info);
         web::http::http_response response(static_cast<web::http::status_code>(reply.status));
         response.set_body(reply.body, reply.content_type);
+        for (const auto& [name, value] : reply.headers) {
+          response.headers().add(name, value);
+        }
         request.reply(response).wait();
       } catch (const std::exception&) {
         // The client went away mid-reply: nothing to do.
@@ -66,45 +94,11 @@ void HttpServer::Stop() {
   }
 }
 
-namespace {
-bool Enabled(const std::string& address) {
-  return !address.empty() && address != "0";
-}
-}  // namespace
-
-Status ServingEndpoints::Start(Registry& registry, const EndpointAddress& metrics,
-                               const EndpointAddress& health, std::function<bool()> ready) {
-  if (Enabled(metrics.address)) {
-    metrics_.Handle("/metrics", [&registry] {
-      return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
-    });
-    if (Status status = metrics_.Start(metrics.address); !status.ok()) {
-      return Status(status.code(), metrics.field + ": " + status.message());
-    }
-  }
-  if (Enabled(health.address)) {
-    AddStandardEndpoints(health_, registry, std::move(ready));
-    if (Status status = health_.Start(health.address); !status.ok()) {
-      metrics_.Stop();
-      return Status(status.code(), health.field + ": " + status.message());
-    }
-  }
-  return Status::Ok();
-}
-
-void ServingEndpoints::Stop() {
-  metrics_.Stop();
-  health_.Stop();
-}
-
-void AddStandardEndpoints(HttpServer& server, Registry& registry, std::function<bool()> ready) {
+void AddHealthEndpoints(HttpServer& server, std::function<bool()> ready) {
   server.Handle("/healthz", [] { return HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; });
   server.Handle("/readyz", [ready = std::move(ready)] {
     return ready() ? HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
                    : HttpReply{503, "text/plain; charset=utf-8", "not ready\n"};
-  });
-  server.Handle("/metrics", [&registry] {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
   });
 }
 

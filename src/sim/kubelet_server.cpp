@@ -2,7 +2,6 @@
 #define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier): cpprestsdk's name
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -20,18 +19,11 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 #include <nlohmann/json.hpp>
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 
 #include <hybridjob/common/mutex.h>
-#include <hybridjob/common/openssl.h>
 #include <hybridjob/common/strings.h>
+#include <hybridjob/observability/tls.h>
 #include <hybridjob/sim/kubelet_server.h>
 
 namespace hybridjob::sim {
@@ -156,90 +148,6 @@ uint64_t TailStart(std::string_view contents, int64_t lines) {
     }
     search_from = newline - 1;
   }
-}
-
-// ---- TLS ----
-
-struct PemPair {
-  std::string certificate;
-  std::string private_key;
-};
-
-using openssl::ErrorText;
-
-std::string BioText(BIO* bio) {
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio, &data);
-  return size > 0 ? std::string(data, static_cast<size_t>(size)) : std::string();
-}
-
-bool AddExtension(X509* cert, int nid, const std::string& value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
-  if (extension == nullptr) {
-    return false;
-  }
-  const bool added = X509_add_ext(cert, extension, -1) == 1;
-  X509_EXTENSION_free(extension);
-  return added;
-}
-
-bool IsIpAddress(const std::string& address) {
-  unsigned char buffer[sizeof(struct in6_addr)];
-  return inet_pton(AF_INET, address.c_str(), buffer) == 1 ||
-         inet_pton(AF_INET6, address.c_str(), buffer) == 1;
-}
-
-// A P-256 key and a self-signed certificate for `address`, valid for a year
-// (what a kubelet without --tls-cert-file makes for itself).
-Result<PemPair> SelfSignedCertificate(const std::string& address) {
-  openssl::Ptr<EVP_PKEY_CTX> key_ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nullptr));
-  EVP_PKEY* raw_key = nullptr;
-  if (!key_ctx || EVP_PKEY_keygen_init(key_ctx.get()) != 1 ||
-      EVP_PKEY_CTX_set_ec_paramgen_curve_nid(key_ctx.get(), NID_X9_62_prime256v1) != 1 ||
-      EVP_PKEY_keygen(key_ctx.get(), &raw_key) != 1) {
-    return Internal(ErrorText("generating the kubelet's key"));
-  }
-  openssl::Ptr<EVP_PKEY> key(raw_key);
-
-  openssl::Ptr<X509> cert(X509_new());
-  unsigned char serial_bytes[16];
-  if (!cert || RAND_bytes(serial_bytes, sizeof(serial_bytes)) != 1) {
-    return Internal(ErrorText("making the kubelet's certificate"));
-  }
-  serial_bytes[0] &= 0x7f;  // a positive serial
-  openssl::Ptr<BIGNUM> serial(BN_bin2bn(serial_bytes, sizeof(serial_bytes), nullptr));
-  const std::string common_name = "hybridjob-sim-kubelet@" + address;
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  const std::string alt_name = (IsIpAddress(address) ? "IP:" : "DNS:") + address;
-  constexpr long kOneHour = 3600;
-  constexpr long kOneYear = 365L * 24 * kOneHour;
-  if (!serial || X509_set_version(cert.get(), 2) != 1 ||
-      BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr ||
-      X509_gmtime_adj(X509_getm_notBefore(cert.get()), -kOneHour) == nullptr ||
-      X509_gmtime_adj(X509_getm_notAfter(cert.get()), kOneYear) == nullptr ||
-      X509_set_pubkey(cert.get(), key.get()) != 1 ||
-      X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                 reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
-                                 -1, 0) != 1 ||
-      X509_set_issuer_name(cert.get(), name) != 1 ||
-      !AddExtension(cert.get(), NID_subject_alt_name, alt_name) ||
-      !AddExtension(cert.get(), NID_ext_key_usage, "serverAuth") ||
-      !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment") ||
-      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
-    return Internal(ErrorText("making the kubelet's certificate"));
-  }
-
-  openssl::Ptr<BIO> cert_bio(BIO_new(BIO_s_mem()));
-  openssl::Ptr<BIO> key_bio(BIO_new(BIO_s_mem()));
-  if (!cert_bio || !key_bio || PEM_write_bio_X509(cert_bio.get(), cert.get()) != 1 ||
-      PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
-          1) {
-    return Internal(ErrorText("encoding the kubelet's certificate"));
-  }
-  return PemPair{BioText(cert_bio.get()), BioText(key_bio.get())};
 }
 
 // ---- files and replies ----
@@ -497,7 +405,7 @@ class KubeletServer::Impl {
 
   const KubeletServerOptions options_;
   const ContainerLogLookup logs_;
-  PemPair pem_;
+  observability::ServingCertificate pem_;
   std::unique_ptr<http_listener> listener_;
   std::atomic<int> port_{0};
 
@@ -515,7 +423,8 @@ Status KubeletServer::Impl::Start() {
     return InvalidArgument("kubelet port " + std::to_string(options_.port) +
                            " is not between 0 and 65535");
   }
-  auto pem = SelfSignedCertificate(options_.address);
+  auto pem = observability::SelfSignedCertificate("hybridjob-sim-kubelet@" + options_.address,
+                                                  {options_.address});
   if (!pem) {
     return pem.status();
   }

@@ -250,7 +250,8 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
       "  - name: b\n    weight: 1\n    guaranteed: {nvidia.com/gpu: 8}\n";
   const int dashboard_port = FreeLoopbackPort();
   ASSERT_GT(dashboard_port, 0);
-  const std::string dashboard = "http://127.0.0.1:" + std::to_string(dashboard_port) + "/";
+  // HTTPS with a self-signed certificate, as the scheduler serves it by default.
+  const std::string dashboard = "https://127.0.0.1:" + std::to_string(dashboard_port) + "/";
   System system(
       {.nodes = 2, .gpus_per_node = 8, .scheduler_config = config},
       {.scheduler_args = {"--dashboard-addr", "127.0.0.1:" + std::to_string(dashboard_port)}});
@@ -309,13 +310,22 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
   std::this_thread::sleep_for(3s);  // a few cycles (gangBackoffSeconds: 1)
   EXPECT_EQ(CountEvents(system, "NeverFits"), 1);
 
-  // The scheduler's dashboard shows the same: its state as JSON, and the
-  // page in a headless browser (a screenshot under build/test-output/).
+  // The scheduler's dashboard shows the same to the cluster's admin: its
+  // state as JSON, and the page in a headless browser with the admin's token
+  // (a screenshot under build/test-output/).
+  std::string token;
+  ASSERT_EQ(system.Kubectl("config view --raw -o jsonpath={.users[0].user.token}", &token), 0);
+  ASSERT_FALSE(token.empty());
   std::string text;
+  EXPECT_EQ(RunCommand("curl -sk -o /dev/null -w '%{http_code}' " + dashboard + "api/state", &text),
+            0);
+  EXPECT_EQ(text, "401") << "no token, no state";
   ASSERT_TRUE(WaitFor(
       [&] {
         text.clear();
-        return RunCommand("curl -sf " + dashboard + "api/state", &text) == 0 &&
+        return RunCommand("curl -sfk -H 'Authorization: Bearer " + token + "' " + dashboard +
+                              "api/state",
+                          &text) == 0 &&
                text.find("\"next\"") != std::string::npos;
       },
       15s))
@@ -342,11 +352,12 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
   const std::string screenshot = out_dir + "/dashboard.png";
   ASSERT_EQ(RunCommand("mkdir -p " + out_dir + " && rm -rf " + profile + " " + screenshot), 0);
   const std::string chromium =
-      "chromium --headless --no-sandbox --disable-gpu "
+      "chromium --headless --no-sandbox --disable-gpu --ignore-certificate-errors "
       "--disable-dev-shm-usage --user-data-dir=" +
       profile + " --virtual-time-budget=5000 --window-size=1280,1400 ";
+  const std::string page = dashboard + "#token=" + token;
   std::string dom;
-  ASSERT_EQ(RunCommand("(" + chromium + "--dump-dom " + dashboard + " 2>/dev/null)", &dom), 0)
+  ASSERT_EQ(RunCommand("(" + chromium + "--dump-dom '" + page + "' 2>/dev/null)", &dom), 0)
       << dom;
   EXPECT_NE(dom.find("default/borrower"), std::string::npos) << dom;
   EXPECT_NE(dom.find("default/huge"), std::string::npos) << dom;
@@ -358,8 +369,8 @@ TEST(PolicyEndToEndTest, QueueBorrowsAllSixteenGpusAndGivesBackEight) {
   }
   EXPECT_EQ(used_gpus, 16u) << "every GPU of the map drawn as held";
   std::string shot;
-  EXPECT_EQ(RunCommand("(" + chromium + "--screenshot=" + screenshot + " " + dashboard +
-                           " 2>/dev/null) && test -s " + screenshot,
+  EXPECT_EQ(RunCommand("(" + chromium + "--screenshot=" + screenshot + " '" + page +
+                           "' 2>/dev/null) && test -s " + screenshot,
                        &shot),
             0)
       << shot;
@@ -492,9 +503,11 @@ TEST(PolicyEndToEndTest, ElasticCapacityFlowsBackToTheTreesShares) {
       "  - name: team-c\n    namespaces: [team-c]\n";
   const int dashboard_port = FreeLoopbackPort();
   ASSERT_GT(dashboard_port, 0);
-  System system(
-      {.nodes = 2, .gpus_per_node = 8, .scheduler_config = config},
-      {.scheduler_args = {"--dashboard-addr", "127.0.0.1:" + std::to_string(dashboard_port)}});
+  // The dashboard on plain HTTP for anyone, as --insecure-serving serves it.
+  System system({.nodes = 2, .gpus_per_node = 8, .scheduler_config = config},
+                {.scheduler_args = {"--dashboard-addr",
+                                    "127.0.0.1:" + std::to_string(dashboard_port),
+                                    "--insecure-serving"}});
   ASSERT_TRUE(system.ok());
   for (const char* ns : {"team-a", "team-b", "team-c"}) {
     json object = {{"apiVersion", "v1"},

@@ -200,10 +200,32 @@ int64_t PrivateCluster::CompactEtcd() const {
   return std::stoll(revision);
 }
 
+namespace {
+
+// The low end of the kernel's ephemeral range, which binds to port 0 and
+// outgoing connections draw from.
+int EphemeralLow() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  if (range >> low && low > 0) {
+    return low;
+  }
+  return 32768;
+}
+
+}  // namespace
+
 int FreeLoopbackPort() {
-  // The kernel may offer a just-closed port again: hand each out once.
+  // Chosen below the ephemeral range: a port the kernel hands to any process
+  // binding port 0 (the simulated kubelet) or connecting out can then never be
+  // the one chosen here for a listener that starts a moment later. The kernel
+  // may offer a just-closed port again, so each is handed out once.
   static std::set<int> given;
-  for (int attempt = 0; attempt < 100; ++attempt) {
+  static std::mt19937 random(std::random_device{}());
+  const int low = EphemeralLow();
+  const bool below = low > 21000;
+  std::uniform_int_distribution<int> pick(20000, below ? low - 1 : 20000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) {
       return -1;
@@ -211,7 +233,7 @@ int FreeLoopbackPort() {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = 0;
+    address.sin_port = htons(below ? static_cast<uint16_t>(pick(random)) : 0);
     socklen_t length = sizeof(address);
     int port = -1;
     if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&

@@ -78,7 +78,9 @@ std::string LocalClusterScript();
 
 // A TCP port on 127.0.0.1 that nothing listened on a moment ago and that
 // this process has not handed out before, for a listener a test starts (the
-// binaries take no port 0); -1 when none is found.
+// binaries take no port 0); -1 when none is found. It lies below the kernel's
+// ephemeral range, so no process binding port 0 can take it first
+// (hack/free-port.py does the same for the scripts).
 int FreeLoopbackPort();
 
 // Runs a command, returns its exit code; stdout+stderr into *output if given.

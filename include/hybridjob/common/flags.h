@@ -78,10 +78,16 @@ std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const*
 
 // --metrics-addr and --health-addr, as every binary declares them: the
 // host:port of the /metrics listener and of the /healthz and /readyz one; "0"
-// turns that listener off. The defaults are *serving's values.
+// turns that listener off. The defaults are *serving's values. Then how what
+// needs authorisation (/metrics, the dashboard) is served: HTTPS with the
+// certificate of --tls-cert-file/--tls-private-key-file (self-signed when
+// neither is given), or plain HTTP for anyone with --insecure-serving.
 struct ServingFlags {
   std::string metrics_addr;
   std::string health_addr;
+  bool insecure_serving = false;
+  std::string tls_cert_file;
+  std::string tls_private_key_file;
 };
 void AddServingFlags(FlagSet& flags, ServingFlags* serving);
 // The same flags for a binary whose configuration file (given by

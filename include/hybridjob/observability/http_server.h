@@ -1,5 +1,5 @@
-// A small HTTP server for /metrics, /healthz and /readyz. cpprestsdk stays
-// inside the implementation.
+// A small HTTP(S) server for /metrics, /healthz, /readyz and the dashboard.
+// cpprestsdk stays inside the implementation.
 #pragma once
 
 #include <functional>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include <hybridjob/common/status.h>
+#include <hybridjob/observability/tls.h>
 
 namespace hybridjob::observability {
 
@@ -15,9 +16,16 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::map<std::string, std::string> headers;  // besides Content-Type
 };
 
-using HttpHandler = std::function<HttpReply()>;
+// What a handler may read of a request.
+struct HttpRequest {
+  std::string path;
+  std::string authorization;  // the Authorization header, empty when absent
+};
+
+using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
 
 class HttpServer {
  public:
@@ -28,8 +36,10 @@ class HttpServer {
 
   // Registered before Start(); GET only.
   void Handle(const std::string& path, HttpHandler handler);
-  // address: "host:port" (":port" means every interface).
-  Status Start(const std::string& address);
+  void Handle(const std::string& path, std::function<HttpReply()> handler);
+  // address: "host:port" (":port" means every interface). With a
+  // certificate it serves HTTPS (TLS 1.2 and newer), else plain HTTP.
+  Status Start(const std::string& address, const ServingCertificate* tls = nullptr);
   void Stop();
 
  private:
@@ -37,27 +47,8 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The standard endpoints: /healthz (live while the process serves), /readyz
-// (ready() decides), /metrics (the registry's text).
-class Registry;
-void AddStandardEndpoints(HttpServer& server, Registry& registry, std::function<bool()> ready);
-
-// The two listeners every binary runs: /metrics on one address, the standard
-// endpoints on another. An empty or "0" address turns that listener off.
-struct EndpointAddress {
-  std::string field;    // named in errors, e.g. "--metrics-addr" or "metricsAddr"
-  std::string address;  // host:port
-};
-
-class ServingEndpoints {
- public:
-  Status Start(Registry& registry, const EndpointAddress& metrics, const EndpointAddress& health,
-               std::function<bool()> ready);
-  void Stop();
-
- private:
-  HttpServer metrics_;
-  HttpServer health_;
-};
+// /healthz (live while the process serves) and /readyz (ready() decides):
+// plain HTTP for the kubelet's probes, with nothing a probe must not see.
+void AddHealthEndpoints(HttpServer& server, std::function<bool()> ready);
 
 }  // namespace hybridjob::observability

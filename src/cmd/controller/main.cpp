@@ -16,6 +16,7 @@
 #include <hybridjob/k8s/leader_election.h>
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/observability/http_server.h>
+#include <hybridjob/observability/secure_serving.h>
 #include <hybridjob/observability/instrumentation.h>
 
 namespace {
@@ -150,12 +151,18 @@ int main(int argc, char** argv) {
     r.GetGauge("hybridjob_controller_leader", "1 while this replica leads").Set(leading ? 1 : 0);
   });
 
+  auto security = hybridjob::observability::MakeServingSecurity(
+      serving, **client, "hybridjob-controller",
+      hybridjob::observability::ServingHosts({serving.metrics_addr}));
+  if (!security.ok()) {
+    return Fail(security.status().message());
+  }
   controller.Start();
   hybridjob::observability::ServingEndpoints endpoints;
   if (auto status = endpoints.Start(
           registry, {"--metrics-addr", serving.metrics_addr},
           {"--health-addr", serving.health_addr},
-          [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); });
+          [&] { return controller.WaitForCacheSync(std::chrono::milliseconds(0)); }, *security);
       !status.ok()) {
     controller.Stop();
     return Fail(status.message());

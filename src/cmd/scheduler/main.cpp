@@ -14,6 +14,7 @@
 #include <hybridjob/k8s/rest_client.h>
 #include <hybridjob/observability/http_server.h>
 #include <hybridjob/observability/instrumentation.h>
+#include <hybridjob/observability/secure_serving.h>
 #include <hybridjob/scheduler/shell/config.h>
 #include <hybridjob/scheduler/shell/config_watcher.h>
 #include <hybridjob/scheduler/shell/gang_scheduler.h>
@@ -144,24 +145,33 @@ int main(int argc, char** argv) {
     scheduler.EnableDashboard();
   }
   scheduler.Start();
+  auto security = obs::MakeServingSecurity(
+      serving, **client, "gang-scheduler",
+      obs::ServingHosts({config.metrics_addr, config.dashboard_addr}));
+  if (!security.ok()) {
+    scheduler.Stop();
+    return Fail(security.status().message());
+  }
   obs::ServingEndpoints endpoints;
   if (auto status = endpoints.Start(
           registry, {"metricsAddr", config.metrics_addr}, {"healthAddr", config.health_addr},
-          [&scheduler] { return scheduler.WaitForCacheSync(std::chrono::milliseconds(0)); });
+          [&scheduler] { return scheduler.WaitForCacheSync(std::chrono::milliseconds(0)); },
+          *security);
       !status.ok()) {
     scheduler.Stop();
     return Fail(status.message());
   }
   obs::HttpServer dashboard;
   if (dashboard_on) {
-    hybridjob::scheduler::AddDashboardEndpoints(dashboard,
-                                                [&scheduler] { return scheduler.Dashboard(); });
-    if (auto status = dashboard.Start(config.dashboard_addr); !status.ok()) {
+    hybridjob::scheduler::AddDashboardEndpoints(
+        dashboard, [&scheduler] { return scheduler.Dashboard(); }, security->reviewer);
+    const obs::ServingCertificate* tls = security->certificate ? &*security->certificate : nullptr;
+    if (auto status = dashboard.Start(config.dashboard_addr, tls); !status.ok()) {
       endpoints.Stop();
       scheduler.Stop();
       return Fail("dashboardAddr: " + status.message());
     }
-    spdlog::info("dashboard at http://{}/", config.dashboard_addr);
+    spdlog::info("dashboard at {}://{}/", security->scheme(), config.dashboard_addr);
   }
   if (!scheduler.WaitForCacheSync(std::chrono::minutes(2))) {
     scheduler.Stop();

@@ -1,13 +1,113 @@
 #include <hybridjob/scheduler/shell/dashboard.h>
 
+#include <algorithm>
+#include <map>
+#include <variant>
+
+#include <hybridjob/observability/secure_serving.h>
+
 namespace hybridjob::scheduler {
 
 using nlohmann::json;
+namespace obs = observability;
+
+namespace {
+
+std::string NamespaceOfHolder(const std::string& job) {
+  const size_t slash = job.find('/');
+  return slash == std::string::npos ? std::string() : job.substr(0, slash);
+}
+
+}  // namespace
+
+std::set<std::string> NamespacesOf(const DashboardState& state) {
+  std::set<std::string> out;
+  for (const QueueView& queue : state.queues) {
+    for (const WaitingJob& job : queue.waiting) {
+      out.insert(job.namespace_name);
+    }
+    for (const ServedJob& job : queue.served) {
+      out.insert(job.namespace_name);
+    }
+  }
+  for (const RunningJob& job : state.running) {
+    out.insert(job.namespace_name);
+  }
+  for (const NodeView& node : state.map.nodes) {
+    for (const GpuHolder& holder : node.holders) {
+      if (std::string ns = NamespaceOfHolder(holder.job); !ns.empty()) {
+        out.insert(std::move(ns));
+      }
+    }
+  }
+  return out;
+}
+
+DashboardState VisibleState(const DashboardState& state, const DashboardScope& scope) {
+  DashboardState out;
+  out.at = state.at;
+  out.leading = state.leading;
+  out.gpus = state.gpus;
+  for (const RunningJob& job : state.running) {
+    if (scope.Sees(job.namespace_name)) {
+      out.running.push_back(job);
+    }
+  }
+  std::set<std::string> queues_in_use;
+  for (const RunningJob& job : out.running) {
+    queues_in_use.insert(job.queue);
+  }
+  std::vector<QueueView> queues;
+  for (QueueView queue : state.queues) {
+    std::erase_if(queue.waiting, [&](const WaitingJob& job) { return !scope.Sees(job.namespace_name); });
+    std::erase_if(queue.served, [&](const ServedJob& job) { return !scope.Sees(job.namespace_name); });
+    if (!queue.waiting.empty() || !queue.served.empty()) {
+      queues_in_use.insert(queue.name);
+    }
+    queues.push_back(std::move(queue));
+  }
+  if (!scope.cluster) {
+    // The queues its jobs are in, and their ancestors: the tree they hang in.
+    std::map<std::string, std::string> parent_of;
+    for (const QueueView& queue : queues) {
+      parent_of[queue.name] = queue.parent;
+    }
+    std::set<std::string> keep;
+    for (std::string name : queues_in_use) {
+      while (!name.empty() && keep.insert(name).second) {
+        auto it = parent_of.find(name);
+        name = it == parent_of.end() ? std::string() : it->second;
+      }
+    }
+    std::erase_if(queues, [&](const QueueView& queue) { return !keep.contains(queue.name); });
+  }
+  out.queues = std::move(queues);
+  out.map_visible = scope.cluster && state.map_visible;
+  if (out.map_visible) {
+    out.map = state.map;
+    for (NodeView& node : out.map.nodes) {
+      std::vector<GpuHolder> holders;
+      int64_t hidden = 0;
+      for (GpuHolder& holder : node.holders) {
+        if (scope.Sees(NamespaceOfHolder(holder.job))) {
+          holders.push_back(std::move(holder));
+        } else {
+          hidden += holder.milli_gpus;
+        }
+      }
+      if (hidden > 0) {
+        holders.push_back({std::string(kHiddenHolder), hidden});
+      }
+      node.holders = std::move(holders);
+    }
+  }
+  return out;
+}
 
 json ToJson(const DashboardState& state) {
   json out = {{"at", state.at},
               {"leading", state.leading},
-              {"gpuMap", ToJson(state.map)},
+              {"gpuMap", state.map_visible ? ToJson(state.map) : json(nullptr)},
               {"queues", json::array()},
               {"running", json::array()}};
   for (const QueueView& queue : state.queues) {
@@ -19,18 +119,95 @@ json ToJson(const DashboardState& state) {
   return out;
 }
 
-void AddDashboardEndpoints(observability::HttpServer& server,
-                           std::function<std::shared_ptr<const DashboardState>()> latest) {
-  server.Handle("/", [] {
-    return observability::HttpReply{200, "text/html; charset=utf-8", std::string(DashboardPage())};
+namespace {
+
+const char* const kJsonType = "application/json";
+
+obs::HttpReply JsonError(int status, const std::string& message) {
+  return {status, kJsonType, json({{"error", message}}).dump()};
+}
+
+// A refusal (401, 403, 503) with its message as JSON and its headers.
+obs::HttpReply JsonRefusal(const obs::HttpReply& refusal) {
+  std::string message = refusal.body;
+  while (!message.empty() && message.back() == '\n') {
+    message.pop_back();
+  }
+  obs::HttpReply reply = JsonError(refusal.status, message);
+  reply.headers = refusal.headers;
+  return reply;
+}
+
+// What the caller may see, or why it may see nothing.
+std::variant<DashboardScope, obs::HttpReply> ScopeOf(obs::AccessReviewer& reviewer,
+                                                     const obs::Caller& caller,
+                                                     const DashboardState& state) {
+  auto ask = [&](const obs::AccessCheck& check) { return obs::Allowed(&reviewer, caller, check); };
+  DashboardScope scope;
+  auto nodes = ask(obs::AccessCheck::Resource("list", "", "nodes"));
+  if (!nodes.ok()) {
+    return obs::ReviewFailedReply(nodes.status());
+  }
+  scope.cluster = *nodes;
+  auto all = ask(obs::AccessCheck::Resource("list", "batch.hybridjob.io", "hybridjobs"));
+  if (!all.ok()) {
+    return obs::ReviewFailedReply(all.status());
+  }
+  scope.all_namespaces = *all;
+  if (!scope.all_namespaces) {
+    for (const std::string& ns : NamespacesOf(state)) {
+      auto allowed = ask(obs::AccessCheck::Resource("list", "batch.hybridjob.io", "hybridjobs", ns));
+      if (!allowed.ok()) {
+        return obs::ReviewFailedReply(allowed.status());
+      }
+      if (*allowed) {
+        scope.namespaces.insert(ns);
+      }
+    }
+  }
+  if (!scope.cluster && !scope.all_namespaces && scope.namespaces.empty()) {
+    return obs::ForbiddenReply(caller,
+                               "list nodes, nor list hybridjobs.batch.hybridjob.io in any namespace "
+                               "with jobs on the dashboard");
+  }
+  return scope;
+}
+
+}  // namespace
+
+void AddDashboardEndpoints(obs::HttpServer& server,
+                           std::function<std::shared_ptr<const DashboardState>()> latest,
+                           std::shared_ptr<obs::AccessReviewer> reviewer) {
+  server.Handle("/", [reviewer](const obs::HttpRequest& request) {
+    obs::HttpReply page{200, "text/html; charset=utf-8", std::string(DashboardPage())};
+    auto caller = obs::Authenticate(reviewer.get(), request);
+    if (auto* refusal = std::get_if<obs::HttpReply>(&caller)) {
+      // The page holds no data: a browser shows it with the 401 and asks
+      // for a token.
+      page.status = refusal->status;
+      page.headers = refusal->headers;
+    }
+    return page;
   });
-  server.Handle("/api/state", [latest = std::move(latest)] {
+  server.Handle("/api/state", [latest = std::move(latest),
+                               reviewer = std::move(reviewer)](const obs::HttpRequest& request) {
+    auto caller = obs::Authenticate(reviewer.get(), request);
+    if (auto* refusal = std::get_if<obs::HttpReply>(&caller)) {
+      return JsonRefusal(*refusal);
+    }
     std::shared_ptr<const DashboardState> state = latest();
     if (!state) {
-      return observability::HttpReply{503, "application/json",
-                                      R"({"error":"the scheduler's caches are not synced yet"})"};
+      return JsonError(503, "the scheduler's caches are not synced yet");
     }
-    return observability::HttpReply{200, "application/json", ToJson(*state).dump()};
+    if (!reviewer) {
+      return obs::HttpReply{200, kJsonType, ToJson(*state).dump()};
+    }
+    auto scope = ScopeOf(*reviewer, std::get<obs::Caller>(caller), *state);
+    if (auto* refusal = std::get_if<obs::HttpReply>(&scope)) {
+      return JsonRefusal(*refusal);
+    }
+    return obs::HttpReply{200, kJsonType,
+                          ToJson(VisibleState(*state, std::get<DashboardScope>(scope))).dump()};
   });
 }
 
@@ -66,6 +243,14 @@ std::string_view DashboardPage() {
 <body>
 <h1>HybridJob gang-scheduler</h1>
 <div id="status">loading…</div>
+<form id="login" hidden>
+<p>The dashboard shows what your token may see: the jobs of namespaces where it may list
+hybridjobs, and the GPU map and every queue when it may list nodes. Paste a bearer token
+(for example from <code>kubectl create token NAME</code>) or open this page as
+<code>…/#token=TOKEN</code>. It is kept in this tab only.</p>
+<input id="token" type="password" size="60" autocomplete="off" placeholder="bearer token">
+<button type="submit">Show</button>
+</form>
 <h2>Queues</h2>
 <table id="queues"><thead><tr><th>Queue</th><th>Parent</th><th>Weight</th><th>Order</th>
 <th>GPUs used / guaranteed / max</th><th>Fair share</th><th></th><th>Used</th><th>Waiting</th></tr></thead><tbody></tbody></table>
@@ -110,6 +295,7 @@ function resources(list) {
   return parts.length ? parts.join(" ") : "-";
 }
 function render(state) {
+  document.getElementById("login").hidden = true;
   document.getElementById("status").textContent =
       "as of " + state.at + (state.leading ? "" : " (standby replica: no cycles, cache only)");
   const queues = document.querySelector("#queues tbody");
@@ -134,6 +320,14 @@ function render(state) {
     running.appendChild(row([j.namespace + "/" + j.name, j.queue, String(j.members), j.gpus]));
   }
   const map = state.gpuMap;
+  const container = document.getElementById("map");
+  const legend = document.getElementById("legend");
+  if (!map) {
+    document.getElementById("summary").textContent =
+        "The GPU map and the other queues need a token that may list nodes.";
+    container.replaceChildren(); legend.replaceChildren();
+    return;
+  }
   document.getElementById("summary").textContent = "GPUs: " + map.gpus + ", " + map.usedGpus +
       " used; free in pieces on nodes in use: " + map.freeGpusInPieces +
       "; the most free on one node: " + map.largestFreeOnANode;
@@ -144,7 +338,6 @@ function render(state) {
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push(node);
   }
-  const container = document.getElementById("map");
   container.replaceChildren();
   for (const [key, nodes] of groups) {
     const box = el("div", {class: "domain"}, [el("h3", {}, [key])]);
@@ -172,17 +365,34 @@ function render(state) {
     box.appendChild(svg);
     container.appendChild(box);
   }
-  const legend = document.getElementById("legend");
   legend.replaceChildren();
   for (const job of [...holders].sort()) {
     legend.appendChild(el("span", {}, [el("i", {style: "background:" + colour(job)}), job]));
   }
 }
+// A token given as #token=... moves to this tab's storage and out of the
+// address bar (and so out of the history).
+const fromAddress = new URLSearchParams(location.hash.slice(1)).get("token");
+if (fromAddress) {
+  sessionStorage.setItem("token", fromAddress);
+  history.replaceState(null, "", location.pathname + location.search);
+}
+document.getElementById("login").addEventListener("submit", event => {
+  event.preventDefault();
+  sessionStorage.setItem("token", document.getElementById("token").value.trim());
+  refresh();
+});
 async function refresh() {
   try {
-    const reply = await fetch("api/state", {cache: "no-store"});
-    if (reply.ok) render(await reply.json());
-    else document.getElementById("status").textContent = "the scheduler answered " + reply.status;
+    const token = sessionStorage.getItem("token");
+    const headers = token ? {Authorization: "Bearer " + token} : {};
+    const reply = await fetch("api/state", {cache: "no-store", headers: headers});
+    if (reply.ok) { render(await reply.json()); return; }
+    let why = "";
+    try { why = (await reply.json()).error || ""; } catch (e) {}
+    document.getElementById("status").textContent =
+        "the scheduler answered " + reply.status + (why ? ": " + why : "");
+    if (reply.status === 401) document.getElementById("login").hidden = false;
   } catch (e) {
     document.getElementById("status").textContent = "cannot reach the scheduler: " + e;
   }

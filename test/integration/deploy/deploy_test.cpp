@@ -48,13 +48,13 @@ std::string Address(int port) {
   return "127.0.0.1:" + std::to_string(port);
 }
 
-// GET http://127.0.0.1:<port><path>; the body, or "" with *code -1 when the
+// curl's answer to `arguments`: the body, or "" with *code -1 when the
 // server did not answer.
-std::string HttpGet(int port, const std::string& path, int* code = nullptr) {
+std::string CurlGet(const std::string& arguments, int* code) {
   std::string output;
-  const int rc = RunCommand("curl -sS --max-time 5 -o - -w '\\n%{http_code}' http://" +
-                                Address(port) + path + " 2>/dev/null",
-                            &output);
+  const int rc =
+      RunCommand("curl -sS --max-time 5 -o - -w '\\n%{http_code}' " + arguments + " 2>/dev/null",
+                 &output);
   const size_t last = output.rfind('\n');
   const int status =
       (rc == 0 && last != std::string::npos) ? std::atoi(output.c_str() + last + 1) : -1;
@@ -62,6 +62,19 @@ std::string HttpGet(int port, const std::string& path, int* code = nullptr) {
     *code = status;
   }
   return status > 0 ? output.substr(0, last) : "";
+}
+
+// GET http://127.0.0.1:<port><path>, as CurlGet.
+std::string HttpGet(int port, const std::string& path, int* code = nullptr) {
+  return CurlGet("http://" + Address(port) + path, code);
+}
+
+// GET https://127.0.0.1:<port><path> of a binary's self-signed listener, with
+// `token` as bearer token when given; as CurlGet.
+std::string HttpsGet(int port, const std::string& path, const std::string& token,
+                     int* code = nullptr) {
+  const std::string header = token.empty() ? "" : "-H 'Authorization: Bearer " + token + "' ";
+  return CurlGet("-k " + header + "https://" + Address(port) + path, code);
 }
 
 // Prometheus text format, version 0.0.4: every sample line is
@@ -228,6 +241,36 @@ class DeployTest : public ::testing::Test {
     return path;
   }
 
+  // A token of ServiceAccount `ns`/`account` (made when missing), from the
+  // TokenRequest API.
+  std::string TokenOf(const std::string& ns, const std::string& account) {
+    const json service_account = {{"apiVersion", "v1"},
+                                  {"kind", "ServiceAccount"},
+                                  {"metadata", {{"name", account}, {"namespace", ns}}}};
+    auto made = admin_->Create(k8s::resources::ServiceAccounts(), ns, service_account);
+    if (!made.ok() && !k8s::IsAlreadyExists(made.status())) {
+      ADD_FAILURE() << made.status().ToString();
+      return "";
+    }
+    const json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                          {"kind", "TokenRequest"},
+                          {"spec", {{"expirationSeconds", 3600}}}};
+    auto response =
+        admin_->CreateSubresource(k8s::resources::ServiceAccounts(), ns, account, "token", request);
+    if (!response.ok()) {
+      ADD_FAILURE() << "token for " << ns << "/" << account << ": "
+                    << response.status().ToString();
+      return "";
+    }
+    return (*response)["status"].value("token", "");
+  }
+
+  // kubectl create (cluster)rolebinding NAME --(cluster)role=ROLE --serviceaccount=NS:ACCOUNT
+  void Bind(const std::string& what, const std::string& arguments) {
+    std::string output;
+    ASSERT_EQ(Kubectl("create " + what + " " + arguments, &output), 0) << output;
+  }
+
   ChildProcess& Start(const std::string& name, std::vector<std::string> argv) {
     processes_.push_back(
         std::make_unique<ChildProcess>(std::move(argv), cluster_.dir() + "/logs/" + name + ".log"));
@@ -286,7 +329,8 @@ class DeployTest : public ::testing::Test {
   // gang-scheduler with deploy/'s ConfigMap as its config file and the args
   // of deploy/'s Deployment, endpoints moved to free ports.
   ChildProcess& StartSchedulerAsDeployed(const std::string& name, const std::string& kubeconfig,
-                                         int metrics_port, int health_port) {
+                                         int metrics_port, int health_port,
+                                         const std::vector<std::string>& extra_args = {}) {
     auto config_map = admin_->Get(k8s::resources::ConfigMaps(), kSystem, "gang-scheduler-config");
     EXPECT_TRUE(config_map.ok()) << config_map.status().ToString();
     const std::string config_path = cluster_.dir() + "/" + name + ".yaml";
@@ -306,6 +350,7 @@ class DeployTest : public ::testing::Test {
     EXPECT_TRUE(config_flag) << "deploy/'s scheduler gets no --config";
     argv.push_back("--metrics-addr=" + Address(metrics_port));
     argv.push_back("--health-addr=" + Address(health_port));
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     return Start(name, argv);
   }
 
@@ -612,9 +657,31 @@ TEST_F(DeployTest, MetricsOfBothBinariesAreValidPrometheusText) {
   ASSERT_NO_FATAL_FAILURE(SubmitJob(ns.name(), "measured"));
   ASSERT_TRUE(WaitForPhase(ns.name(), "measured", "Running")) << Logs();
 
+  // HTTPS only, and only for a token allowed `get /metrics`: Prometheus's
+  // account bound to deploy/'s metrics-reader ClusterRole, as the admin
+  // guide shows.
+  const std::string scraper = TokenOf(ns.name(), "prometheus");
+  ASSERT_NO_FATAL_FAILURE(Bind("clusterrolebinding", "prometheus-metrics "
+                                                     "--clusterrole=hybridjob-metrics-reader "
+                                                     "--serviceaccount=" +
+                                                         ns.name() + ":prometheus"));
+  const std::string stranger = TokenOf(ns.name(), "stranger");
+  for (const int port : {controller_metrics, scheduler_metrics}) {
+    int code = 0;
+    HttpGet(port, "/metrics", &code);
+    EXPECT_NE(code, 200) << "plain HTTP on port " << port;
+    HttpsGet(port, "/metrics", "", &code);
+    EXPECT_EQ(code, 401) << "anonymous on port " << port;
+    HttpsGet(port, "/metrics", "not-a-token", &code);
+    EXPECT_EQ(code, 401) << "a made-up token on port " << port;
+    const std::string refused = HttpsGet(port, "/metrics", stranger, &code);
+    EXPECT_EQ(code, 403) << "a token without the role on port " << port;
+    EXPECT_THAT(refused, HasSubstr("system:serviceaccount:" + ns.name() + ":stranger"));
+  }
+
   auto scrape = [&](int port) {
     int code = 0;
-    const std::string text = HttpGet(port, "/metrics", &code);
+    const std::string text = HttpsGet(port, "/metrics", scraper, &code);
     EXPECT_EQ(code, 200) << "port " << port;
     std::vector<std::string> errors;
     auto samples = ParsePrometheus(text, &errors);
@@ -679,6 +746,96 @@ TEST_F(DeployTest, MetricsOfBothBinariesAreValidPrometheusText) {
   EXPECT_EQ(scheduler["hybridjob_scheduler_leader"], 1);
 }
 
+// The dashboard as deployed, seen with three tokens: a namespace's reader
+// (a Role to list hybridjobs there) sees that namespace's job and its queue,
+// no GPU map; hybridjob-viewer (list nodes and hybridjobs everywhere) sees it
+// all; a token with neither right gets 403, no token 401. The page renders in
+// headless Chromium for the namespace's reader.
+TEST_F(DeployTest, TheDashboardShowsEachTokenOnlyWhatItMayList) {
+  ASSERT_NO_FATAL_FAILURE(ApplyDeploy());
+  ASSERT_NO_FATAL_FAILURE(StartNodes());
+  const int dashboard_port = FreeLoopbackPort();
+  ChildProcess& scheduler = StartSchedulerAsDeployed(
+      "gang-scheduler", KubeconfigFor("gang-scheduler"), FreeLoopbackPort(), FreeLoopbackPort(),
+      {"--dashboard-addr=" + Address(dashboard_port)});
+  StartControllerAsDeployed("hybridjob-controller", KubeconfigFor("hybridjob-controller"),
+                            FreeLoopbackPort(), FreeLoopbackPort());
+  TestNamespace team_a(*admin_, "team-a");
+  TestNamespace team_b(*admin_, "team-b");
+  ASSERT_NO_FATAL_FAILURE(SubmitJob(team_a.name(), "job-a"));
+  ASSERT_NO_FATAL_FAILURE(SubmitJob(team_b.name(), "job-b"));
+  ASSERT_TRUE(WaitForPhase(team_a.name(), "job-a", "Running")) << Logs();
+  ASSERT_TRUE(WaitForPhase(team_b.name(), "job-b", "Running")) << Logs();
+
+  const std::string reader = TokenOf(team_a.name(), "reader");
+  ASSERT_NO_FATAL_FAILURE(Bind("role", "list-jobs -n " + team_a.name() +
+                                           " --verb=list --resource=hybridjobs.batch.hybridjob.io"));
+  ASSERT_NO_FATAL_FAILURE(Bind("rolebinding", "reader-lists-jobs -n " + team_a.name() +
+                                                  " --role=list-jobs --serviceaccount=" +
+                                                  team_a.name() + ":reader"));
+  const std::string viewer = TokenOf(team_b.name(), "viewer");
+  ASSERT_NO_FATAL_FAILURE(Bind("clusterrolebinding", "dashboard-viewer "
+                                                     "--clusterrole=hybridjob-viewer "
+                                                     "--serviceaccount=" +
+                                                         team_b.name() + ":viewer"));
+  const std::string nobody = TokenOf(team_a.name(), "nobody");
+
+  int code = 0;
+  const std::string page = HttpsGet(dashboard_port, "/", "", &code);
+  EXPECT_EQ(code, 401) << "the page without a token\n" << Logs();
+  EXPECT_THAT(page, HasSubstr("bearer token")) << "it asks for one";
+  HttpsGet(dashboard_port, "/api/state", "", &code);
+  EXPECT_EQ(code, 401);
+  const std::string refused = HttpsGet(dashboard_port, "/api/state", nobody, &code);
+  EXPECT_EQ(code, 403) << refused;
+  EXPECT_THAT(refused, HasSubstr(":nobody"));
+  HttpGet(dashboard_port, "/api/state", &code);
+  EXPECT_NE(code, 200) << "no plain HTTP";
+
+  // The reader: job-a, its queue, nothing of team-b, no map.
+  json state;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string text = HttpsGet(dashboard_port, "/api/state", reader, &code);
+        state = code == 200 ? json::parse(text, nullptr, false) : json();
+        return state.is_object() && state["running"].size() == 1;
+      },
+      20s))
+      << code << " " << state.dump() << "\n"
+      << Logs();
+  EXPECT_EQ(state["running"][0]["name"], "job-a");
+  EXPECT_EQ(state["running"][0]["namespace"], team_a.name());
+  EXPECT_TRUE(state["gpuMap"].is_null());
+  EXPECT_EQ(state.dump().find("job-b"), std::string::npos) << state.dump();
+  EXPECT_EQ(state.dump().find(team_b.name()), std::string::npos) << state.dump();
+
+  // hybridjob-viewer: both jobs and the map.
+  const json all = json::parse(HttpsGet(dashboard_port, "/api/state", viewer, &code), nullptr, false);
+  ASSERT_EQ(code, 200);
+  std::set<std::string> running;
+  for (const json& job : all["running"]) {
+    running.insert(job["name"].get<std::string>());
+  }
+  EXPECT_EQ(running, (std::set<std::string>{"job-a", "job-b"}));
+  ASSERT_TRUE(all["gpuMap"].is_object());
+  EXPECT_EQ(all["gpuMap"]["usedGpus"], "4");
+
+  // The page in a browser, with the reader's token in the address.
+  const std::string profile = cluster_.dir() + "/chromium-profile";
+  std::string dom;
+  ASSERT_EQ(RunCommand("chromium --headless --no-sandbox --disable-gpu --ignore-certificate-errors "
+                       "--disable-dev-shm-usage --user-data-dir=" +
+                           profile + " --virtual-time-budget=5000 --dump-dom 'https://" +
+                           Address(dashboard_port) + "/#token=" + reader + "' 2>/dev/null",
+                       &dom),
+            0)
+      << dom;
+  EXPECT_THAT(dom, HasSubstr(team_a.name() + "/job-a"));
+  EXPECT_EQ(dom.find("job-b"), std::string::npos);
+  EXPECT_THAT(dom, HasSubstr("need a token that may list nodes"));
+  EXPECT_TRUE(scheduler.Running()) << Logs();
+}
+
 TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
   ASSERT_NO_FATAL_FAILURE(ApplyDeploy());
   ASSERT_NO_FATAL_FAILURE(StartNodes());
@@ -694,6 +851,10 @@ TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
                                      "  retryPeriod: 1s\n";
   const std::string controller_kubeconfig = KubeconfigFor("hybridjob-controller");
   const std::string scheduler_kubeconfig = KubeconfigFor("gang-scheduler");
+  const std::string scraper = TokenOf(kSystem, "prometheus");
+  ASSERT_NO_FATAL_FAILURE(Bind("clusterrolebinding",
+                               "prometheus-metrics --clusterrole=hybridjob-metrics-reader "
+                               "--serviceaccount=hybridjob-system:prometheus"));
 
   struct Replica {
     ChildProcess* process;
@@ -734,7 +895,8 @@ TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
         continue;
       }
       std::vector<std::string> errors;
-      auto samples = ParsePrometheus(HttpGet(replicas[i].metrics_port, "/metrics"), &errors);
+      auto samples =
+          ParsePrometheus(HttpsGet(replicas[i].metrics_port, "/metrics", scraper), &errors);
       auto it = samples.find(gauge);
       if (it == samples.end()) {
         return -1;

@@ -253,7 +253,44 @@ TEST(DeployKustomizeTest, HoldsEveryObjectOfAnInstall) {
           "RoleBinding/" + ns + "/gang-scheduler-leader-election",
           "ConfigMap/" + ns + "/gang-scheduler-config",
           "Deployment/" + ns + "/hybridjob-controller", "Deployment/" + ns + "/gang-scheduler",
-          "ClusterRole//hybridjob-viewer", "Role/" + ns + "/hybridjob-viewer"));
+          "ClusterRole//hybridjob-viewer", "Role/" + ns + "/hybridjob-viewer",
+          "ClusterRoleBinding//hybridjob-controller-auth-delegator",
+          "ClusterRoleBinding//gang-scheduler-auth-delegator",
+          "ClusterRole//hybridjob-metrics-reader"));
+}
+
+// /metrics and the dashboard ask the API server who calls and what it may:
+// each binary's account may create TokenReviews and SubjectAccessReviews
+// (system:auth-delegator, nothing wider), and scrapers get a role that allows
+// exactly `get /metrics`.
+TEST(DeployKustomizeTest, BinariesMayReviewTokensAndScrapersGetOnlyMetrics) {
+  const Objects base = LoadKustomizeBase();
+  ASSERT_THAT(base.errors, IsEmpty());
+  for (const std::string account : {"hybridjob-controller", "gang-scheduler"}) {
+    auto it = base.by_key.find("ClusterRoleBinding//" + account + "-auth-delegator");
+    ASSERT_NE(it, base.by_key.end()) << account;
+    const json& binding = it->second;
+    EXPECT_EQ(binding["roleRef"].value("kind", ""), "ClusterRole");
+    EXPECT_EQ(binding["roleRef"].value("name", ""), "system:auth-delegator");
+    ASSERT_EQ(binding["subjects"].size(), 1u);
+    EXPECT_EQ(binding["subjects"][0].value("kind", ""), "ServiceAccount");
+    EXPECT_EQ(binding["subjects"][0].value("name", ""), account);
+    EXPECT_EQ(binding["subjects"][0].value("namespace", ""), kNamespace);
+  }
+  auto reader = base.by_key.find("ClusterRole//hybridjob-metrics-reader");
+  ASSERT_NE(reader, base.by_key.end());
+  const json& rules = reader->second["rules"];
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0]["nonResourceURLs"].get<std::vector<std::string>>(),
+            std::vector<std::string>{"/metrics"});
+  EXPECT_EQ(rules[0]["verbs"].get<std::vector<std::string>>(), std::vector<std::string>{"get"});
+  EXPECT_FALSE(rules[0].contains("resources"));
+  for (const std::string deployment : {"hybridjob-controller", "gang-scheduler"}) {
+    const json& object = base.by_key.at("Deployment/" + std::string(kNamespace) + "/" + deployment);
+    EXPECT_EQ(object["spec"]["template"]["metadata"]["annotations"].value("prometheus.io/scheme", ""),
+              "https")
+        << deployment;
+  }
 }
 
 TEST(DeployKustomizeTest, CrdCopiesAreTheCanonicalCrd) {
@@ -609,6 +646,44 @@ TEST(DeployChartTest, ValuesOverrideWhatTheyName) {
   release.set["scheduler.config.gpuResources"] = "[nvidia.com/gpu, amd.com/gpu]";
   EXPECT_THAT(RenderChart(release).errors,
               ::testing::ElementsAre(::testing::HasSubstr("not a single value")));
+}
+
+// serving.certSecret mounts a TLS Secret and points both binaries at its
+// files; serving.insecure asks for plain HTTP; by default neither.
+TEST(DeployChartTest, ServingValuesGiveTheCertificateOrPlainHttp) {
+  const std::string ns = kNamespace;
+  auto args_of = [&](const Objects& chart, const std::string& name) {
+    return Get(chart, "Deployment/" + ns + "/" + name)["spec"]["template"]["spec"]["containers"][0]
+                                                       ["args"]
+                                                           .get<std::vector<std::string>>();
+  };
+  ChartRelease release = LikeTheBase();
+  release.set["serving.certSecret"] = "hybridjob-serving";
+  const Objects with_secret = RenderChart(release);
+  ASSERT_THAT(with_secret.errors, IsEmpty());
+  for (const std::string name : {"hybridjob-controller", "gang-scheduler"}) {
+    EXPECT_THAT(args_of(with_secret, name),
+                ::testing::IsSupersetOf({"--tls-cert-file=/etc/hybridjob/serving/tls.crt",
+                                         "--tls-private-key-file=/etc/hybridjob/serving/tls.key"}))
+        << name;
+    const json& spec = Get(with_secret, "Deployment/" + ns + "/" + name)["spec"]["template"]["spec"];
+    EXPECT_EQ(spec["volumes"].back(),
+              json({{"name", "serving-cert"}, {"secret", {{"secretName", "hybridjob-serving"}}}}));
+    EXPECT_EQ(spec["containers"][0]["volumeMounts"].back(),
+              json({{"name", "serving-cert"},
+                    {"mountPath", "/etc/hybridjob/serving"},
+                    {"readOnly", true}}));
+  }
+  release.set.erase("serving.certSecret");
+  release.set["serving.insecure"] = "true";
+  const Objects insecure = RenderChart(release);
+  ASSERT_THAT(insecure.errors, IsEmpty());
+  for (const std::string name : {"hybridjob-controller", "gang-scheduler"}) {
+    EXPECT_THAT(args_of(insecure, name), ::testing::Contains("--insecure-serving")) << name;
+    EXPECT_THAT(args_of(RenderChart(LikeTheBase()), name),
+                ::testing::Not(::testing::Contains("--insecure-serving")))
+        << name;
+  }
 }
 
 // --- the renderer itself ------------------------------------------------------
