@@ -82,10 +82,13 @@ k get nodes -o custom-columns='NODE:.metadata.name,GPUS:.status.allocatable.nvid
 
 # The scheduler's dashboard on a free loopback port.
 DASHBOARD_PORT="$(python3 "$ROOT/hack/free-port.py")"
-"$BIN/gang-scheduler" --metrics-addr 127.0.0.1:0 --health-addr 0 \
-  --dashboard-addr "127.0.0.1:$DASHBOARD_PORT" >"$LOG_DIR/gang-scheduler.log" 2>&1 &
+# The key members are signed with and checked against.
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOG_DIR/member-key")
+"$BIN/gang-scheduler" --metrics-addr 0 --health-addr 0 \
+  --dashboard-addr "127.0.0.1:$DASHBOARD_PORT" --member-key-file "$LOG_DIR/member-key" \
+  >"$LOG_DIR/gang-scheduler.log" 2>&1 &
 PIDS+=($!)
-"$BIN/hybridjob-controller" --metrics-addr 0 --health-addr 0 \
+"$BIN/hybridjob-controller" --metrics-addr 0 --health-addr 0 --member-key-file "$LOG_DIR/member-key" \
   >"$LOG_DIR/hybridjob-controller.log" 2>&1 &
 PIDS+=($!)
 say "gang-scheduler and hybridjob-controller started"

@@ -153,9 +153,14 @@ cmd_up() {
 
   local dashboard_port
   dashboard_port="$(free_port)"
+  # The key the controller signs members with and the scheduler checks, as
+  # an installation's Secret hybridjob-member-key holds.
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/member-key")
   start "$dir" gang-scheduler "$bin/gang-scheduler" --config "$dir/scheduler-config.yaml" \
-    --metrics-addr 0 --health-addr 0 --dashboard-addr "127.0.0.1:$dashboard_port"
-  start "$dir" hybridjob-controller "$bin/hybridjob-controller" --metrics-addr 0 --health-addr 0
+    --metrics-addr 0 --health-addr 0 --dashboard-addr "127.0.0.1:$dashboard_port" \
+    --member-key-file "$dir/member-key"
+  start "$dir" hybridjob-controller "$bin/hybridjob-controller" --metrics-addr 0 --health-addr 0 \
+    --member-key-file "$dir/member-key"
   echo "$dashboard_port" >"$dir/dashboard.port"
   sleep 1
   check_running "$dir" gang-scheduler

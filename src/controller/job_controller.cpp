@@ -642,6 +642,24 @@ Status JobController::CreateChild(const std::string& key, Expectations::ChildKin
   return IgnoreAlreadyExists(created);
 }
 
+nlohmann::json JobController::SignedMember(const nlohmann::json& job,
+                                          const nlohmann::json& pod) const {
+  if (options_.member_keys.empty()) {
+    return pod;
+  }
+  // Signed now, as it is sent: the scheduler wants the signature close to
+  // the creationTimestamp the API server gives the pod.
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  nlohmann::json signed_pod = pod;
+  signed_pod["metadata"]["annotations"][std::string(api::kMemberSignatureAnnotation)] =
+      api::SignMember(options_.member_keys,
+                      {k8s::NamespaceOf(job), k8s::NameOf(pod), k8s::UidOf(job)}, now,
+                      api::NewMemberNonce());
+  return signed_pod;
+}
+
 Status JobController::Apply(const std::string& key, const nlohmann::json& job,
                             const Action& action) {
   const std::string ns = k8s::NamespaceOf(job);
@@ -651,7 +669,7 @@ Status JobController::Apply(const std::string& key, const nlohmann::json& job,
       [&](const auto& a) -> Status {
         using T = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<T, CreatePod>) {
-          auto created = client_.Create(k8s::resources::Pods(), ns, a.pod, write);
+          auto created = client_.Create(k8s::resources::Pods(), ns, SignedMember(job, a.pod), write);
           if (created.ok()) {
             // AlreadyExists expects nothing: that pod may be one the cache
             // never shows (without the job-name label).

@@ -1,7 +1,9 @@
 #include "system.h"
 
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -25,15 +27,19 @@ void AddLogLevel(std::vector<std::string>& argv) {
 }
 
 // A binary of build/bin with the flags every component gets here: the
-// cluster's kubeconfig, and metrics and health on ports of the kernel's choice.
-std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig) {
+// cluster's kubeconfig, no metrics or health listeners, and the member key
+// the controller signs members with and the scheduler checks.
+std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig,
+                                       const std::string& member_key_file) {
   std::vector<std::string> argv = {BinaryDir() + "/" + binary,
                                    "--kubeconfig",
                                    kubeconfig,
                                    "--metrics-addr",
                                    "0",
                                    "--health-addr",
-                                   "0"};
+                                   "0",
+                                   "--member-key-file",
+                                   member_key_file};
   AddLogLevel(argv);
   return argv;
 }
@@ -98,7 +104,19 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
     ADD_FAILURE() << "simulated nodes did not register:\n" << sim_->Log();
     return;
   }
-  scheduler_argv_ = ComponentArgv("gang-scheduler", kubeconfig);
+  // A fresh member key per system, as an install's Secret holds one.
+  const std::string member_key_file = dir + "/member-key";
+  {
+    std::random_device random;
+    std::ofstream key(member_key_file);
+    for (int i = 0; i < 8; ++i) {
+      char word[9];
+      std::snprintf(word, sizeof(word), "%08x", random());
+      key << word;
+    }
+    key << "\n";
+  }
+  scheduler_argv_ = ComponentArgv("gang-scheduler", kubeconfig, member_key_file);
   if (!options.scheduler_config.empty()) {
     const std::string config_path = dir + "/scheduler.yaml";
     std::ofstream(config_path) << options.scheduler_config;
@@ -107,7 +125,7 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   }
   scheduler_argv_.insert(scheduler_argv_.end(), replicas.scheduler_args.begin(),
                          replicas.scheduler_args.end());
-  controller_argv_ = ComponentArgv("hybridjob-controller", kubeconfig);
+  controller_argv_ = ComponentArgv("hybridjob-controller", kubeconfig, member_key_file);
   controller_argv_.insert(controller_argv_.end(), replicas.controller_args.begin(),
                           replicas.controller_args.end());
   ok_ = sim_->Running();

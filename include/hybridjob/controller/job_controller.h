@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/actions.h>
 #include <hybridjob/controller/departed.h>
@@ -44,6 +45,10 @@ struct ControllerOptions {
   // How long a status that only reports progress may wait to go out with the
   // next change (status_batch.h); 0 writes every change at once.
   std::chrono::milliseconds status_batch_period{std::chrono::seconds(1)};
+  // Each member pod is signed with the first key (api/member_signature.h) as
+  // it is created, so the gang-scheduler can tell it from a forged one; none:
+  // members are not signed.
+  api::MemberKeys member_keys;
 };
 
 struct ControllerStats {
@@ -96,6 +101,8 @@ class JobController {
   void Worker();
   // Applies the plan for one job key; Ok, or why it must be retried.
   Status Reconcile(const std::string& key);
+  // The pod with the member signature of options_.member_keys, if any.
+  nlohmann::json SignedMember(const nlohmann::json& job, const nlohmann::json& pod) const;
   Status Apply(const std::string& key, const nlohmann::json& job, const Action& action);
   // Takes the plan's status write out when it only reports progress and is
   // not yet due (status_batch.h), or puts a due one in; how long until the

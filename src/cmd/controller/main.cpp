@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/common/flags.h>
 #include <hybridjob/common/logging.h>
 #include <hybridjob/common/signals.h>
@@ -78,9 +79,23 @@ int main(int argc, char** argv) {
                "comma-separated schedulers a job may name in spec.schedulerName; a job naming "
                "another is Invalid and gets no pod, so no job escapes the gang-scheduler's "
                "queues");
+  std::string member_key_file;
+  flags.String(std::string(hybridjob::api::kMemberKeyFileFlag), &member_key_file,
+               "file of the keys member pods are signed with (the first; one per line), the "
+               "same as the gang-scheduler's, so it places only members this controller made");
+  flags.DescribeDefault(std::string(hybridjob::api::kMemberKeyFileFlag),
+                        "none: members are not signed");
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
   }
+  auto member_keys = hybridjob::api::LoadMemberKeyFlag(member_key_file);
+  if (!member_keys) {
+    return Fail(member_keys.status().message());
+  }
+  if (!member_keys->warning.empty()) {
+    spdlog::warn("{}", member_keys->warning);
+  }
+  options.member_keys = std::move(member_keys->keys);
   if (options.status_batch_period.count() < 0 ||
       options.status_batch_period > std::chrono::minutes(1)) {
     return Fail("--status-batch-period must be between 0 and 1m");

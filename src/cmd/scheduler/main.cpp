@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/common/flags.h>
 #include <hybridjob/common/logging.h>
 #include <hybridjob/common/signals.h>
@@ -55,9 +56,23 @@ int main(int argc, char** argv) {
   flags.String("dashboard-addr", &dashboard_addr,
                "host:port of the read-only web dashboard; \"0\" disables it");
   flags.DescribeDefault("dashboard-addr", "dashboardAddr of --config, else disabled");
+  std::string member_key_file;
+  flags.String(std::string(hybridjob::api::kMemberKeyFileFlag), &member_key_file,
+               "file of the keys member signatures are checked with (one per line; the "
+               "controller's): a pending member is placed only with hybridjob-controller's "
+               "signature");
+  flags.DescribeDefault(std::string(hybridjob::api::kMemberKeyFileFlag),
+                        "none: signatures are not checked");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
+  }
+  auto member_keys = hybridjob::api::LoadMemberKeyFlag(member_key_file);
+  if (!member_keys) {
+    return Fail(member_keys.status().message());
+  }
+  if (!member_keys->warning.empty()) {
+    spdlog::warn("{}", member_keys->warning);
   }
   // Flags override the file, at start and on every reload.
   auto apply_flags = [&](hybridjob::scheduler::SchedulerConfig& config) {
@@ -137,6 +152,7 @@ int main(int argc, char** argv) {
   obs::InstrumentClient(**event_client, registry);
   hybridjob::scheduler::GangScheduler scheduler(**client, config);
   scheduler.SetEventClient(**event_client);
+  scheduler.SetMemberKeys(std::move(member_keys->keys));
   running = &scheduler;
   std::atomic<bool> leading{false};
   hybridjob::scheduler::ExportSchedulerMetrics(registry, scheduler, leading);

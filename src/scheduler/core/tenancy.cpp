@@ -226,7 +226,38 @@ GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpe
   return out;
 }
 
-bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory) {
+namespace {
+
+// Why a member's signature does not vouch for it; empty when it does or no
+// keys are set. A member on a node is already placed (by this scheduler after
+// the same check, or before keys were set): its signature, when valid, only
+// claims its nonce, so no copy of it is placed.
+std::string SignatureRefusal(const PodInfo& pod, const TrustedJob& job,
+                             const TenancyDirectory& directory, api::MemberNonceLedger* nonces) {
+  const api::MemberKeys& keys = directory.member_keys();
+  if (keys.empty()) {
+    return {};
+  }
+  const bool pending = pod.node_name.empty();
+  if (!pending && pod.member_signature.empty()) {
+    return {};
+  }
+  auto verified = api::VerifyMember(
+      keys, {pod.namespace_name, pod.name, job.uid}, pod.member_signature,
+      static_cast<int64_t>(pod.creation_time.time_since_epoch().count()));
+  if (!verified.ok()) {
+    return pending ? verified.status().message() : std::string();
+  }
+  if (nonces != nullptr && !nonces->Claim(verified->nonce, pod.uid, verified->issued_unix)) {
+    return pending ? "its signature was made for another pod, which used it first"
+                   : std::string();
+  }
+  return {};
+}
+
+}  // namespace
+
+bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory, api::MemberNonceLedger* nonces) {
   // The fields as they were, to say whether anything changed.
   const std::string old_job_name = pod.job_name;
   const std::optional<GroupSpec> old_group_spec = pod.group_spec;
@@ -291,6 +322,12 @@ bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory) {
       pod.untrusted_reason = "pod " + pod.name + " is not named as member " + pod.role + " " +
                              std::to_string(pod.index) + " of HybridJob " + Quoted(job_name) +
                              "; it is never part of that job's gang";
+    } else if (std::string refused = SignatureRefusal(pod, *job, directory, nonces);
+               !refused.empty()) {
+      pod.untrusted_reason = "pod " + pod.name + " claims to be member " + pod.role + " " +
+                             std::to_string(pod.index) + " of HybridJob " + Quoted(job_name) +
+                             ", but " + refused +
+                             "; only pods hybridjob-controller made join a gang";
     } else {
       pod.job_name = job_name;
       GroupSpec spec = EffectiveGroupSpec(*job, pod.annotated_group_spec);

@@ -8,6 +8,8 @@
 #include <hybridjob/common/json_fields.h>
 #include <hybridjob/scheduler/objects/objects.h>
 
+#include <hybridjob/api/member_signature.h>
+
 #include "strict_fields.h"
 
 namespace hybridjob::scheduler {
@@ -600,6 +602,9 @@ PodInfo ParsePodOrThrow(const json& object) {
     } else {
       pod.group_spec_error = parsed.status().message();
     }
+  }
+  if (const std::string* signature = annotations.Find(api::kMemberSignatureAnnotation)) {
+    pod.member_signature = *signature;
   }
   return pod;
 }

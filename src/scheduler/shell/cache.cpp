@@ -58,7 +58,7 @@ bool SchedulerCache::ForgetAssumed(const std::string& namespace_name, const std:
 }
 
 bool SchedulerCache::UpsertPod(PodInfo pod) {
-  (void)ResolvePod(pod, directory_);
+  (void)ResolvePod(pod, directory_, &nonces_);
   IndexClaim(pod, /*add=*/true);
   const std::string key = pod.Key();
   if (!pod.node_name.empty()) {
@@ -208,7 +208,7 @@ void SchedulerCache::IndexClaim(const PodInfo& pod, bool add) {
 bool SchedulerCache::ReresolvePods(const std::function<bool(const PodInfo&)>& matches) {
   bool changed = false;
   for (auto& [key, pod] : pending_) {
-    if (matches(*pod) && ResolvePod(*pod, directory_)) {
+    if (matches(*pod) && ResolvePod(*pod, directory_, &nonces_)) {
       changed = true;
     }
   }
@@ -220,7 +220,7 @@ bool SchedulerCache::ReresolvePods(const std::function<bool(const PodInfo&)>& ma
         continue;
       }
       PodInfo copy = *pod;
-      if (ResolvePod(copy, directory_)) {
+      if (ResolvePod(copy, directory_, &nonces_)) {
         resolved.push_back(std::move(copy));
       }
     }

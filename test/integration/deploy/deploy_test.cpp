@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/k8s/api_status.h>
 
 #include "child_process.h"
@@ -320,6 +321,8 @@ class DeployTest : public ::testing::Test {
         arg = "--health-addr=" + Address(health_port);
       } else if (arg.rfind("--log-format=", 0) == 0) {
         arg = "--log-format=text";  // readable in failure messages
+      } else if (arg.rfind("--member-key-file=", 0) == 0) {
+        arg = "--member-key-file=" + MemberKeyFile();  // the Secret's file, here
       }
       argv.push_back(arg);
     }
@@ -344,6 +347,8 @@ class DeployTest : public ::testing::Test {
         config_flag = true;
       } else if (arg.rfind("--log-format=", 0) == 0) {
         arg = "--log-format=text";
+      } else if (arg.rfind("--member-key-file=", 0) == 0) {
+        arg = "--member-key-file=" + MemberKeyFile();
       }
       argv.push_back(arg);
     }
@@ -352,6 +357,16 @@ class DeployTest : public ::testing::Test {
     argv.push_back("--health-addr=" + Address(health_port));
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     return Start(name, argv);
+  }
+
+  // What the hybridjob-member-key Secret would hold, as a file the
+  // Deployments' --member-key-file points at.
+  std::string MemberKeyFile() {
+    const std::string path = cluster_.dir() + "/member-key";
+    if (!std::ifstream(path)) {
+      std::ofstream(path) << std::string(64, 'f') << "\n";
+    }
+    return path;
   }
 
   json SmallJob(const std::string& name) const {
@@ -568,8 +583,18 @@ TEST_F(DeployTest, BinariesRunAJobWithTheServiceAccountsRights) {
       << "phase " << Phase(ns.name(), "small") << "\n"
       << Logs();
   EXPECT_TRUE(controller.Running() && scheduler.Running()) << Logs();
+  // The members were signed with the Deployments' member key, and placed.
+  auto members = admin_->List(k8s::resources::Pods(), ns.name(), {});
+  ASSERT_TRUE(members.ok());
+  ASSERT_FALSE(members->items.empty());
+  for (const json& pod : members->items) {
+    EXPECT_TRUE(pod["metadata"]["annotations"].contains(
+        std::string(api::kMemberSignatureAnnotation)))
+        << pod.dump();
+  }
   // Nothing the binaries did was refused: the ClusterRoles are sufficient.
   for (const ChildProcess* process : {&controller, &scheduler}) {
+    EXPECT_THAT(process->Log(), ::testing::Not(HasSubstr("members are not signed"))) << Logs();
     EXPECT_THAT(process->Log(), ::testing::Not(HasSubstr("Forbidden"))) << Logs();
     EXPECT_THAT(process->Log(), ::testing::Not(HasSubstr("HTTP 403"))) << Logs();
   }

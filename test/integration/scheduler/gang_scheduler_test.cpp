@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/api/waiting.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/scheduler/shell/gang_scheduler.h>
@@ -39,6 +40,8 @@ struct Role {
 
 class GangSchedulerTest : public ::testing::Test {
  protected:
+  // Set before StartScheduler: members are signed and checked with these.
+  api::MemberKeys member_keys_;
   static void SetUpTestSuite() {
     auto client = AdminClient();
     ASSERT_TRUE(hybridjob::testing::EnsureHybridJobCrd(*client, 60s).ok());
@@ -87,6 +90,9 @@ class GangSchedulerTest : public ::testing::Test {
 
   void StartScheduler(const SchedulerConfig& config, BindFunction bind = nullptr) {
     scheduler_ = std::make_unique<GangScheduler>(*client_, config, std::move(bind));
+    if (!member_keys_.empty()) {
+      scheduler_->SetMemberKeys(member_keys_);
+    }
     scheduler_->Start();
     ASSERT_TRUE(scheduler_->WaitForCacheSync(30s));
     scheduler_->SetActive(true);
@@ -179,6 +185,16 @@ class GangSchedulerTest : public ::testing::Test {
                       {"containers", json::array({container})}}}};
         if (!priority_class.empty()) {
           pod["spec"]["priorityClassName"] = priority_class;
+        }
+        if (!member_keys_.empty()) {
+          // Signed as hybridjob-controller signs the members it creates.
+          const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+          pod["metadata"]["annotations"][std::string(api::kMemberSignatureAnnotation)] =
+              api::SignMember(member_keys_,
+                              {ns_->name(), pod["metadata"]["name"].get<std::string>(), uid}, now,
+                              api::NewMemberNonce());
         }
         auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -772,6 +788,63 @@ TEST_F(GangSchedulerTest, AForgedPodWithAMembersLabelsNeverJoinsItsGang) {
   EXPECT_TRUE(NodeOf("forged").empty());
   EXPECT_TRUE(NodeOf("real-worker-7").empty());
   EXPECT_EQ(CountBound("real-worker-", 2), 2);
+  EXPECT_EQ(scheduler_->stats().evictions.load(), 0u);
+}
+
+// With member keys, the gap the labels and ownerReference leave is closed: a
+// pod made by hand under a vacant member name, with the job's uid, is never
+// placed, whether it carries no signature, another member's, or the very one
+// the member before it had.
+TEST_F(GangSchedulerTest, AForgedMemberUnderAVacantNameWithTheJobsUidNeverJoins) {
+  member_keys_ = api::MemberKeys{{std::string(64, 'k')}};
+  StartNodes(1, 4);
+  StartScheduler();
+  CreateGroup("real", {{"worker", 1, 2, 1}});
+  ASSERT_TRUE(WaitFor([&] { return CountBound("real-worker-", 2) == 2; }, 30s));
+  const json first = Pod("real-worker-0");
+  const json second = Pod("real-worker-1");
+  ASSERT_FALSE(first.is_null() || second.is_null());
+  ASSERT_TRUE(client_->Delete(k8s::resources::Pods(), ns_->name(), "real-worker-1", {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return Pod("real-worker-1").is_null(); }, 30s));
+
+  auto forge = [&](const json& annotations) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "real-worker-1"},
+                  {"labels", second["metadata"]["labels"]},
+                  {"annotations", annotations},
+                  {"ownerReferences", second["metadata"]["ownerReferences"]}}},
+                {"spec",
+                 {{"schedulerName", scheduler_name_},
+                  {"nodeSelector", {{"test-pool", ns_->name()}}},
+                  {"containers",
+                   json::array({{{"name", "main"},
+                                 {"image", "mine"},
+                                 {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+    auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  };
+  json unsigned_annotations = second["metadata"]["annotations"];
+  unsigned_annotations.erase(std::string(api::kMemberSignatureAnnotation));
+  for (const auto& [annotations, why] :
+       {std::pair{unsigned_annotations, std::string("carries no batch.hybridjob.io/member-signature")},
+        std::pair{first["metadata"]["annotations"], std::string("not made for this pod")},
+        std::pair{second["metadata"]["annotations"],
+                  std::string("made for another pod, which used it first")}}) {
+    SCOPED_TRACE(why);
+    ASSERT_NO_FATAL_FAILURE(forge(annotations));
+    ASSERT_TRUE(WaitFor([&] { return ScheduledCondition("real-worker-1").first == "UntrustedMember"; },
+                        30s))
+        << ScheduledCondition("real-worker-1").first;
+    EXPECT_NE(ScheduledCondition("real-worker-1").second.find(why), std::string::npos)
+        << ScheduledCondition("real-worker-1").second;
+    std::this_thread::sleep_for(1s);
+    EXPECT_TRUE(NodeOf("real-worker-1").empty()) << "the forged member was placed";
+    ASSERT_TRUE(client_->Delete(k8s::resources::Pods(), ns_->name(), "real-worker-1", {}).ok());
+    ASSERT_TRUE(WaitFor([&] { return Pod("real-worker-1").is_null(); }, 30s));
+  }
+  EXPECT_EQ(NodeOf("real-worker-0"), first["spec"].value("nodeName", ""));
   EXPECT_EQ(scheduler_->stats().evictions.load(), 0u);
 }
 

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/api/names.h>
 #include <hybridjob/controller/job_controller.h>
 #include <hybridjob/k8s/base64.h>
@@ -70,6 +71,7 @@ class JobControllerShellTest : public ::testing::Test {
   void StartController(int workers = 2, std::chrono::milliseconds status_batch_period =
                                             ControllerOptions{}.status_batch_period) {
     ControllerOptions options;
+    options.member_keys = member_keys_;
     options.workers = workers;
     options.expectations_timeout = 5s;
     options.status_batch_period = status_batch_period;
@@ -132,6 +134,7 @@ class JobControllerShellTest : public ::testing::Test {
   }
 
   FakeApiClient api_;
+  api::MemberKeys member_keys_;  // set before StartController
   std::unique_ptr<JobController> controller_;
 };
 
@@ -150,6 +153,46 @@ TEST_F(JobControllerShellTest, ANewJobGetsItsMembersAndServiceOnceAndIsQueued) {
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(Count(IsPodCreate), 5u);
   EXPECT_EQ(controller_->stats().reconcile_errors.load(), 0u);
+}
+
+// With a member key, every member is created with its own signature, which
+// verifies for that pod alone; without one, none is signed.
+TEST_F(JobControllerShellTest, WithAMemberKeyEachMemberIsSignedForItself) {
+  member_keys_ = api::MemberKeys{{std::string(48, 'k')}};
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::set<std::string> nonces;
+  for (const std::string& name : PodsOf("mnist")) {
+    auto pod = api_.Object(k8s::resources::Pods(), kNamespace, name);
+    ASSERT_TRUE(pod.has_value());
+    const std::string signature = (*pod)["metadata"]["annotations"].value(
+        std::string(api::kMemberSignatureAnnotation), "");
+    auto verified =
+        api::VerifyMember(member_keys_, {std::string(kNamespace), name, JobUid("mnist")}, signature, now);
+    ASSERT_TRUE(verified.ok()) << name << ": " << verified.status().ToString();
+    nonces.insert(verified->nonce);
+    EXPECT_FALSE(api::VerifyMember(member_keys_, {std::string(kNamespace), name + "x", JobUid("mnist")},
+                                   signature, now)
+                     .ok());
+  }
+  EXPECT_EQ(nonces.size(), PodsOf("mnist").size()) << "a nonce per pod";
+}
+
+TEST_F(JobControllerShellTest, WithoutAMemberKeyNothingIsSigned) {
+  SeedJob("mnist");
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_TRUE(Eventually([&] { return PodsOf("mnist") == MembersOf("mnist"); }));
+  for (const std::string& name : PodsOf("mnist")) {
+    auto pod = api_.Object(k8s::resources::Pods(), kNamespace, name);
+    ASSERT_TRUE(pod.has_value());
+    EXPECT_FALSE((*pod)["metadata"]
+                     .value("annotations", json::object())
+                     .contains(std::string(api::kMemberSignatureAnnotation)));
+  }
 }
 
 // Under a burst, a job whose members were just bound gets its cluster spec

@@ -274,5 +274,87 @@ TEST(TenancyParseTest, ARunningJobIsScheduledAsItsRunGoesOn) {
   EXPECT_EQ(job->spec.roles[0], (GroupRole{"worker", 2, 4, 0})) << "maxReplicas is taken";
 }
 
+// With member keys, a pending member is placed only with the controller's
+// signature for it; a signature copied onto another pod, or replayed onto a
+// pod created later under a vacant name, is refused; a member already on a
+// node keeps its place.
+class SignedMemberTest : public TenancyTest {
+ protected:
+  void SetUp() override {
+    TenancyTest::SetUp();
+    directory_.SetMemberKeys(api::MemberKeys{{std::string(40, 'k')}});
+  }
+  PodInfo Signed(const std::string& role, int32_t index, int64_t issued, const std::string& uid) {
+    PodInfo pod = Member(role, index);
+    pod.uid = uid;
+    pod.creation_time = Timestamp(std::chrono::seconds(issued + 1));
+    pod.member_signature = api::SignMember(directory_.member_keys(),
+                                           {pod.namespace_name, pod.name, "uid-1"}, issued,
+                                           api::NewMemberNonce());
+    return pod;
+  }
+  api::MemberNonceLedger nonces_;
+};
+
+TEST_F(SignedMemberTest, ASignedMemberIsTrustedAndAnUnsignedOneIsNot) {
+  PodInfo pod = Signed("worker", 0, 1'800'000'000, "pod-1");
+  ResolvePod(pod, directory_, &nonces_);
+  EXPECT_EQ(MembershipOf(pod), Membership::kTrusted) << pod.untrusted_reason;
+  EXPECT_FALSE(ResolvePod(pod, directory_, &nonces_)) << "resolving again changes nothing";
+
+  PodInfo forged = Member("worker", 1);
+  forged.uid = "pod-2";
+  ResolvePod(forged, directory_, &nonces_);
+  EXPECT_EQ(MembershipOf(forged), Membership::kUntrusted);
+  EXPECT_THAT(forged.untrusted_reason,
+              HasSubstr("claims to be member worker 1 of HybridJob \"train\", but it carries no "
+                        "batch.hybridjob.io/member-signature annotation"));
+  EXPECT_THAT(forged.untrusted_reason, HasSubstr("only pods hybridjob-controller made"));
+}
+
+TEST_F(SignedMemberTest, ACopiedOrReplayedSignatureIsRefused) {
+  PodInfo original = Signed("worker", 0, 1'800'000'000, "pod-1");
+  ResolvePod(original, directory_, &nonces_);
+  ASSERT_EQ(MembershipOf(original), Membership::kTrusted);
+
+  // Another member name: the signature was made for worker-0.
+  PodInfo other_name = Member("worker", 1);
+  other_name.uid = "pod-2";
+  other_name.creation_time = original.creation_time;
+  other_name.member_signature = original.member_signature;
+  ResolvePod(other_name, directory_, &nonces_);
+  EXPECT_THAT(other_name.untrusted_reason, HasSubstr("not made for this pod"));
+
+  // The same name right after the original went: its nonce is spent.
+  PodInfo same_name = original;
+  same_name.uid = "pod-3";
+  ResolvePod(same_name, directory_, &nonces_);
+  EXPECT_EQ(MembershipOf(same_name), Membership::kUntrusted);
+  EXPECT_THAT(same_name.untrusted_reason, HasSubstr("made for another pod, which used it first"));
+
+  // The same name later (a scheduler that never saw the original): too old.
+  PodInfo later = original;
+  later.uid = "pod-4";
+  later.creation_time += std::chrono::hours(1);
+  ResolvePod(later, directory_);
+  EXPECT_THAT(later.untrusted_reason, HasSubstr("outside the window"));
+}
+
+TEST_F(SignedMemberTest, AMemberOnANodeKeepsItsPlaceWithoutASignature) {
+  PodInfo placed = Member("worker", 0);
+  placed.uid = "pod-1";
+  placed.node_name = "node-1";
+  ResolvePod(placed, directory_, &nonces_);
+  EXPECT_EQ(MembershipOf(placed), Membership::kTrusted)
+      << "placed before keys were set, or by this scheduler after the same check";
+}
+
+TEST_F(TenancyTest, WithoutKeysSignaturesAreNotChecked) {
+  PodInfo pod = Member("worker", 0);
+  pod.member_signature = "not a signature";
+  ResolvePod(pod, directory_);
+  EXPECT_EQ(MembershipOf(pod), Membership::kTrusted);
+}
+
 }  // namespace
 }  // namespace hybridjob::scheduler

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <hybridjob/api/member_signature.h>
 #include <hybridjob/common/status.h>
 #include <hybridjob/scheduler/core/snapshot.h>
 #include <hybridjob/scheduler/objects/objects.h>
@@ -78,6 +79,10 @@ Result<PriorityClassInfo> ParsePriorityClassInfo(const nlohmann::json& object);
 // changed anything a pod's resolution reads.
 class TenancyDirectory {
  public:
+  // The keys member signatures are checked with; none: not checked.
+  void SetMemberKeys(api::MemberKeys keys) { member_keys_ = std::move(keys); }
+  const api::MemberKeys& member_keys() const { return member_keys_; }
+
   bool UpsertJob(TrustedJob job);
   bool RemoveJob(std::string_view namespace_name, std::string_view name);
   bool UpsertNamespace(NamespaceInfo info);
@@ -105,6 +110,7 @@ class TenancyDirectory {
   std::unordered_map<std::string, TrustedJob, StringHash, std::equal_to<>> jobs_;  // by PodKey
   std::unordered_map<std::string, NamespaceInfo, StringHash, std::equal_to<>> namespaces_;
   std::unordered_map<std::string, PriorityClassInfo, StringHash, std::equal_to<>> classes_;
+  api::MemberKeys member_keys_;
 };
 
 // What ResolvePod decided about a pod's claim to a job's membership.
@@ -124,8 +130,11 @@ GroupSpec EffectiveGroupSpec(const TrustedJob& job, const std::optional<GroupSpe
 // awaiting_job), queue, priority, preempts and namespace_labels from its own
 // claims (labels, annotation, controller, priorityClassName) and the
 // directory. Idempotent: reads only what ParsePod reads from the object.
-// Returns whether any field it sets changed.
-bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory);
+// Returns whether any field it sets changed. `nonces` records which pod used
+// each member signature's nonce (the cache keeps one for all pods); without
+// it, a signature is not checked for reuse.
+bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory,
+                api::MemberNonceLedger* nonces = nullptr);
 Membership MembershipOf(const PodInfo& pod);
 
 }  // namespace hybridjob::scheduler

@@ -216,6 +216,8 @@ struct PodInfo {
   std::string group_spec_error;  // why the annotation was refused, if it was
   // The annotation as written, kept for ResolvePod (group_spec is replaced).
   std::optional<GroupSpec> annotated_group_spec;
+  // The controller's signature (api/member_signature.h), checked by ResolvePod.
+  std::string member_signature;
 
   // Set by ResolvePod. The queue the pod is accounted to (empty: the group
   // spec's, else `default`); whether it may preempt others; the labels of its

@@ -38,6 +38,9 @@ class SchedulerCache {
   const Snapshot& snapshot() const { return snapshot_; }
   // The HybridJobs, namespaces and PriorityClasses the scheduler trusts.
   const TenancyDirectory& directory() const { return directory_; }
+  // The keys member signatures are checked with (before the first Apply);
+  // none: not checked.
+  void SetMemberKeys(api::MemberKeys keys) { directory_.SetMemberKeys(std::move(keys)); }
 
   // A pod a cycle placed (already added to the snapshot by the plan).
   void Assume(std::string key);
@@ -106,6 +109,7 @@ class SchedulerCache {
   std::unordered_set<std::string> assumed_;
   std::unordered_set<std::string> node_names_;
   TenancyDirectory directory_;
+  api::MemberNonceLedger nonces_;  // which pod used each member signature
   std::vector<Vacated> vacated_;
   // Pods (pending or on a node) by the job their job-name label claims.
   std::unordered_map<std::string, std::unordered_set<std::string>> claimants_;

@@ -81,6 +81,9 @@ class GangScheduler {
   // Scheduled Events (one per pod bound) never holds back a bind. Without
   // one, through the scheduler's client.
   void SetEventClient(k8s::ApiClient& client) { event_client_ = &client; }
+  // Before Start(): a pending member is placed only with
+  // hybridjob-controller's signature by one of these keys.
+  void SetMemberKeys(api::MemberKeys keys) { cache_.SetMemberKeys(std::move(keys)); }
 
   // Starts the reflectors (always), the loop, the binder and the reporter.
   void Start();
