@@ -36,7 +36,9 @@ Result<ServingSecurity> MakeServingSecurity(const ServingFlags& flags, k8s::ApiC
       return made.status();
     }
     security.certificate = std::move(*made);
-    spdlog::info("serving /metrics over HTTPS with a self-signed certificate (no --tls-cert-file)");
+    spdlog::info(
+        "the HTTPS listeners (/metrics, the dashboard) use a self-signed certificate (no "
+        "--tls-cert-file)");
   }
   security.reviewer = CachingAccessReviewer(ApiServerAccessReviewer(client));
   return security;
