@@ -8,6 +8,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <hybridjob/common/files.h>
+
 #include <hybridjob/api/member_signature.h>
 
 namespace hybridjob::api {
@@ -76,13 +78,11 @@ Result<MemberKeys> ParseMemberKeys(std::string_view text) {
 }
 
 Result<MemberKeys> ReadMemberKeyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFound("member key file " + path + " cannot be read");
+  auto text = ReadFile(path, "member key file");
+  if (!text.ok()) {
+    return text.status();
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto keys = ParseMemberKeys(text.str());
+  auto keys = ParseMemberKeys(*text);
   if (!keys.ok()) {
     return keys.status().WithContext(path);
   }

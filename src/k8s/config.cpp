@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <hybridjob/common/files.h>
 #include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/config.h>
 
@@ -12,21 +13,6 @@ namespace hybridjob::k8s {
 namespace {
 
 namespace fs = std::filesystem;
-
-Result<std::string> ReadFile(const std::string& path, std::string_view what) {
-  // A directory opens like a file but reads as nothing: say what it is.
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    return InvalidArgument(std::string(what) + ": " + path + " is a directory, not a file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgument(std::string(what) + ": cannot read " + path);
-  }
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute() || base_dir.empty()) {

@@ -1,11 +1,9 @@
 #include <arpa/inet.h>
-#include <fstream>
-#include <sstream>
-
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+#include <hybridjob/common/files.h>
 #include <hybridjob/common/openssl.h>
 #include <hybridjob/observability/tls.h>
 
@@ -38,16 +36,6 @@ bool IsIpAddress(const std::string& address) {
   unsigned char buffer[sizeof(struct in6_addr)];
   return inet_pton(AF_INET, address.c_str(), buffer) == 1 ||
          inet_pton(AF_INET6, address.c_str(), buffer) == 1;
-}
-
-Result<std::string> ReadWhole(const std::string& file, const char* what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return InvalidArgument(std::string(what) + " " + file + " cannot be read");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -110,13 +98,13 @@ Result<ServingCertificate> ReadServingCertificate(const std::string& cert_file,
     return InvalidArgument(
         "--tls-cert-file and --tls-private-key-file go together: give both or neither");
   }
-  auto cert_text = ReadWhole(cert_file, "--tls-cert-file");
+  auto cert_text = ReadFile(cert_file, "--tls-cert-file");
   if (!cert_text.ok()) {
-    return cert_text.status();
+    return InvalidArgument("--tls-cert-file " + cert_file + " cannot be read");
   }
-  auto key_text = ReadWhole(key_file, "--tls-private-key-file");
+  auto key_text = ReadFile(key_file, "--tls-private-key-file");
   if (!key_text.ok()) {
-    return key_text.status();
+    return InvalidArgument("--tls-private-key-file " + key_file + " cannot be read");
   }
   openssl::Ptr<BIO> cert_bio(
       BIO_new_mem_buf(cert_text->data(), static_cast<int>(cert_text->size())));

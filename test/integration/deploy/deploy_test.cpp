@@ -272,6 +272,15 @@ class DeployTest : public ::testing::Test {
     ASSERT_EQ(Kubectl("create " + what + " " + arguments, &output), 0) << output;
   }
 
+  // A token of Prometheus's account in `ns`, bound to deploy/'s
+  // metrics-reader ClusterRole as the admin guide shows.
+  std::string ScraperToken(const std::string& ns) {
+    const std::string token = TokenOf(ns, "prometheus");
+    Bind("clusterrolebinding", "prometheus-metrics --clusterrole=hybridjob-metrics-reader "
+                               "--serviceaccount=" + ns + ":prometheus");
+    return token;
+  }
+
   ChildProcess& Start(const std::string& name, std::vector<std::string> argv) {
     processes_.push_back(
         std::make_unique<ChildProcess>(std::move(argv), cluster_.dir() + "/logs/" + name + ".log"));
@@ -685,11 +694,8 @@ TEST_F(DeployTest, MetricsOfBothBinariesAreValidPrometheusText) {
   // HTTPS only, and only for a token allowed `get /metrics`: Prometheus's
   // account bound to deploy/'s metrics-reader ClusterRole, as the admin
   // guide shows.
-  const std::string scraper = TokenOf(ns.name(), "prometheus");
-  ASSERT_NO_FATAL_FAILURE(Bind("clusterrolebinding", "prometheus-metrics "
-                                                     "--clusterrole=hybridjob-metrics-reader "
-                                                     "--serviceaccount=" +
-                                                         ns.name() + ":prometheus"));
+  std::string scraper;
+  ASSERT_NO_FATAL_FAILURE(scraper = ScraperToken(ns.name()));
   const std::string stranger = TokenOf(ns.name(), "stranger");
   for (const int port : {controller_metrics, scheduler_metrics}) {
     int code = 0;
@@ -876,10 +882,8 @@ TEST_F(DeployTest, KilledLeadersAreReplacedByTheirStandbys) {
                                      "  retryPeriod: 1s\n";
   const std::string controller_kubeconfig = KubeconfigFor("hybridjob-controller");
   const std::string scheduler_kubeconfig = KubeconfigFor("gang-scheduler");
-  const std::string scraper = TokenOf(kSystem, "prometheus");
-  ASSERT_NO_FATAL_FAILURE(Bind("clusterrolebinding",
-                               "prometheus-metrics --clusterrole=hybridjob-metrics-reader "
-                               "--serviceaccount=hybridjob-system:prometheus"));
+  std::string scraper;
+  ASSERT_NO_FATAL_FAILURE(scraper = ScraperToken(kSystem));
 
   struct Replica {
     ChildProcess* process;

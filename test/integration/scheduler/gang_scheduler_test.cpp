@@ -202,6 +202,27 @@ class GangSchedulerTest : public ::testing::Test {
     }
   }
 
+  // A one-GPU pod made by hand for this scheduler and test pool, with the
+  // given labels, annotations and (unless null) ownerReferences.
+  void CreateHandMadePod(const std::string& name, const std::string& image, const json& labels,
+                         const json& annotations, const json& owners) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+                {"spec",
+                 {{"schedulerName", scheduler_name_},
+                  {"nodeSelector", {{"test-pool", ns_->name()}}},
+                  {"containers",
+                   json::array({{{"name", "main"},
+                                 {"image", image},
+                                 {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+    if (!owners.is_null()) {
+      pod["metadata"]["ownerReferences"] = owners;
+    }
+    auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+
   json Pod(const std::string& name) {
     auto pod = client_->Get(k8s::resources::Pods(), ns_->name(), name);
     return pod ? *pod : json();
@@ -752,24 +773,9 @@ TEST_F(GangSchedulerTest, AForgedPodWithAMembersLabelsNeverJoinsItsGang) {
   json member = Pod("real-worker-0");
   ASSERT_FALSE(member.is_null());
   auto forge = [&](const std::string& name, bool keep_owner) {
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata",
-                 {{"name", name},
-                  {"labels", member["metadata"]["labels"]},
-                  {"annotations", member["metadata"]["annotations"]}}},
-                {"spec",
-                 {{"schedulerName", scheduler_name_},
-                  {"nodeSelector", {{"test-pool", ns_->name()}}},
-                  {"containers",
-                   json::array({{{"name", "main"},
-                                 {"image", "trainer"},
-                                 {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
-    if (keep_owner) {
-      pod["metadata"]["ownerReferences"] = member["metadata"]["ownerReferences"];
-    }
-    auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_NO_FATAL_FAILURE(CreateHandMadePod(
+        name, "trainer", member["metadata"]["labels"], member["metadata"]["annotations"],
+        keep_owner ? member["metadata"]["ownerReferences"] : json()));
   };
   forge("forged", false);
   forge("real-worker-7", true);
@@ -808,22 +814,9 @@ TEST_F(GangSchedulerTest, AForgedMemberUnderAVacantNameWithTheJobsUidNeverJoins)
   ASSERT_TRUE(WaitFor([&] { return Pod("real-worker-1").is_null(); }, 30s));
 
   auto forge = [&](const json& annotations) {
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata",
-                 {{"name", "real-worker-1"},
-                  {"labels", second["metadata"]["labels"]},
-                  {"annotations", annotations},
-                  {"ownerReferences", second["metadata"]["ownerReferences"]}}},
-                {"spec",
-                 {{"schedulerName", scheduler_name_},
-                  {"nodeSelector", {{"test-pool", ns_->name()}}},
-                  {"containers",
-                   json::array({{{"name", "main"},
-                                 {"image", "mine"},
-                                 {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
-    auto created = client_->Create(k8s::resources::Pods(), ns_->name(), pod);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_NO_FATAL_FAILURE(CreateHandMadePod("real-worker-1", "mine",
+                                              second["metadata"]["labels"], annotations,
+                                              second["metadata"]["ownerReferences"]));
   };
   json unsigned_annotations = second["metadata"]["annotations"];
   unsigned_annotations.erase(std::string(api::kMemberSignatureAnnotation));
