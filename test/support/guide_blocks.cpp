@@ -7,6 +7,7 @@ namespace {
 
 constexpr std::string_view kRunMarker = "<!-- guide-test: run -->";
 constexpr std::string_view kApplyMarker = "<!-- guide-test: apply -->";
+constexpr std::string_view kRefusedMarker = "<!-- guide-test: refused -->";
 
 std::string_view Trimmed(std::string_view line) {
   while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
@@ -49,6 +50,30 @@ bool IsFence(std::string_view line, size_t* indent, std::string_view* info) {
   return true;
 }
 
+// The fenced block whose opening fence is lines[open]: its text without the
+// fence's indentation, and the index of its closing fence.
+Result<size_t> ReadFencedBlock(const std::vector<std::string_view>& lines, size_t open,
+                               std::string* text) {
+  size_t indent = 0;
+  std::string_view info;
+  IsFence(lines[open], &indent, &info);
+  for (size_t j = open + 1; j < lines.size(); ++j) {
+    size_t close_indent = 0;
+    std::string_view close_info;
+    if (IsFence(lines[j], &close_indent, &close_info) && close_info.empty()) {
+      return j;
+    }
+    std::string_view line = lines[j];
+    size_t strip = 0;
+    while (strip < indent && strip < line.size() && line[strip] == ' ') {
+      ++strip;
+    }
+    text->append(line.substr(strip));
+    text->push_back('\n');
+  }
+  return InvalidArgument("line " + std::to_string(open + 1) + ": the code fence is not closed");
+}
+
 }  // namespace
 
 Result<std::vector<GuideBlock>> ExtractGuideBlocks(std::string_view markdown) {
@@ -56,8 +81,14 @@ Result<std::vector<GuideBlock>> ExtractGuideBlocks(std::string_view markdown) {
   std::vector<GuideBlock> blocks;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string_view marker = Trimmed(lines[i]);
-    const bool run = marker == kRunMarker;
-    if (!run && marker != kApplyMarker) {
+    GuideBlock block;
+    if (marker == kRunMarker) {
+      block.kind = GuideBlock::Kind::kRun;
+    } else if (marker == kApplyMarker) {
+      block.kind = GuideBlock::Kind::kApply;
+    } else if (marker == kRefusedMarker) {
+      block.kind = GuideBlock::Kind::kRefused;
+    } else {
       continue;
     }
     const int marker_line = static_cast<int>(i) + 1;
@@ -67,37 +98,37 @@ Result<std::vector<GuideBlock>> ExtractGuideBlocks(std::string_view markdown) {
       return InvalidArgument("line " + std::to_string(marker_line) +
                              ": a guide-test marker must be followed by a code fence");
     }
-    GuideBlock block;
-    block.kind = run ? GuideBlock::Kind::kRun : GuideBlock::Kind::kApply;
     block.line = marker_line + 1;
-    if (!run && info != "yaml") {
-      return InvalidArgument("line " + std::to_string(block.line) +
-                             ": an apply block must be a yaml block, not \"" + std::string(info) +
-                             "\"");
+    if (block.kind != GuideBlock::Kind::kRun && info != "yaml") {
+      return InvalidArgument("line " + std::to_string(block.line) + ": " +
+                             (block.kind == GuideBlock::Kind::kApply ? "an apply" : "a refused") +
+                             " block must be a yaml block, not \"" + std::string(info) + "\"");
     }
-    size_t j = i + 2;
-    bool closed = false;
-    for (; j < lines.size(); ++j) {
-      size_t close_indent = 0;
-      std::string_view close_info;
-      if (IsFence(lines[j], &close_indent, &close_info) && close_info.empty()) {
-        closed = true;
-        break;
-      }
-      std::string_view text = lines[j];
-      size_t strip = 0;
-      while (strip < indent && strip < text.size() && text[strip] == ' ') {
-        ++strip;
-      }
-      block.text.append(text.substr(strip));
-      block.text.push_back('\n');
+    Result<size_t> close = ReadFencedBlock(lines, i + 1, &block.text);
+    if (!close.ok()) {
+      return close.status();
     }
-    if (!closed) {
-      return InvalidArgument("line " + std::to_string(block.line) +
-                             ": the code fence is not closed");
+    i = *close;
+    if (block.kind == GuideBlock::Kind::kRefused) {
+      // The refusal the reader is shown: the next block, after blank lines.
+      size_t next = i + 1;
+      while (next < lines.size() && Trimmed(lines[next]).empty()) {
+        ++next;
+      }
+      size_t output_indent = 0;
+      std::string_view output_info;
+      if (next >= lines.size() || !IsFence(lines[next], &output_indent, &output_info)) {
+        return InvalidArgument("line " + std::to_string(block.line) +
+                               ": a refused manifest must be followed by the block of what "
+                               "kubectl prints");
+      }
+      Result<size_t> output_close = ReadFencedBlock(lines, next, &block.refusal);
+      if (!output_close.ok()) {
+        return output_close.status();
+      }
+      i = *output_close;
     }
     blocks.push_back(std::move(block));
-    i = j;
   }
   return blocks;
 }
@@ -113,11 +144,28 @@ std::string GuideScript(const std::vector<GuideBlock>& blocks, std::string_view 
     script += "guide_block=" + line + "\n";
     script +=
         "echo \"guide: running the block at " + std::string(guide_name) + ":" + line + "\" >&2\n";
-    if (block.kind == GuideBlock::Kind::kRun) {
-      script += block.text;
-    } else {
-      // A quoted delimiter: the manifest goes to kubectl as written.
-      script += "kubectl apply -f - <<'GUIDE_MANIFEST_END'\n" + block.text + "GUIDE_MANIFEST_END\n";
+    // Quoted delimiters: manifests and outputs go as written.
+    switch (block.kind) {
+      case GuideBlock::Kind::kRun:
+        script += block.text;
+        break;
+      case GuideBlock::Kind::kApply:
+        script +=
+            "kubectl apply -f - <<'GUIDE_MANIFEST_END'\n" + block.text + "GUIDE_MANIFEST_END\n";
+        break;
+      case GuideBlock::Kind::kRefused:
+        script += "if guide_output=$(kubectl apply -f - 2>&1 <<'GUIDE_MANIFEST_END'\n" +
+                  block.text +
+                  "GUIDE_MANIFEST_END\n"
+                  "); then\n"
+                  "  echo \"guide: kubectl applied the manifest it should refuse:\" >&2\n"
+                  "  printf '%s\\n' \"$guide_output\" >&2\n"
+                  "  false\n"
+                  "fi\n"
+                  "diff -u --label 'the guide shows' --label 'kubectl printed' - "
+                  "<(printf '%s\\n' \"$guide_output\") <<'GUIDE_OUTPUT_END'\n" +
+                  block.refusal + "GUIDE_OUTPUT_END\n";
+        break;
     }
   }
   return script;
