@@ -96,6 +96,13 @@ void EvictFor(const CycleInput& input, CycleState& state, Entry& entry,
   reservation->nodes.assign(nodes.begin(), nodes.end());
 }
 
+// An AttainedService queue's starved groups get reservations only when its
+// settings ask for them (attainedService.reserveForStarved).
+bool ReservesForStarved(const CycleInput& input, const Entry& entry) {
+  return input.policy.attained_service.reserve_for_starved ||
+         !OrderedByService(input, entry.queue);
+}
+
 }  // namespace
 
 void ChooseEvictions(const CycleInput& input, CycleState& state) {
@@ -236,7 +243,8 @@ void KeepReservations(const CycleInput& input, CycleState& state) {
     } else if (entry.cause == WaitCause::kEvicting || in_flight) {
       keep = true;
     } else if (entry.cause == WaitCause::kNoCapacity &&
-               reservation.cause == ReservationCause::kStarvation && starvation_on) {
+               reservation.cause == ReservationCause::kStarvation && starvation_on &&
+               ReservesForStarved(input, entry)) {
       // Still starved: keep the same nodes while every one is usable.
       keep = std::all_of(reservation.nodes.begin(), reservation.nodes.end(),
                          [&state](const std::string& node) {
@@ -284,7 +292,8 @@ void ReserveForStarved(const CycleInput& input, CycleState& state) {
   for (size_t i = 0; i < state.entries.size(); ++i) {
     const Entry& entry = state.entries[i];
     if (entry.cause == WaitCause::kNoCapacity &&
-        input.now - entry.group.creation_time >= seconds{settings.max_wait_seconds}) {
+        input.now - entry.group.creation_time >= seconds{settings.max_wait_seconds} &&
+        ReservesForStarved(input, entry)) {
       starved.push_back(i);
     }
   }

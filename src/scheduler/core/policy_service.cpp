@@ -7,7 +7,6 @@
 #include "policy_stages.h"
 
 namespace hybridjob::scheduler::policy_stages {
-namespace {
 
 using std::chrono::seconds;
 
@@ -15,8 +14,6 @@ bool OrderedByService(const CycleInput& input, std::string_view queue) {
   const QueueSpec* spec = input.table.Find(queue);
   return spec != nullptr && spec->order == QueueOrder::kAttainedService;
 }
-
-}  // namespace
 
 void CarryOverService(const CycleInput& input, const PolicyState& previous, CycleState& state) {
   if (!OrdersByService(input.policy)) {

@@ -193,6 +193,8 @@ PolicyCycleResult Decide(const CycleInput& input, CycleState& state);
 
 // The previous cycle's service records, accounted up to now (part of
 // CarryOver).
+// Whether `queue` orders its groups by attained service.
+bool OrderedByService(const CycleInput& input, std::string_view queue);
 void CarryOverService(const CycleInput& input, const PolicyState& previous, CycleState& state);
 // Each entry of an AttainedService queue gets its level, and a record when
 // it has none yet (part of Classify).

@@ -364,6 +364,7 @@ Status ParseAttainedService(const YAML::Node& node, AttainedServiceSettings* out
   HJ_RETURN_IF_ERROR(reader.Read("firstThresholdGpuHours", &out->first_threshold_gpu_hours));
   HJ_RETURN_IF_ERROR(reader.Read("thresholdFactor", &out->threshold_factor));
   HJ_RETURN_IF_ERROR(reader.Read("promoteAfterSeconds", &out->promote_after_seconds));
+  HJ_RETURN_IF_ERROR(reader.Read("reserveForStarved", &out->reserve_for_starved));
   HJ_RETURN_IF_ERROR(reader.RejectUnknown());
   return ValidateAttainedService(*out, "attainedService");
 }

@@ -455,16 +455,18 @@ TEST(SchedulerConfigTest, AttainedServiceOrderAndSettings) {
   EXPECT_EQ(defaults->attained_service, AttainedServiceSettings{});
   EXPECT_EQ(defaults->attained_service.levels, 4);
   EXPECT_EQ(defaults->attained_service.promote_after_seconds, 3600);
+  EXPECT_FALSE(defaults->attained_service.reserve_for_starved);
   Result<SchedulerConfig> set = ParseSchedulerConfig(
       "queues:\n  - name: research\n    order: AttainedService\n"
       "attainedService:\n  levels: 3\n  firstThresholdGpuHours: 0.5\n  thresholdFactor: 4\n"
-      "  promoteAfterSeconds: 900\n");
+      "  promoteAfterSeconds: 900\n  reserveForStarved: true\n");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->queues[0].order, QueueOrder::kAttainedService);
   EXPECT_EQ(set->attained_service.levels, 3);
   EXPECT_DOUBLE_EQ(set->attained_service.first_threshold_gpu_hours, 0.5);
   EXPECT_DOUBLE_EQ(set->attained_service.threshold_factor, 4);
   EXPECT_EQ(set->attained_service.promote_after_seconds, 900);
+  EXPECT_TRUE(set->attained_service.reserve_for_starved);
   EXPECT_EQ(PolicyConfigFrom(*set).attained_service, set->attained_service);
   EXPECT_EQ(Refusal("attainedService: 3\n"), "attainedService: expected a map");
   EXPECT_EQ(Refusal("attainedService:\n  levels: 17\n"), "attainedService.levels: must be 1 to 16");

@@ -257,6 +257,64 @@ TEST_F(PolicyStagesTest, ReserveForStarvedHoldsNodesForAGroupThatWaitedTooLong) 
   EXPECT_THAT(EntryOf("recent").notes, IsEmpty());
 }
 
+TEST_F(PolicyStagesTest, AnAttainedServiceQueueReservesForTheStarvedOnlyWhenAsked) {
+  AddNodes("n", 4, 4);
+  policy_.starvation.max_wait_seconds = 60;
+  policy_.starvation.max_reserved_groups = 2;
+  policy_.reclaim.enabled = false;
+  QueueSpec served = Queue("served");
+  served.order = QueueOrder::kAttainedService;
+  policy_.queues = {served, Queue("fifo")};
+  GroupRole one{"worker", 1, 1, 0};
+  for (int n = 0; n < 4; ++n) {  // a GPU in use on every node: neither gang fits
+    AddRunning("small-" + std::to_string(n), QueueSpecFor("fifo", {one}), "worker", 0, 1, 1,
+               "n" + std::to_string(n));
+  }
+  AddPending("starved-served", QueueSpecFor("served", {GroupRole{"worker", 2, 2, 0}}), "worker", 0,
+             2, 4, /*created=*/100);
+  AddPending("starved-fifo", QueueSpecFor("fifo", {GroupRole{"worker", 2, 2, 0}}), "worker", 0, 2,
+             4, /*created=*/100);
+
+  auto reserved_for = [this] {
+    Start(At(1000));
+    ClassifyPending();
+    PlaceMinimums(input(), state());
+    EXPECT_EQ(EntryOf("starved-served").cause, WaitCause::kNoCapacity);
+    ReserveForStarved(input(), state());
+    std::vector<std::string> groups;
+    for (const Reservation& reservation : state().reservations) {
+      groups.push_back(reservation.group_key);
+    }
+    return groups;
+  };
+  // By default only the other queue's starved group: the order's promotion
+  // is its starvation guard.
+  EXPECT_THAT(reserved_for(), ElementsAre("team/starved-fifo"));
+  EXPECT_THAT(EntryOf("starved-served").notes, IsEmpty());
+
+  policy_.attained_service.reserve_for_starved = true;
+  EXPECT_THAT(reserved_for(),
+              ::testing::UnorderedElementsAre("team/starved-fifo", "team/starved-served"));
+
+  // A reservation made while asked for goes once the setting is off.
+  policy_.attained_service.reserve_for_starved = false;
+  PolicyState previous;
+  previous.reservations = state().reservations;
+  Start(At(1010));
+  CarryOver(input(), previous, state());
+  ClassifyPending();
+  for (const char* name : {"starved-served", "starved-fifo"}) {
+    state().entries[state().entry_by_key.at(std::string("team/") + name)].cause =
+        WaitCause::kNoCapacity;  // as PlaceMinimums finds them
+  }
+  KeepReservations(input(), state());
+  std::vector<std::string> kept;
+  for (const Reservation& reservation : state().reservations) {
+    kept.push_back(reservation.group_key);
+  }
+  EXPECT_THAT(kept, ElementsAre("team/starved-fifo"));
+}
+
 TEST_F(PolicyStagesTest, GrowGrowsRunningGroupsTowardTheirMaximum) {
   AddNodes("n", 1, 8);
   GroupSpec elastic = QueueSpecFor("default", {GroupRole{"worker", 2, 8, 0}});

@@ -29,6 +29,11 @@ struct AttainedServiceSettings {
   // Starvation guard: a group that has waited this long, to start or to run
   // again, goes to level 0 until it runs. 0: never.
   int64_t promote_after_seconds = 3600;
+  // Whether a starved gang of an AttainedService queue gets nodes reserved
+  // (starvation.maxWaitSeconds). Off by default: in the trace replay the
+  // reserved nodes idle until their longest job ends, which cost more than
+  // the reservations saved at every cluster size measured.
+  bool reserve_for_starved = false;
 
   friend bool operator==(const AttainedServiceSettings&, const AttainedServiceSettings&) = default;
 };
