@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -311,16 +312,159 @@ Result<ClientConfig> LoadInClusterConfig(const std::string& root) {
   return config;
 }
 
+namespace {
+
+// The named entries' fields that hold paths, as client-go resolves them
+// against the file an entry came from.
+void ResolveEntryPaths(YAML::Node inner, const char* const* fields, const std::string& base_dir) {
+  for (const char* const* field = fields; *field != nullptr; ++field) {
+    const std::string path = StringField(inner, *field);
+    if (!path.empty()) {
+      inner[*field] = ResolvePath(base_dir, path);
+    }
+  }
+}
+
+constexpr const char* kClusterPathFields[] = {"certificate-authority", nullptr};
+constexpr const char* kUserPathFields[] = {"client-certificate", "client-key", "tokenFile",
+                                           nullptr};
+
+// Appends to merged[list] each entry of file[list] whose name is new, with
+// its paths resolved against base_dir.
+Status MergeNamed(const YAML::Node& file, YAML::Node& merged, const char* list, const char* field,
+                  const std::string& base_dir, const std::string& path) {
+  const YAML::Node entries = file[list];
+  if (!entries || entries.IsNull()) {
+    return Status::Ok();
+  }
+  if (!entries.IsSequence()) {
+    return InvalidArgument(path + ": kubeconfig: " + list + " must be a list");
+  }
+  for (const auto& entry : entries) {
+    const std::string name = entry.IsMap() ? StringField(entry, "name") : std::string();
+    if (name.empty()) {
+      return InvalidArgument(path + ": kubeconfig: an entry of " + list + " has no name");
+    }
+    bool seen = false;
+    for (const auto& kept : merged[list]) {
+      seen = seen || StringField(kept, "name") == name;
+    }
+    if (seen) {
+      continue;  // an earlier file named it first
+    }
+    YAML::Node copy = YAML::Clone(entry);
+    if (YAML::Node inner = copy[field]; inner && inner.IsMap()) {
+      if (std::string_view(list) == "clusters") {
+        ResolveEntryPaths(inner, kClusterPathFields, base_dir);
+      } else if (std::string_view(list) == "users") {
+        ResolveEntryPaths(inner, kUserPathFields, base_dir);
+        if (YAML::Node exec = inner["exec"]; exec && exec.IsMap()) {
+          const std::string command = StringField(exec, "command");
+          if (command.find('/') != std::string::npos) {
+            exec["command"] = ResolvePath(base_dir, command);
+          }
+        }
+      }
+    }
+    merged[list].push_back(copy);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ClientConfig> ParseKubeconfigFiles(const std::vector<KubeconfigFile>& files,
+                                          const std::string& context_name) {
+  YAML::Node merged(YAML::NodeType::Map);
+  for (const char* list : {"clusters", "users", "contexts"}) {
+    merged[list] = YAML::Node(YAML::NodeType::Sequence);
+  }
+  std::string names;
+  std::string current_context;  // the first file's that sets one
+  for (const KubeconfigFile& file : files) {
+    names += (names.empty() ? "" : ":") + file.path;
+    YAML::Node root;
+    try {
+      root = YAML::Load(file.text);
+    } catch (const YAML::Exception& e) {
+      return InvalidArgument(file.path + ": kubeconfig: invalid YAML: " + e.what());
+    }
+    if (!root || root.IsNull()) {
+      continue;  // an empty file adds nothing
+    }
+    if (!root.IsMap()) {
+      return InvalidArgument(file.path + ": kubeconfig: not a YAML map");
+    }
+    const std::string base_dir = fs::path(file.path).parent_path().string();
+    if (current_context.empty()) {
+      current_context = StringField(root, "current-context");
+    }
+    for (const auto& [list, field] : {std::pair{"clusters", "cluster"}, std::pair{"users", "user"},
+                                      std::pair{"contexts", "context"}}) {
+      if (Status merged_list = MergeNamed(root, merged, list, field, base_dir, file.path);
+          !merged_list.ok()) {
+        return merged_list;
+      }
+    }
+  }
+  if (!current_context.empty()) {
+    merged["current-context"] = current_context;
+  }
+  // Paths are already resolved per file: nothing is relative to one base.
+  auto config = ParseKubeconfigNode(merged, "", context_name);
+  if (!config) {
+    return Status(config.status().code(), names + ": " + config.status().message());
+  }
+  return config;
+}
+
+std::vector<std::string> KubeconfigPaths(std::string_view list) {
+  std::vector<std::string> paths;
+  while (true) {
+    const size_t end = list.find(':');
+    const std::string path(list.substr(0, end));
+    if (!path.empty() && std::find(paths.begin(), paths.end(), path) == paths.end()) {
+      paths.push_back(path);
+    }
+    if (end == std::string_view::npos) {
+      break;
+    }
+    list.remove_prefix(end + 1);
+  }
+  return paths;
+}
+
+Result<ClientConfig> LoadKubeconfigList(std::string_view list, const std::string& context_name) {
+  const std::vector<std::string> paths = KubeconfigPaths(list);
+  if (paths.size() == 1) {
+    return LoadKubeconfigFile(paths.front(), context_name);  // must exist, as --kubeconfig
+  }
+  std::vector<KubeconfigFile> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (!fs::exists(path, error)) {
+      continue;  // kubectl skips the list's missing files
+    }
+    auto text = ReadFile(path, "kubeconfig");
+    if (!text) {
+      return text.status();
+    }
+    files.push_back({path, std::move(*text)});
+  }
+  if (files.empty()) {
+    return InvalidArgument("KUBECONFIG=" + std::string(list) + ": none of its files exists");
+  }
+  return ParseKubeconfigFiles(files, context_name);
+}
+
 Result<ClientConfig> ResolveClientConfig(const std::string& kubeconfig_flag,
                                          const std::string& context_name) {
   if (!kubeconfig_flag.empty()) {
     return LoadKubeconfigFile(kubeconfig_flag, context_name);
   }
   const char* env = std::getenv("KUBECONFIG");  // NOLINT(concurrency-mt-unsafe)
-  if (env != nullptr && *env != '\0') {
-    std::string first(env);
-    first = first.substr(0, first.find(':'));
-    return LoadKubeconfigFile(first, context_name);
+  if (env != nullptr && !KubeconfigPaths(env).empty()) {
+    return LoadKubeconfigList(env, context_name);
   }
   return LoadInClusterConfig();
 }

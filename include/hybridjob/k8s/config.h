@@ -73,7 +73,30 @@ inline constexpr std::string_view kServiceAccountDir =
     "/var/run/secrets/kubernetes.io/serviceaccount";
 Result<ClientConfig> LoadInClusterConfig(const std::string& root = std::string(kServiceAccountDir));
 
-// --kubeconfig flag > $KUBECONFIG (first entry of a colon list) > in-cluster.
+// One file of a KUBECONFIG list, as read.
+struct KubeconfigFile {
+  std::string path;
+  std::string text;
+};
+
+// The files of a KUBECONFIG list merged as kubectl merges them (client-go's
+// loading rules): clusters, users and contexts by name, the first file that
+// names one wins; current-context from the first file that sets one. Relative
+// paths in an entry resolve against the directory of the file it came from.
+// An empty file adds nothing; a malformed one is an error naming it.
+Result<ClientConfig> ParseKubeconfigFiles(const std::vector<KubeconfigFile>& files,
+                                          const std::string& context_name = "");
+
+// The paths of a KUBECONFIG value: separated by ':', empty entries and
+// repeats dropped, in order.
+std::vector<std::string> KubeconfigPaths(std::string_view list);
+
+// Every file of a KUBECONFIG value that exists, merged; files that do not
+// exist are skipped, as kubectl skips them (an error when none does).
+Result<ClientConfig> LoadKubeconfigList(std::string_view list,
+                                        const std::string& context_name = "");
+
+// --kubeconfig flag > $KUBECONFIG (its files merged) > in-cluster.
 Result<ClientConfig> ResolveClientConfig(const std::string& kubeconfig_flag,
                                          const std::string& context_name = "");
 

@@ -332,5 +332,144 @@ TEST(ResolveClientConfigTest, FlagBeatsEnvironment) {
   EXPECT_EQ(from_env->bearer_token, "from-env");
 }
 
+// Two files as a team's KUBECONFIG might hold them: a personal one with a
+// context of its own and the shared one, which also names "local".
+std::string SharedKubeconfig() {
+  return R"(apiVersion: v1
+kind: Config
+current-context: shared
+clusters:
+- name: local
+  cluster:
+    server: https://10.0.0.1:6443
+- name: prod
+  cluster:
+    server: https://prod.example:6443
+    certificate-authority: certs/prod-ca.crt
+users:
+- name: me
+  user:
+    token: from-shared
+- name: robot
+  user:
+    tokenFile: tokens/robot
+    client-certificate: certs/robot.crt
+    client-key: certs/robot.key
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: ./bin/get-token
+contexts:
+- name: shared
+  context:
+    cluster: prod
+    user: robot
+    namespace: team-b
+- name: dev
+  context:
+    cluster: prod
+    user: robot
+)";
+}
+
+TEST(KubeconfigListTest, PathsAreSplitOnColonsWithoutEmptiesOrRepeats) {
+  EXPECT_EQ(KubeconfigPaths("a:b"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(KubeconfigPaths(":a::b:a:"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(KubeconfigPaths("::").empty());
+}
+
+TEST(KubeconfigListTest, TheFirstFileWinsPerNameAndForTheCurrentContext) {
+  TempDir personal;
+  TempDir shared;
+  personal.Write("config", Kubeconfig("    token: from-personal"));
+  shared.Write("config", SharedKubeconfig());
+  std::filesystem::create_directories(shared.path() / "certs");
+  shared.Write("certs/prod-ca.crt", "PROD CA");
+  shared.Write("certs/robot.crt", "ROBOT CERT");
+  shared.Write("certs/robot.key", "ROBOT KEY");
+  const std::string list =
+      (personal.path() / "config").string() + ":" + (shared.path() / "config").string();
+
+  // current-context "dev" from the first file; "dev", "local" and "me" are
+  // the first file's too, where the second also names them.
+  auto first = LoadKubeconfigList(list);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(first->bearer_token, "from-personal");
+  EXPECT_EQ(first->namespace_name, "team-a");
+
+  // A context only the second file has, with its user and cluster: their
+  // relative paths resolve against the second file's directory.
+  auto second = LoadKubeconfigList(list, "shared");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->server, "https://prod.example:6443");
+  EXPECT_EQ(second->ca_pem, "PROD CA");
+  EXPECT_EQ(second->token_file, (shared.path() / "tokens/robot").string());
+  EXPECT_EQ(second->client_cert_pem, "ROBOT CERT");
+  EXPECT_EQ(second->client_key_pem, "ROBOT KEY");
+  ASSERT_TRUE(second->exec.has_value());
+  EXPECT_EQ(fs::path(second->exec->command).lexically_normal(), shared.path() / "bin/get-token");
+  EXPECT_EQ(second->namespace_name, "team-b");
+
+  // In the other order the shared file's current context and entries win.
+  auto reversed = LoadKubeconfigList((shared.path() / "config").string() + ":" +
+                                     (personal.path() / "config").string());
+  ASSERT_TRUE(reversed.ok()) << reversed.status().ToString();
+  EXPECT_EQ(reversed->server, "https://prod.example:6443");
+  EXPECT_EQ(reversed->namespace_name, "team-b");
+  auto dev = LoadKubeconfigList(
+      (shared.path() / "config").string() + ":" + (personal.path() / "config").string(), "dev");
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(dev->server, "https://prod.example:6443") << "the shared file's \"dev\" came first";
+
+  // Through the environment, as every binary reads it.
+  ::setenv("KUBECONFIG", list.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  auto from_env = ResolveClientConfig("", "shared");
+  ::unsetenv("KUBECONFIG");  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+  EXPECT_EQ(from_env->server, "https://prod.example:6443");
+}
+
+TEST(KubeconfigListTest, MissingFilesAreSkippedAndBrokenOnesNamed) {
+  TempDir dir;
+  dir.Write("config", Kubeconfig("    token: t"));
+  dir.Write("empty", "");
+  dir.Write("broken", "clusters: [unclosed\n");
+  dir.Write("not-a-map", "- a\n- b\n");
+  const std::string good = (dir.path() / "config").string();
+  const std::string missing = (dir.path() / "missing").string();
+
+  auto skipped = LoadKubeconfigList(missing + ":" + (dir.path() / "empty").string() + ":" + good);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().ToString();
+  EXPECT_EQ(skipped->bearer_token, "t");
+
+  auto none = LoadKubeconfigList(missing + ":" + (dir.path() / "also-missing").string());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("none of its files exists"), std::string::npos)
+      << none.status().message();
+
+  auto broken = LoadKubeconfigList(good + ":" + (dir.path() / "broken").string());
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find((dir.path() / "broken").string() +
+                                           ": kubeconfig: invalid YAML"),
+            std::string::npos)
+      << broken.status().message();
+  auto not_map = LoadKubeconfigList(good + ":" + (dir.path() / "not-a-map").string());
+  ASSERT_FALSE(not_map.ok());
+  EXPECT_NE(not_map.status().message().find("not a YAML map"), std::string::npos);
+
+  // What no file sets is an error naming the files.
+  auto unknown = LoadKubeconfigList(good + ":" + (dir.path() / "empty").string(), "nowhere");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no context named \"nowhere\""), std::string::npos)
+      << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find(good + ":"), std::string::npos)
+      << unknown.status().message();
+
+  // A single file must exist, as --kubeconfig's.
+  auto single = LoadKubeconfigList(missing);
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(single.status().message().find(missing), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hybridjob::k8s
