@@ -601,6 +601,18 @@ json BuildVolumeClaim(const api::HybridJob& job, const api::VolumeSpec& volume) 
           {"spec", std::move(spec)}};
 }
 
+bool HoldsTensorboardLogs(const api::HybridJob& job, const api::VolumeSpec& volume) {
+  if (!job.spec.tensorboard) {
+    return false;
+  }
+  std::string mount = volume.mount_path;
+  while (mount.size() > 1 && mount.back() == '/') {
+    mount.pop_back();
+  }
+  const std::string& log_dir = job.spec.tensorboard->log_dir;
+  return log_dir == mount || log_dir.rfind(mount + "/", 0) == 0;
+}
+
 json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions& options) {
   const api::TensorboardSpec& tensorboard = *job.spec.tensorboard;
   const std::string name = api::TensorboardName(job.metadata.name);
@@ -621,13 +633,7 @@ json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions&
   json volumes = json::array();
   // Mount the job's volumes that hold the log directory, read-only.
   for (const api::VolumeSpec& volume : job.spec.volumes) {
-    std::string mount = volume.mount_path;
-    while (mount.size() > 1 && mount.back() == '/') {
-      mount.pop_back();
-    }
-    const std::string& log_dir = tensorboard.log_dir;
-    bool holds_logs = log_dir == mount || log_dir.rfind(mount + "/", 0) == 0;
-    if (!holds_logs) {
+    if (!HoldsTensorboardLogs(job, volume)) {
       continue;
     }
     volumes.push_back(

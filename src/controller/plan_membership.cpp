@@ -385,7 +385,16 @@ void EnsureSupportObjects(const PlanView& view, PlanBuilder& plan) {
   }
   if (view.job.spec.tensorboard) {
     const std::string tensorboard = api::TensorboardName(name);
-    if (FindByName(view.observed.deployments, tensorboard) == nullptr) {
+    // TensorBoard reading a job's volume starts once the gang has been placed:
+    // a WaitForFirstConsumer claim binds to the node of the first pod that
+    // mounts it, and the gang would then have to follow TensorBoard there.
+    const bool mounts_volume = std::any_of(
+        view.job.spec.volumes.begin(), view.job.spec.volumes.end(),
+        [&](const api::VolumeSpec& volume) { return HoldsTensorboardLogs(view.job, volume); });
+    const bool placed = std::any_of(view.own.begin(), view.own.end(),
+                                    [](const auto& entry) { return entry.second->bound(); });
+    if (FindByName(view.observed.deployments, tensorboard) == nullptr &&
+        (!mounts_volume || placed)) {
       plan.support.emplace_back(
           CreateDeployment{BuildTensorboardDeployment(view.job, view.options)});
     }

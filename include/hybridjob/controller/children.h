@@ -80,6 +80,9 @@ nlohmann::json BuildClusterConfigMap(const api::HybridJob& job, const Membership
 nlohmann::json BuildVolumeClaim(const api::HybridJob& job, const api::VolumeSpec& volume);
 
 nlohmann::json BuildTensorboardDeployment(const api::HybridJob& job, const PlannerOptions& options);
+// Whether `volume` holds the job's TensorBoard log directory, so TensorBoard
+// mounts its claim (read-only).
+bool HoldsTensorboardLogs(const api::HybridJob& job, const api::VolumeSpec& volume);
 nlohmann::json BuildTensorboardService(const api::HybridJob& job);
 
 // `text` with every '$' doubled, so the kubelet's $(VAR) expansion in command

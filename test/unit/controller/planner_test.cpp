@@ -1988,11 +1988,28 @@ TEST(ControllerPlannerTest, VolumesAndTensorboardAreCreated) {
   EXPECT_THAT(claims, ElementsAre("mnist-data", "mnist-keep"));
   EXPECT_FALSE(ActionsOf<CreatePVC>(plan)[1].claim["metadata"].contains("ownerReferences"));
   EXPECT_LT(IndexOf<CreatePVC>(plan), IndexOf<CreatePod>(plan));
-  EXPECT_EQ(ActionsOf<CreateDeployment>(plan).size(), 1u);
   EXPECT_EQ(ActionsOf<CreateService>(plan).size(), 2u);
   EXPECT_EQ(cluster.Services().size(), 2u);
   EXPECT_EQ(cluster.Claims().size(), 2u);
+  // TensorBoard reads /data/logs from the claim mnist-data: not before the
+  // gang is placed, or with WaitForFirstConsumer it would pick the claim's
+  // node for the gang.
+  EXPECT_TRUE(ActionsOf<CreateDeployment>(plan).empty());
+  EXPECT_TRUE(ActionsOf<CreateDeployment>(cluster.Step(T0() + seconds(5))).empty());
+  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  plan = cluster.Step(T0() + seconds(10));
+  ASSERT_EQ(ActionsOf<CreateDeployment>(plan).size(), 1u);
+  const json pod_spec = ActionsOf<CreateDeployment>(plan)[0].deployment["spec"]["template"]["spec"];
+  EXPECT_EQ(pod_spec["volumes"][0]["persistentVolumeClaim"]["claimName"], "mnist-data");
   EXPECT_EQ(cluster.Deployments().size(), 1u);
+}
+
+TEST(ControllerPlannerTest, TensorboardWithoutAVolumeStartsAtOnce) {
+  json object = TfJob();
+  object["spec"]["tensorboard"] = {{"logDir", "gs://bucket/logs"}};
+  FakeCluster cluster(object);
+  Plan plan = cluster.Step(T0());
+  EXPECT_EQ(ActionsOf<CreateDeployment>(plan).size(), 1u);
 }
 
 TEST(ControllerPlannerTest, ConditionTimesMoveOnlyOnTransitions) {
