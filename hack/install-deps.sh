@@ -28,8 +28,15 @@ UI_PACKAGES=(
   chromium
 )
 
+# Real peers the integration tests talk to: an HTTP proxy (the binary only,
+# tinyproxy-bin, not the package that runs it as a system service).
+PEER_PACKAGES=(
+  tinyproxy-bin
+)
+
 missing=()
-for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}" "${WORKLOAD_PACKAGES[@]}" "${UI_PACKAGES[@]}"; do
+for pkg in "${BUILD_PACKAGES[@]}" "${CLUSTER_PACKAGES[@]}" "${WORKLOAD_PACKAGES[@]}" "${UI_PACKAGES[@]}" \
+  "${PEER_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

@@ -9,6 +9,7 @@
 #include <hybridjob/common/files.h>
 #include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/config.h>
+#include <hybridjob/k8s/proxy.h>
 
 namespace hybridjob::k8s {
 namespace {
@@ -204,6 +205,13 @@ Result<ClientConfig> ParseKubeconfigNode(const YAML::Node& root, const std::stri
   }
   config.insecure_skip_tls_verify = StringField(*cluster, "insecure-skip-tls-verify") == "true";
   config.tls_server_name = StringField(*cluster, "tls-server-name");
+  config.proxy_url = StringField(*cluster, "proxy-url");
+  if (!config.proxy_url.empty()) {
+    if (auto proxy = http::ParseProxyUrl(config.proxy_url); !proxy) {
+      return InvalidArgument("kubeconfig: cluster \"" + cluster_name +
+                             "\" proxy-url: " + proxy.status().message());
+    }
+  }
   auto ca = PemField(*cluster, "certificate-authority-data", "certificate-authority", base_dir,
                      "cluster \"" + cluster_name + "\"");
   if (!ca) {

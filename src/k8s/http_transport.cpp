@@ -159,7 +159,16 @@ class Connection {
     if (ssl_ != nullptr) {
       SSL_free(ssl_);
     }
-    ::close(fd_);
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+
+  // The socket of a plain connection, handed over (to start TLS on it).
+  int ReleaseFd() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
   }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -443,22 +452,61 @@ Result<std::string> ReadAll(BodyReader& body) {
 
 class Transport::Impl {
  public:
-  Impl(Endpoint endpoint, SslCtxPtr ctx, std::string server_name, bool verify, size_t max_idle)
+  Impl(Endpoint endpoint, SslCtxPtr ctx, std::string server_name, bool verify, size_t max_idle,
+       std::optional<Proxy> proxy)
       : endpoint_(std::move(endpoint)),
         ctx_(std::move(ctx)),
         server_name_(std::move(server_name)),
         verify_(verify),
-        max_idle_(max_idle) {}
+        max_idle_(max_idle),
+        proxy_(std::move(proxy)) {}
 
+  // A connection to the server: straight, or through the proxy (a tunnel
+  // for https, the proxy itself for http).
   Result<std::unique_ptr<Connection>> Dial(std::chrono::milliseconds timeout) {
+    if (!proxy_) {
+      auto conn = DialTcp(endpoint_.host, endpoint_.port, endpoint_.host_header, timeout);
+      if (!conn || !endpoint_.tls) {
+        return conn;
+      }
+      return Handshake((*conn)->ReleaseFd(), timeout);
+    }
+    auto conn = DialTcp(proxy_->host, proxy_->port, "proxy " + proxy_->url, timeout);
+    if (!conn || !endpoint_.tls) {
+      return conn;
+    }
+    Connection& tunnel = **conn;
+    if (Status wrote = tunnel.WriteAll(
+            FormatConnectRequest(endpoint_.host, endpoint_.port, proxy_->authorization));
+        !wrote.ok()) {
+      return Unavailable("proxy " + proxy_->url + ": " + wrote.message());
+    }
+    auto head = ReadHead(tunnel, "CONNECT");
+    if (!head) {
+      return Unavailable("proxy " + proxy_->url + ": no answer to CONNECT " +
+                         endpoint_.host_header + ": " + head.status().message());
+    }
+    if (head->status < 200 || head->status > 299) {
+      return Unavailable("proxy " + proxy_->url + " refused the tunnel to " +
+                         endpoint_.host_header + ": HTTP " + std::to_string(head->status));
+    }
+    if (!tunnel.buffer().empty()) {
+      return Unavailable("proxy " + proxy_->url + " sent data before the tunnel was used");
+    }
+    return Handshake(tunnel.ReleaseFd(), timeout);
+  }
+
+  // A plain TCP connection to host:port; `what` names it in messages.
+  Result<std::unique_ptr<Connection>> DialTcp(const std::string& host, const std::string& port,
+                                              const std::string& what,
+                                              std::chrono::milliseconds timeout) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    const int resolved =
-        getaddrinfo(endpoint_.host.c_str(), endpoint_.port.c_str(), &hints, &found);
+    const int resolved = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
     if (resolved != 0) {
-      return Unavailable("cannot resolve " + endpoint_.host + ": " + gai_strerror(resolved));
+      return Unavailable("cannot resolve " + host + ": " + gai_strerror(resolved));
     }
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
     std::string failure = "no address";
@@ -477,14 +525,11 @@ class Transport::Impl {
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      if (!endpoint_.tls) {
-        auto conn = std::make_unique<Connection>(fd, nullptr);
-        conn->SetTimeout(timeout);
-        return conn;
-      }
-      return Handshake(fd, timeout);
+      auto conn = std::make_unique<Connection>(fd, nullptr);
+      conn->SetTimeout(timeout);
+      return conn;
     }
-    return Unavailable("cannot connect to " + endpoint_.host_header + ": " + failure);
+    return Unavailable("cannot connect to " + what + ": " + failure);
   }
 
   Result<std::unique_ptr<Connection>> Handshake(int fd, std::chrono::milliseconds timeout) {
@@ -575,9 +620,18 @@ class Transport::Impl {
   // replaced, and the request sent again when that cannot repeat its effect.
   Result<std::pair<std::unique_ptr<Connection>, ResponseHead>> Exchange(
       const Request& request, std::chrono::milliseconds timeout) {
+    // Through a proxy, a request to an http server names the whole URL.
+    const bool via_proxy = proxy_ && !endpoint_.tls;
+    std::string target = endpoint_.path_prefix + std::string(request.target);
+    if (via_proxy) {
+      target = "http://" + endpoint_.host_header + target;
+    }
+    std::vector<Header> headers = request.headers;
+    if (via_proxy && !proxy_->authorization.empty()) {
+      headers.push_back({"Proxy-Authorization", proxy_->authorization});
+    }
     const std::string bytes =
-        FormatRequest(request.method, endpoint_.path_prefix + std::string(request.target),
-                      endpoint_.host_header, request.headers, request.body);
+        FormatRequest(request.method, target, endpoint_.host_header, headers, request.body);
     for (int attempt = 0;; ++attempt) {
       std::unique_ptr<Connection> conn = attempt == 0 ? TakeIdle() : nullptr;
       const bool reused = conn != nullptr;
@@ -640,12 +694,14 @@ class Transport::Impl {
   std::string server_name_;
   bool verify_;
   size_t max_idle_;
+  std::optional<Proxy> proxy_;
   Mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_ HJ_GUARDED_BY(mu_);
 };
 
 Result<std::unique_ptr<Transport>> Transport::Create(std::string_view server_url,
-                                                     const TlsOptions& tls, size_t max_idle) {
+                                                     const TlsOptions& tls, size_t max_idle,
+                                                     std::optional<Proxy> proxy) {
   auto endpoint = ParseServerUrl(server_url);
   if (!endpoint) {
     return endpoint.status();
@@ -667,7 +723,7 @@ Result<std::unique_ptr<Transport>> Transport::Create(std::string_view server_url
   std::string server_name = tls.server_name.empty() ? endpoint->host : tls.server_name;
   return std::unique_ptr<Transport>(new Transport(
       std::make_unique<Impl>(std::move(*endpoint), std::move(ctx), std::move(server_name),
-                             !tls.insecure_skip_verify, max_idle)));
+                             !tls.insecure_skip_verify, max_idle, std::move(proxy))));
 }
 
 Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -115,8 +115,12 @@ Result<ResponseHead> ParseResponseHead(std::string_view head, std::string_view r
   parsed.keep_alive =
       http10 ? ListsToken(connection, "keep-alive") : !ListsToken(connection, "close");
 
-  if (EqualsIgnoreCase(request_method, "HEAD") || parsed.status < 200 || parsed.status == 204 ||
-      parsed.status == 304) {
+  // A 2xx answer to CONNECT is the start of the tunnel, not a body (RFC 9110
+  // 9.3.6: its Content-Length and Transfer-Encoding are ignored).
+  const bool tunnel =
+      EqualsIgnoreCase(request_method, "CONNECT") && parsed.status >= 200 && parsed.status <= 299;
+  if (EqualsIgnoreCase(request_method, "HEAD") || tunnel || parsed.status < 200 ||
+      parsed.status == 204 || parsed.status == 304) {
     parsed.framing = BodyFraming::kNone;
     return parsed;
   }

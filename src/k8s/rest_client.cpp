@@ -89,8 +89,18 @@ Result<std::shared_ptr<http::Transport>> MakeHttpTransport(const ClientConfig& c
   tls.client_key_pem = key_pem;
   tls.insecure_skip_verify = config.insecure_skip_tls_verify;
   tls.server_name = config.tls_server_name;
+  auto endpoint = http::ParseServerUrl(config.server);
+  if (!endpoint) {
+    return endpoint.status();
+  }
+  auto proxy = http::ChooseProxy(endpoint->tls, endpoint->host, endpoint->port, config.proxy_url,
+                                 http::ProxyEnvironment::FromProcess());
+  if (!proxy) {
+    return proxy.status();
+  }
   auto made = http::Transport::Create(config.server, tls,
-                                      static_cast<size_t>(std::max(config.max_in_flight, 1)));
+                                      static_cast<size_t>(std::max(config.max_in_flight, 1)),
+                                      std::move(*proxy));
   if (!made) {
     return made.status();
   }

@@ -36,6 +36,9 @@ struct ClientConfig {
   std::string ca_pem;  // PEM bundle to trust; empty means the system's roots
   bool insecure_skip_tls_verify = false;
   std::string tls_server_name;  // overrides the name checked in the server cert
+  // The cluster's proxy-url: every request goes through this HTTP proxy.
+  // Empty: HTTPS_PROXY / HTTP_PROXY / NO_PROXY decide (k8s/proxy.h).
+  std::string proxy_url;
 
   std::string bearer_token;
   std::string token_file;  // re-read when it changes: bound tokens rotate

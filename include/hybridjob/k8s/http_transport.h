@@ -6,12 +6,14 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <hybridjob/common/status.h>
 #include <hybridjob/k8s/http_wire.h>
+#include <hybridjob/k8s/proxy.h>
 
 namespace hybridjob::k8s::http {
 
@@ -68,8 +70,11 @@ struct StreamedResponse {
 class Transport {
  public:
   // Fails on a malformed URL or unusable TLS material (OpenSSL's reason in the message).
+  // With a proxy, connections to an https server are tunnelled through it
+  // (CONNECT), and requests to an http server are sent to it.
   static Result<std::unique_ptr<Transport>> Create(std::string_view server_url,
-                                                   const TlsOptions& tls, size_t max_idle);
+                                                   const TlsOptions& tls, size_t max_idle,
+                                                   std::optional<Proxy> proxy = std::nullopt);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;

@@ -5,8 +5,8 @@
 // failed request.
 //
 // The same bytes also go through the HTTP framing the stream arrives in: as
-// a response head, and as a chunked body fed whole and byte by byte, which
-// must decode alike.
+// a response head (to a GET, and to a proxy's CONNECT), and as a chunked
+// body fed whole and byte by byte, which must decode alike.
 //
 // Contracts checked besides crashes: an ERROR event always carries an error
 // Status, a 410 always means "relist" (kGone) and nothing else does unless its
@@ -76,6 +76,12 @@ void CheckHttpFraming(std::string_view bytes) {
     auto head = http::ParseResponseHead(bytes.substr(0, head_length), "GET");
     if (head.ok() && (head->status < 100 || head->status > 999)) {
       Fail("response head with a status outside 100-999", bytes);
+    }
+    // A proxy's answer to CONNECT: the same parser, and a 2xx has no body.
+    auto tunnel = http::ParseResponseHead(bytes.substr(0, head_length), "CONNECT");
+    if (tunnel.ok() && tunnel->status >= 200 && tunnel->status <= 299 &&
+        tunnel->framing != http::BodyFraming::kNone) {
+      Fail("a 2xx answer to CONNECT framed with a body", bytes);
     }
   }
   http::ChunkedDecoder whole;

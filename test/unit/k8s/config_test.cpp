@@ -371,6 +371,21 @@ contexts:
 )";
 }
 
+TEST(KubeconfigTest, ProxyUrlIsKeptAndAnUnsupportedOneRefused) {
+  const std::string proxied = "    proxy-url: http://proxy.corp:3128\n";
+  auto config = ParseKubeconfig(Kubeconfig("    token: t", proxied), "/tmp");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->proxy_url, "http://proxy.corp:3128");
+  auto socks =
+      ParseKubeconfig(Kubeconfig("    token: t", "    proxy-url: socks5://p:1080\n"), "/tmp");
+  ASSERT_FALSE(socks.ok());
+  EXPECT_NE(socks.status().message().find(
+                "cluster \"local\" proxy-url: proxy \"socks5://p:1080\": socks5:// proxies are not "
+                "supported"),
+            std::string::npos)
+      << socks.status().message();
+}
+
 TEST(KubeconfigListTest, PathsAreSplitOnColonsWithoutEmptiesOrRepeats) {
   EXPECT_EQ(KubeconfigPaths("a:b"), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(KubeconfigPaths(":a::b:a:"), (std::vector<std::string>{"a", "b"}));

@@ -328,6 +328,68 @@ TEST(HttpTransportTest, NoServerIsUnavailableNamingTheAddress) {
       << got.status().message();
 }
 
+// The peer as an HTTP proxy: a request to an http server is sent to it with
+// the whole URL and the proxy's credentials.
+TEST(HttpTransportTest, AnHttpServerIsReachedThroughTheProxyWithTheAbsoluteUrl) {
+  ScriptedPeer proxy([](int fd, const std::string&) { return SendAll(fd, Reply("via proxy")); });
+  auto parsed = ParseProxyUrl("http://user:secret@" + proxy.url().substr(7));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->url, "http://user:***@" + proxy.url().substr(7));
+  // The server's name is never resolved here: only the proxy is dialled.
+  auto transport = Transport::Create("http://api.cluster.invalid:8080/k8s", {}, 4, *parsed);
+  ASSERT_TRUE(transport.ok()) << transport.status().ToString();
+  auto got = (*transport)->RoundTrip({"GET", "/api?x=1", {}, ""}, milliseconds(2000));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->body, "via proxy");
+  ASSERT_EQ(proxy.requests().size(), 1u);
+  const std::string request = proxy.requests()[0];
+  EXPECT_TRUE(request.starts_with("GET http://api.cluster.invalid:8080/k8s/api?x=1 HTTP/1.1\r\n"))
+      << request;
+  EXPECT_NE(request.find("\r\nHost: api.cluster.invalid:8080\r\n"), std::string::npos) << request;
+  EXPECT_NE(request.find("\r\nProxy-Authorization: Basic dXNlcjpzZWNyZXQ=\r\n"),
+            std::string::npos)
+      << request;
+}
+
+// An https server is reached through a CONNECT tunnel (the TLS inside it is
+// tested against the real API server through a real proxy); a proxy that
+// refuses the tunnel, or is not there, is an error naming it.
+TEST(HttpTransportTest, ATunnelTheProxyRefusesOrAMissingProxyIsAClearError) {
+  ScriptedPeer proxy([](int fd, const std::string&) {
+    return SendAll(fd, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+  });
+  auto parsed = ParseProxyUrl(proxy.url());
+  ASSERT_TRUE(parsed.ok());
+  auto transport = Transport::Create("https://api.cluster.invalid:6443", {}, 4, *parsed);
+  ASSERT_TRUE(transport.ok()) << transport.status().ToString();
+  auto got = (*transport)->RoundTrip({"GET", "/api", {}, ""}, milliseconds(2000));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(got.status().message().find("proxy " + proxy.url() +
+                                        " refused the tunnel to api.cluster.invalid:6443: HTTP 403"),
+            std::string::npos)
+      << got.status().message();
+  ASSERT_EQ(proxy.requests().size(), 1u);
+  EXPECT_EQ(proxy.requests()[0],
+            "CONNECT api.cluster.invalid:6443 HTTP/1.1\r\nHost: api.cluster.invalid:6443\r\n\r\n");
+
+  int port = 0;
+  {
+    ScriptedPeer gone([](int, const std::string&) { return false; });
+    port = std::stoi(gone.url().substr(gone.url().rfind(':') + 1));
+  }
+  auto missing = ParseProxyUrl("127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(missing.ok());
+  auto nowhere = Transport::Create("https://api.cluster.invalid:6443", {}, 4, *missing);
+  ASSERT_TRUE(nowhere.ok());
+  auto failed = (*nowhere)->RoundTrip({"GET", "/api", {}, ""}, milliseconds(1000));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("cannot connect to proxy http://127.0.0.1:" +
+                                           std::to_string(port)),
+            std::string::npos)
+      << failed.status().message();
+}
+
 TEST(HttpTransportTest, UnusableTlsMaterialIsRefusedAtCreation) {
   TlsOptions garbage_ca;
   garbage_ca.ca_pem = "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n";

@@ -47,6 +47,17 @@ TEST(HttpWireTest, FramingFollowsTheMethodStatusAndHeaders) {
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(head->framing, BodyFraming::kNone);
 
+  // A proxy's 200 to CONNECT opens the tunnel (tinyproxy's wording); its
+  // refusal has a body like any answer.
+  auto tunnel = ParseResponseHead(
+      "HTTP/1.0 200 Connection established\r\nProxy-agent: tinyproxy/1.11.1\r\n\r\n", "CONNECT");
+  ASSERT_TRUE(tunnel.ok());
+  EXPECT_EQ(tunnel->framing, BodyFraming::kNone);
+  auto refused = ParseResponseHead(
+      "HTTP/1.0 407 Proxy Authentication Required\r\nContent-Length: 12\r\n\r\n", "CONNECT");
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->framing, BodyFraming::kContentLength);
+
   auto closing =
       ParseResponseHead("HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n", "GET");
   ASSERT_TRUE(closing.ok());
