@@ -204,11 +204,18 @@ TEST_P(KubeconfigStartupTest, ExecCredentialsAreRefused) {
 
 TEST_P(KubeconfigStartupTest, KubeconfigVariableNamingMissingFile) {
   const std::string path = (dir_ / "from-env").string();
-  ::setenv("KUBECONFIG", (path + ":" + (dir_ / "second").string()).c_str(), 1);
+  ::setenv("KUBECONFIG", path.c_str(), 1);
   Outcome run = Start(GetParam(), {});
-  ::unsetenv("KUBECONFIG");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, AllOf(HasSubstr("cannot read"), HasSubstr(path)));
+  // A list skips missing files, as kubectl does, and says so when none exists.
+  const std::string second = (dir_ / "second").string();
+  ::setenv("KUBECONFIG", (path + ":" + second).c_str(), 1);
+  run = Start(GetParam(), {});
+  ::unsetenv("KUBECONFIG");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output,
+              AllOf(HasSubstr("none of its files exists"), HasSubstr(path + ":" + second)));
 }
 
 TEST_P(KubeconfigStartupTest, NoKubeconfigOutsideACluster) {

@@ -17,6 +17,7 @@
 #include <hybridjob/scheduler/shell/config.h>
 
 #include "chart_render.h"
+#include "guide_blocks.h"
 #include "openapi_check.h"
 #include "yaml_json.h"
 
@@ -755,14 +756,30 @@ std::vector<std::string> YamlBlocks(const std::string& markdown) {
   return blocks;
 }
 
-// The "every field" reference and the runnable examples of the guide.
+// The "every field" reference and the runnable examples of the guide; the
+// manifests it shows being refused are refused.
 TEST(DeployDocsTest, UserGuideManifestsAreValidHybridJobs) {
   int jobs = 0;
   const json crd = YamlToJson(ReadFile(SourcePath(kCrd)));
   const json& schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
-  for (const std::string& block : YamlBlocks(ReadFile(SourcePath("docs/user-guide.md")))) {
+  const std::string guide = ReadFile(SourcePath("docs/user-guide.md"));
+  auto marked = hybridjob::testing::ExtractGuideBlocks(guide);
+  ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+  std::set<std::string> refused;
+  for (const hybridjob::testing::GuideBlock& block : *marked) {
+    if (block.kind == hybridjob::testing::GuideBlock::Kind::kRefused) {
+      refused.insert(block.text);
+    }
+  }
+  EXPECT_GE(refused.size(), 2u);
+  for (const std::string& block : YamlBlocks(guide)) {
     const json object = YamlToJson(block);
     if (!object.is_object() || object.value("kind", "") != "HybridJob") {
+      continue;
+    }
+    if (refused.contains(block)) {
+      auto parsed = api::ParseHybridJob(object, {.reject_unknown_fields = true});
+      EXPECT_TRUE(!parsed.ok() || !SchemaProblems(object, schema).empty()) << block;
       continue;
     }
     ++jobs;
