@@ -4,8 +4,6 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
-#include <cstring>
-#include <vector>
 
 #include <hybridjob/k8s/base64.h>
 #include <hybridjob/k8s/proxy.h>
