@@ -1,7 +1,6 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -400,39 +399,18 @@ Result<Endpoint> ParseServerUrl(std::string_view url) {
                            "\"");
   }
   endpoint.host_header = std::string(authority);
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgument("bad IPv6 address in server URL \"" + std::string(url) + "\"");
-    }
-    endpoint.host = std::string(authority.substr(1, close - 1));
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') {
-        return InvalidArgument("bad server URL \"" + std::string(url) + "\"");
-      }
-      port = after.substr(1);
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    endpoint.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-    }
-  }
-  if (endpoint.host.empty()) {
-    return InvalidArgument("server URL names no host: \"" + std::string(url) + "\"");
-  }
-  if (port.empty()) {
-    endpoint.port = endpoint.tls ? "443" : "80";
-  } else {
-    int number = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-    if (error != std::errc() || end != port.data() + port.size() || number <= 0 || number > 65535) {
-      return InvalidArgument("bad port in server URL \"" + std::string(url) + "\"");
-    }
-    endpoint.port = std::string(port);
+  const std::string quoted = "\"" + std::string(url) + "\"";
+  switch (SplitAuthority(authority, endpoint.tls ? "443" : "80", &endpoint.host, &endpoint.port)) {
+    case AuthorityProblem::kNone:
+      break;
+    case AuthorityProblem::kBadIpv6:
+      return InvalidArgument("bad IPv6 address in server URL " + quoted);
+    case AuthorityProblem::kBadAddress:
+      return InvalidArgument("bad server URL " + quoted);
+    case AuthorityProblem::kNoHost:
+      return InvalidArgument("server URL names no host: " + quoted);
+    case AuthorityProblem::kBadPort:
+      return InvalidArgument("bad port in server URL " + quoted);
   }
   return endpoint;
 }

@@ -147,6 +147,47 @@ Result<ResponseHead> ParseResponseHead(std::string_view head, std::string_view r
   return parsed;
 }
 
+AuthorityProblem SplitAuthority(std::string_view authority, std::string_view default_port,
+                                std::string* host, std::string* port) {
+  std::string_view given_port;
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      return AuthorityProblem::kBadIpv6;
+    }
+    *host = std::string(authority.substr(1, close - 1));
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') {
+        return AuthorityProblem::kBadAddress;
+      }
+      given_port = after.substr(1);
+    }
+  } else {
+    const size_t colon = authority.rfind(':');
+    *host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      given_port = authority.substr(colon + 1);
+    }
+  }
+  if (host->empty()) {
+    return AuthorityProblem::kNoHost;
+  }
+  if (given_port.empty()) {
+    *port = std::string(default_port);
+    return AuthorityProblem::kNone;
+  }
+  int number = 0;
+  const auto [end, error] =
+      std::from_chars(given_port.data(), given_port.data() + given_port.size(), number);
+  if (error != std::errc() || end != given_port.data() + given_port.size() || number <= 0 ||
+      number > 65535) {
+    return AuthorityProblem::kBadPort;
+  }
+  *port = std::string(given_port);
+  return AuthorityProblem::kNone;
+}
+
 std::string FormatRequest(std::string_view method, std::string_view target, std::string_view host,
                           const std::vector<Header>& headers, std::string_view body) {
   std::string out;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <hybridjob/k8s/base64.h>
+#include <hybridjob/k8s/http_wire.h>
 #include <hybridjob/k8s/proxy.h>
 
 namespace hybridjob::k8s::http {
@@ -156,39 +157,17 @@ Result<Proxy> ParseProxyUrl(std::string_view url) {
     shown += std::string(user) + (user.size() < userinfo.size() ? ":***@" : "@");
   }
   shown += std::string(authority);
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
+  switch (SplitAuthority(authority, "80", &proxy.host, &proxy.port)) {
+    case AuthorityProblem::kNone:
+      break;
+    case AuthorityProblem::kBadIpv6:
       return InvalidArgument("proxy \"" + given + "\": bad IPv6 address");
-    }
-    proxy.host = std::string(authority.substr(1, close - 1));
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') {
-        return InvalidArgument("proxy \"" + given + "\": bad address");
-      }
-      port = after.substr(1);
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    proxy.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-    }
-  }
-  if (proxy.host.empty()) {
-    return InvalidArgument("proxy \"" + given + "\" names no host");
-  }
-  if (port.empty()) {
-    proxy.port = "80";
-  } else {
-    int number = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-    if (error != std::errc() || end != port.data() + port.size() || number <= 0 || number > 65535) {
+    case AuthorityProblem::kBadAddress:
+      return InvalidArgument("proxy \"" + given + "\": bad address");
+    case AuthorityProblem::kNoHost:
+      return InvalidArgument("proxy \"" + given + "\" names no host");
+    case AuthorityProblem::kBadPort:
       return InvalidArgument("proxy \"" + given + "\": bad port");
-    }
-    proxy.port = std::string(port);
   }
   proxy.url = std::move(shown);
   return proxy;

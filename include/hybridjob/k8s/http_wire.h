@@ -50,6 +50,15 @@ size_t HeadLength(std::string_view buffer);
 // line) of the answer to a request with `request_method`.
 Result<ResponseHead> ParseResponseHead(std::string_view head, std::string_view request_method);
 
+// What is wrong with a URL's authority, for the caller to word.
+enum class AuthorityProblem { kNone, kBadIpv6, kBadAddress, kNoHost, kBadPort };
+
+// host[:port] or [IPv6][:port] of a URL's authority, as server and proxy URLs
+// spell it: the host without brackets, the port as written or
+// `default_port`, checked to be 1-65535.
+AuthorityProblem SplitAuthority(std::string_view authority, std::string_view default_port,
+                                std::string* host, std::string* port);
+
 // The bytes of one request. `target` is the path and query; a non-empty body
 // gets its Content-Length.
 std::string FormatRequest(std::string_view method, std::string_view target, std::string_view host,

@@ -72,6 +72,23 @@ TEST(HttpWireTest, FramingFollowsTheMethodStatusAndHeaders) {
   EXPECT_TRUE(http10_kept->keep_alive);
 }
 
+TEST(HttpWireTest, AuthoritiesSplitIntoHostAndPort) {
+  std::string host;
+  std::string port;
+  EXPECT_EQ(SplitAuthority("api.example:6443", "443", &host, &port), AuthorityProblem::kNone);
+  EXPECT_EQ(host, "api.example");
+  EXPECT_EQ(port, "6443");
+  EXPECT_EQ(SplitAuthority("[fd00::1]", "80", &host, &port), AuthorityProblem::kNone);
+  EXPECT_EQ(host, "fd00::1");
+  EXPECT_EQ(port, "80");
+  EXPECT_EQ(SplitAuthority("[fd00::1", "80", &host, &port), AuthorityProblem::kBadIpv6);
+  EXPECT_EQ(SplitAuthority("[fd00::1]x", "80", &host, &port), AuthorityProblem::kBadAddress);
+  EXPECT_EQ(SplitAuthority(":6443", "80", &host, &port), AuthorityProblem::kNoHost);
+  EXPECT_EQ(SplitAuthority("api:0", "80", &host, &port), AuthorityProblem::kBadPort);
+  EXPECT_EQ(SplitAuthority("api:65536", "80", &host, &port), AuthorityProblem::kBadPort);
+  EXPECT_EQ(SplitAuthority("api:12x", "80", &host, &port), AuthorityProblem::kBadPort);
+}
+
 TEST(HttpWireTest, MalformedHeadsAreErrorsThatQuoteThem) {
   for (const char* bad :
        {"HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 200OK\r\n\r\n",
