@@ -38,7 +38,7 @@ generator = $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
 JOBS ?= $(shell nproc)
 CTEST_JOBS ?= $(JOBS)
 
-.PHONY: all deps k8s k8s-demo configure build fuzz-configure fuzz-build tsan-build test soak fuzz \
+.PHONY: all deps k8s peers k8s-demo configure build fuzz-configure fuzz-build tsan-build test soak fuzz \
 	unit integration \
 	e2e fault bench demo demo-build local-up local-down install format clean
 
@@ -49,6 +49,10 @@ deps:
 
 k8s: deps
 	@hack/k8s-binaries.sh >/dev/null
+
+# Test peers Debian does not package, from the npm registry (an S3 server).
+peers: deps
+	@hack/test-peers.sh >/dev/null
 
 # What the demo's control plane runs (no kube-scheduler).
 k8s-demo: deps
@@ -93,7 +97,7 @@ tsan-build: deps
 # (hack/run-tests.sh).
 test: BENCH := OFF
 test: UNIT_TESTS := OFF
-test: k8s configure fuzz-configure
+test: k8s peers configure fuzz-configure
 	@for tree in $(BUILD_DIR) $(FUZZ_DIR); do \
 	  begin=$$SECONDS; cmake --build $$tree -j $(JOBS) || exit 1; \
 	  echo "-- build $$tree: $$((SECONDS - begin)) s"; \
@@ -114,7 +118,7 @@ unit: build
 integration: k8s build
 	@ctest --test-dir $(BUILD_DIR) -L integration -j $(CTEST_JOBS) --output-on-failure
 
-e2e: k8s build
+e2e: k8s peers build
 	@ctest --test-dir $(BUILD_DIR) -L e2e -j $(CTEST_JOBS) --output-on-failure
 
 fault: k8s build

@@ -28,10 +28,12 @@ UI_PACKAGES=(
   chromium
 )
 
-# Real peers the integration tests talk to: an HTTP proxy (the binary only,
-# tinyproxy-bin, not the package that runs it as a system service).
+# Real peers the integration and e2e tests talk to: an HTTP proxy (the binary
+# only, tinyproxy-bin, not the package that runs it as a system service), and
+# the aws CLI the S3 e2e runs as a job's fetcher and uploader (the S3 server
+# itself comes from the npm registry: hack/test-peers.sh).
 PEER_PACKAGES=(
-  tinyproxy-bin
+  tinyproxy-bin awscli
 )
 
 missing=()

@@ -26,11 +26,29 @@ constexpr std::string_view kEnvWrapperScriptText =
     ". \"/etc/hybridjob/${HYBRIDJOB_ROLE}.env\"\n"
     "exec \"$@\"\n";
 
+// What a store answered, from the response body in $1: S3's error <Code> and
+// <Message>, else the body's first 300 bytes. Shared by the fetch and upload
+// scripts, which print it when a request fails, so that the pod's log and its
+// termination message (FallbackToLogsOnError) say it.
+#define HYBRIDJOB_ANSWER_FUNCTION                                                         \
+  "answer() {\n"                                                                          \
+  "  body=\"$(tr -d '\\r\\n' < \"$1\" | head -c 4096)\"\n"                                \
+  "  code=\"$(printf '%s' \"$body\" | sed -n 's:.*<Code>\\([^<]*\\)</Code>.*:\\1:p')\"\n" \
+  "  if [ -n \"$code\" ]; then\n"                                                         \
+  "    printf '%s: %s' \"$code\" \"$(printf '%s' \"$body\" | "                            \
+  "sed -n 's:.*<Message>\\([^<]*\\)</Message>.*:\\1:p')\"\n"                              \
+  "  else\n"                                                                              \
+  "    printf '%s' \"$body\" | head -c 300\n"                                             \
+  "  fi\n"                                                                                \
+  "}\n"
+
 // Fetches $1 into a temporary file, removed however the script ends, and
-// unpacks it into $2. The URL only ever
-// appears quoted, as data; it is never evaluated. For s3:// sources,
-// AWS_ENDPOINT_URL names an S3-compatible store (path-style), and with
-// AWS_ACCESS_KEY_ID curl signs the request (SigV4) when there is no aws CLI.
+// unpacks it into $2. The URL only ever appears quoted, as data; it is never
+// evaluated. For s3:// sources, AWS_ENDPOINT_URL names an S3-compatible store
+// (path-style); the aws CLI copies the object where the image has one, else
+// curl signs the request (SigV4) with AWS_ACCESS_KEY_ID. S3 refuses a SigV4
+// request without x-amz-content-sha256, which curl before 8.x does not add.
+// A failed request exits non-zero with what the store answered.
 constexpr std::string_view kCodeFetchScriptText =
     "set -eu\n"
     "src=\"$1\"\n"
@@ -38,44 +56,46 @@ constexpr std::string_view kCodeFetchScriptText =
     "archive=\"$(mktemp)\"\n"
     "trap 'rm -f \"$archive\"' EXIT\n"
     "endpoint=\"${AWS_ENDPOINT_URL:-}\"\n"
+    "region=\"${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}\"\n" HYBRIDJOB_ANSWER_FUNCTION
+    "url=\"$src\"\n"
+    "set --\n"
     "case \"$src\" in\n"
     "  s3://*)\n"
     "    if command -v aws >/dev/null 2>&1; then\n"
-    "      if [ -n \"$endpoint\" ]; then\n"
-    "        aws s3 cp --endpoint-url \"$endpoint\" \"$src\" \"$archive\"\n"
-    "      else\n"
-    "        aws s3 cp \"$src\" \"$archive\"\n"
+    "      [ -z \"$endpoint\" ] || set -- --endpoint-url \"$endpoint\"\n"
+    "      if ! out=\"$(aws s3 cp --only-show-errors \"$@\" \"$src\" \"$archive\" 2>&1)\"; then\n"
+    "        echo \"hybridjob-code: could not fetch $src: $(printf '%s' \"$out\" | tail -n 3 | "
+    "tr '\\n' ' ')\" >&2\n"
+    "        exit 1\n"
     "      fi\n"
     "      fetched=1\n"
     "    else\n"
     "      rest=\"${src#s3://}\"\n"
     "      if [ -n \"$endpoint\" ]; then\n"
-    "        src=\"${endpoint%/}/${rest%%/*}/${rest#*/}\"\n"
+    "        url=\"${endpoint%/}/${rest%%/*}/${rest#*/}\"\n"
     "      else\n"
-    "        src=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
+    "        url=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
     "      fi\n"
     "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
-    "        signed=1\n"
+    "        set -- --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
+    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
+    "          -H \"x-amz-content-sha256: UNSIGNED-PAYLOAD\"\n"
+    "        if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
+    "          set -- \"$@\" -H \"x-amz-security-token: $AWS_SESSION_TOKEN\"\n"
+    "        fi\n"
     "      fi\n"
     "    fi\n"
     "    ;;\n"
     "esac\n"
-    "if [ -n \"${signed:-}\" ]; then\n"
-    "  region=\"${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}\"\n"
-    "  if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
-    "    curl -fsSL --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
-    "      --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
-    "      -H \"x-amz-security-token: $AWS_SESSION_TOKEN\" -o \"$archive\" --url \"$src\"\n"
-    "  else\n"
-    "    curl -fsSL --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
-    "      --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" -o \"$archive\" --url "
-    "\"$src\"\n"
-    "  fi\n"
-    "elif [ -z \"${fetched:-}\" ]; then\n"
+    "if [ -z \"${fetched:-}\" ]; then\n"
     "  if command -v curl >/dev/null 2>&1; then\n"
-    "    curl -fsSL --retry 3 -o \"$archive\" --url \"$src\"\n"
+    "    if ! curl -sSL --retry 3 --fail-with-body \"$@\" -o \"$archive\" --url \"$url\"; then\n"
+    "      echo \"hybridjob-code: could not fetch $src: the server answered $(answer "
+    "\"$archive\")\" >&2\n"
+    "      exit 1\n"
+    "    fi\n"
     "  else\n"
-    "    wget -q -O \"$archive\" \"$src\"\n"
+    "    wget -q -O \"$archive\" \"$url\"\n"
     "  fi\n"
     "fi\n"
     "mkdir -p \"$dest\"\n"
@@ -86,9 +106,11 @@ constexpr std::string_view kCodeFetchScriptText =
     "esac\n";
 
 // PUTs every file of the given paths (directories recursively) below $1: an
-// http(s):// prefix, or s3://bucket[/prefix] (signed by curl with
-// AWS_ACCESS_KEY_ID, or copied by the aws CLI; AWS_ENDPOINT_URL names an
-// S3-compatible store). Names only ever appear quoted, as data.
+// http(s):// prefix, or s3://bucket[/prefix] (copied by the aws CLI where the
+// image has one, else signed by curl with AWS_ACCESS_KEY_ID; AWS_ENDPOINT_URL
+// names an S3-compatible store). Names only ever appear quoted, as data. The
+// first failed PUT exits non-zero with what the store answered, so the job
+// never shows Uploaded with an object missing.
 constexpr std::string_view kArtifactsUploadScriptText =
     "set -eu\n"
     "dest=\"${1%/}\"\n"
@@ -96,16 +118,22 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "shift 2\n"
     "endpoint=\"${AWS_ENDPOINT_URL:-}\"\n"
     "region=\"${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}\"\n"
+    "list=\"$(mktemp)\"\n"
+    "response=\"$(mktemp)\"\n"
+    "trap 'rm -f \"$list\" \"$response\"' EXIT\n" HYBRIDJOB_ANSWER_FUNCTION
     "put() {\n"
     "  file=\"$1\"\n"
     "  rel=\"$2\"\n"
+    "  set --\n"
     "  case \"$dest\" in\n"
     "    s3://*)\n"
     "      if command -v aws >/dev/null 2>&1; then\n"
-    "        if [ -n \"$endpoint\" ]; then\n"
-    "          aws s3 cp --endpoint-url \"$endpoint\" \"$file\" \"$dest/$rel\"\n"
-    "        else\n"
-    "          aws s3 cp \"$file\" \"$dest/$rel\"\n"
+    "        [ -z \"$endpoint\" ] || set -- --endpoint-url \"$endpoint\"\n"
+    "        if ! out=\"$(aws s3 cp --only-show-errors \"$@\" \"$file\" \"$dest/$rel\" 2>&1)\"; "
+    "then\n"
+    "          echo \"hybridjob-artifacts: could not upload $rel to $dest/$rel: "
+    "$(printf '%s' \"$out\" | tail -n 3 | tr '\\n' ' ')\" >&2\n"
+    "          exit 1\n"
     "        fi\n"
     "        return\n"
     "      fi\n"
@@ -119,21 +147,26 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "        url=\"https://$bucket.s3.amazonaws.com/$prefix$rel\"\n"
     "      fi\n"
     "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
-    "        curl -fsS --retry 3 --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
-    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" -T \"$file\" --url "
-    "\"$url\"\n"
-    "        return\n"
+    "        set -- --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
+    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
+    "          -H \"x-amz-content-sha256: UNSIGNED-PAYLOAD\"\n"
+    "        if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
+    "          set -- \"$@\" -H \"x-amz-security-token: $AWS_SESSION_TOKEN\"\n"
+    "        fi\n"
     "      fi\n"
     "      ;;\n"
     "    *)\n"
     "      url=\"$dest/$rel\"\n"
     "      ;;\n"
     "  esac\n"
-    "  curl -fsS --retry 3 -T \"$file\" --url \"$url\"\n"
+    "  if ! curl -sS --retry 3 --fail-with-body \"$@\" -o \"$response\" -T \"$file\" --url "
+    "\"$url\"; then\n"
+    "    echo \"hybridjob-artifacts: could not upload $rel to $url: the server answered "
+    "$(answer \"$response\")\" >&2\n"
+    "    exit 1\n"
+    "  fi\n"
     "}\n"
     "count=0\n"
-    "list=\"$(mktemp)\"\n"
-    "trap 'rm -f \"$list\"' EXIT\n"
     "for path in \"$@\"; do\n"
     "  if [ -d \"$root/$path\" ]; then\n"
     "    find \"$root/$path\" -type f > \"$list\"\n"
@@ -150,6 +183,8 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "  fi\n"
     "done\n"
     "echo \"hybridjob-artifacts: uploaded $count files to $dest\"\n";
+
+#undef HYBRIDJOB_ANSWER_FUNCTION
 
 // The launcher starts only once every worker in the hostfile runs sshd with
 // the job's key: mpirun gives up on a host that refuses it.
@@ -267,6 +302,8 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
         EscapeKubeExpansion(code.source), EscapeKubeExpansion(code.mount_path)}},
       {"volumeMounts", {{{"name", api::kCodeVolumeName}, {"mountPath", code.mount_path}}}},
       {"securityContext", RestrictedSecurityContext()},
+      // What the store answered becomes the member's termination message.
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
   };
   // Credentials for private archives come from the member's own container.
   if (first_container.contains("envFrom") && first_container["envFrom"].is_array()) {
@@ -479,7 +516,9 @@ json BuildArtifactsPod(const api::HybridJob& job, const std::string& node,
   json container = {{"name", "upload"},
                     {"image", artifacts.image.value_or(options.code_fetcher_image)},
                     {"command", std::move(command)},
-                    {"securityContext", RestrictedSecurityContext()}};
+                    {"securityContext", RestrictedSecurityContext()},
+                    // What the store answered reaches the ArtifactsUploaded condition.
+                    {"terminationMessagePolicy", "FallbackToLogsOnError"}};
   AddMount(container, "artifacts", api::kArtifactsMountPath, true);
   if (artifacts.endpoint) {
     SetEnv(container, "AWS_ENDPOINT_URL", *artifacts.endpoint);

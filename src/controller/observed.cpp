@@ -119,6 +119,9 @@ ObservedPod ObserveOrThrow(const json& pod) {
                 last_terminated != nullptr ? Child(*last_terminated, "exitCode") : nullptr;
             last_code != nullptr && last_code->is_number_integer()) {
           out.last_exit_code = last_code->get<int32_t>();
+          if (out.last_termination_message.empty()) {
+            out.last_termination_message = StringAt(*last_terminated, "message");
+          }
         }
         const json* state = Child(container, "state");
         const json* terminated = state != nullptr ? Child(*state, "terminated") : nullptr;
@@ -129,6 +132,31 @@ ObservedPod ObserveOrThrow(const json& pod) {
         int32_t exit_code = code->get<int32_t>();
         if (!out.exit_code || (*out.exit_code == 0 && exit_code != 0)) {
           out.exit_code = exit_code;
+        }
+        if (exit_code != 0 && out.termination_message.empty()) {
+          out.termination_message = StringAt(*terminated, "message");
+        }
+      }
+    }
+    if (const json* inits = Child(*status, "initContainerStatuses");
+        inits != nullptr && inits->is_array()) {
+      for (const json& container : *inits) {
+        const json* last = Child(container, "lastState");
+        const json* last_terminated = last != nullptr ? Child(*last, "terminated") : nullptr;
+        if (last_terminated != nullptr && out.last_termination_message.empty()) {
+          out.last_termination_message = StringAt(*last_terminated, "message");
+        }
+        const json* state = Child(container, "state");
+        const json* terminated = state != nullptr ? Child(*state, "terminated") : nullptr;
+        const json* code = terminated != nullptr ? Child(*terminated, "exitCode") : nullptr;
+        if (code == nullptr || !code->is_number_integer() || code->get<int32_t>() == 0 ||
+            out.init_exit_code) {
+          continue;
+        }
+        out.failed_init_container = StringAt(container, "name");
+        out.init_exit_code = code->get<int32_t>();
+        if (out.termination_message.empty()) {
+          out.termination_message = StringAt(*terminated, "message");
         }
       }
     }

@@ -1,8 +1,10 @@
 // Lifecycle: how members end (success, restarts, replacements, failure), the
 // job's deadline, and what a finished job still does (cleanup, TTL).
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <hybridjob/api/defaults.h>
@@ -23,13 +25,35 @@ std::string RestartPolicyText(api::RestartPolicy policy) {
   return std::string(api::ToString(policy));
 }
 
+// The last non-empty line of a termination message, at most 300 bytes: what
+// the fetcher or uploader said last (what a store answered), for conditions.
+std::string LastLine(std::string_view message) {
+  constexpr size_t kMax = 300;
+  while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  const size_t newline = message.rfind('\n');
+  std::string_view line = newline == std::string_view::npos ? message : message.substr(newline + 1);
+  std::string out(line.substr(0, kMax));
+  if (line.size() > kMax) {
+    out += "...";
+  }
+  return out;
+}
+
 // What ended a member's pod, for messages.
 std::string DescribeEnd(const ObservedPod& pod) {
   std::string out = pod.phase == PodPhase::kSucceeded ? "succeeded" : "failed";
   if (pod.exit_code && pod.phase == PodPhase::kFailed) {
     out += " with exit code " + std::to_string(*pod.exit_code);
+  } else if (pod.init_exit_code && pod.phase == PodPhase::kFailed) {
+    out += " in init container " + pod.failed_init_container + " with exit code " +
+           std::to_string(*pod.init_exit_code);
   } else if (!pod.reason.empty()) {
     out += " (" + pod.reason + ")";
+  }
+  if (pod.phase == PodPhase::kFailed && !LastLine(pod.termination_message).empty()) {
+    out += ": " + LastLine(pod.termination_message);
   }
   return out;
 }
@@ -333,6 +357,12 @@ void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
       if (uploader->restarts > 0) {
         why += " after " + std::to_string(uploader->restarts + 1) + " attempts";
       }
+      const std::string said =
+          LastLine(uploader->termination_message.empty() ? uploader->last_termination_message
+                                                         : uploader->termination_message);
+      if (!said.empty()) {
+        why += "; the last said: " + said;
+      }
       set(false, api::kReasonUploadFailed,
           "gave up uploading " + DescribeArtifacts(artifacts) + " (" + why +
               "); the job's success stands and its volume keeps the files");
@@ -340,11 +370,13 @@ void PlanArtifacts(const PlanView& view, JobPhase phase, PlanBuilder& plan) {
     }
     default:
       if (uploader->restarts > 0) {
+        const std::string said = LastLine(uploader->last_termination_message);
         set(false, api::kReasonRetrying,
             "attempt " + std::to_string(uploader->restarts) + " failed" +
                 (uploader->last_exit_code
                      ? " with exit code " + std::to_string(*uploader->last_exit_code)
                      : std::string()) +
+                (said.empty() ? std::string() : " (" + said + ")") +
                 "; the kubelet retries with back-off for up to " +
                 std::to_string(artifacts.deadline_seconds) + "s (kubectl logs " + name + ")");
       } else {

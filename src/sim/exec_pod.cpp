@@ -11,8 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 // A path inside a volume or container: relative ones may not climb out.
 bool ClimbsOut(const std::string& path) {
   for (const auto& part : std::filesystem::path(path)) {
@@ -106,6 +104,8 @@ ExecContainer ReadContainer(JsonFields& fields, const json& container, const std
   out.command = fields.StringList(container, "command", path);
   out.args = fields.StringList(container, "args", path);
   out.working_dir = fields.String(container, "workingDir", path).value_or("");
+  out.termination_message_policy =
+      fields.String(container, "terminationMessagePolicy", path).value_or("File");
   if (const json* env = fields.Array(container, "env", path)) {
     out.env = *env;
   }
@@ -228,6 +228,53 @@ Result<ExecPod> DecodeExecPod(const json& pod) {
     return fields.ToStatus();
   }
   return out;
+}
+
+Result<std::map<std::string, std::string>> ParseExecImagePaths(std::string_view text) {
+  std::map<std::string, std::string> out;
+  size_t begin = 0;
+  while (begin <= text.size() && !text.empty()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
+    const std::string_view entry = text.substr(begin, end - begin);
+    const size_t equals = entry.find('=');
+    if (equals == std::string_view::npos || equals == 0 || equals + 1 == entry.size()) {
+      return InvalidArgument("\"" + std::string(entry) + "\": want IMAGE=PATH");
+    }
+    const std::string image(entry.substr(0, equals));
+    if (!out.emplace(image, std::string(entry.substr(equals + 1))).second) {
+      return InvalidArgument("image \"" + image + "\" is given twice");
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string FallbackTerminationMessage(std::string_view log) {
+  constexpr size_t kMaxLines = 80;
+  constexpr size_t kMaxBytes = 2048;
+  // The last 80 lines: a trailing newline ends the last line, not a new one.
+  size_t pos = log.size();
+  if (pos > 0 && log[pos - 1] == '\n') {
+    --pos;
+  }
+  size_t start = 0;
+  for (size_t lines = 0; lines < kMaxLines; ++lines) {
+    const size_t newline = pos == 0 ? std::string_view::npos : log.rfind('\n', pos - 1);
+    if (newline == std::string_view::npos) {
+      start = 0;
+      break;
+    }
+    start = newline + 1;
+    pos = newline;
+  }
+  std::string_view tail = log.substr(start);
+  if (tail.size() > kMaxBytes) {
+    tail = tail.substr(tail.size() - kMaxBytes);
+  }
+  return std::string(tail);
 }
 
 ObjectNames ReferencedObjects(const ExecPod& pod) {
@@ -401,7 +448,7 @@ Result<std::vector<std::pair<std::string, std::string>>> ContainerEnvironment(
     set("HOSTNAME", pod.hostname);
   }
   if (!defined.contains("PATH")) {
-    set("PATH", kDefaultPath);
+    set("PATH", fields.default_path);
   }
   if (!defined.contains("HOME")) {
     set("HOME", "/root");
@@ -643,6 +690,9 @@ json ContainerStatusJson(const ExecPodStatus& pod, const ExecContainerStatus& c)
                              {"reason", c.last_terminated->reason},
                              {"startedAt", api::FormatTime(c.last_terminated->started_at)},
                              {"finishedAt", api::FormatTime(c.last_terminated->finished_at)}}}};
+    if (!c.last_terminated->message.empty()) {
+      status["lastState"]["terminated"]["message"] = c.last_terminated->message;
+    }
   }
   return status;
 }

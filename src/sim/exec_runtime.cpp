@@ -914,6 +914,19 @@ void ExecRuntime::SignalAll(PodRun& pod, int signal) {
 
 namespace {
 
+// The end of a container's log: enough for FallbackTerminationMessage.
+std::string ReadLogTail(const fs::path& log) {
+  constexpr std::streamoff kTail = 16 * 1024;
+  std::ifstream in(log, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) {
+    return "";
+  }
+  in.seekg(std::max<std::streamoff>(0, size - kTail));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 void RecordExit(ExecContainerStatus& status, int exit_code, int signal, std::string reason,
                 std::string message, ExecClock::time_point now) {
   status.state = ExecContainerStatus::State::kTerminated;
@@ -983,7 +996,12 @@ void ExecRuntime::Reap(PodRun& pod, ExecClock::time_point now) {
         signal = WTERMSIG(status);
         code = 128 + signal;
       }
-      RecordExit(c.status, code, signal, "", "", now);
+      std::string message;
+      if (code != 0 && c.spec->termination_message_policy == "FallbackToLogsOnError" &&
+          !c.logs.empty()) {
+        message = FallbackTerminationMessage(ReadLogTail(c.logs.back()));
+      }
+      RecordExit(c.status, code, signal, "", std::move(message), now);
       spdlog::info("exec: pod {} container {} exited with {}", pod.Key(), c.status.name, code);
       AfterExit(pod, init, index, now, /*start_error=*/false);
       changed = true;
@@ -1069,7 +1087,11 @@ void ExecRuntime::StartContainer(PodRun& pod, bool init, size_t index, ExecClock
     Publish(pod);
   };
 
-  auto env = ContainerEnvironment(pod_spec, spec, {pod.ip, pod.launch.host_ip}, pod.launch.objects);
+  PodFields fields{pod.ip, pod.launch.host_ip};
+  if (auto image = options_.image_paths.find(spec.image); image != options_.image_paths.end()) {
+    fields.default_path = image->second;
+  }
+  auto env = ContainerEnvironment(pod_spec, spec, fields, pod.launch.objects);
   if (!env.ok()) {
     wait_with("CreateContainerConfigError", env.status());
     return;
@@ -1087,8 +1109,9 @@ void ExecRuntime::StartContainer(PodRun& pod, bool init, size_t index, ExecClock
   }
 
   if (restart && c.status.state == ExecContainerStatus::State::kTerminated) {
-    c.status.last_terminated = ExecContainerStatus::Terminated{
-        c.status.exit_code, c.status.reason, c.status.started_at, c.status.finished_at};
+    c.status.last_terminated =
+        ExecContainerStatus::Terminated{c.status.exit_code, c.status.reason, c.status.started_at,
+                                        c.status.finished_at, c.status.message};
     ++c.status.restart_count;
   }
   c.started_once = true;

@@ -203,6 +203,7 @@ Status Simulator::Start() {
   if (options_.exec_dir) {
     ExecRuntimeOptions exec_options;
     exec_options.state_dir = *options_.exec_dir;
+    exec_options.image_paths = options_.exec_image_paths;
     exec_options.on_change = [this](const std::string& key) { queue_->Add(key); };
     Result<std::unique_ptr<ExecRuntime>> runtime = ExecRuntime::Create(std::move(exec_options));
     if (!runtime.ok()) {

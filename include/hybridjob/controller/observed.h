@@ -53,6 +53,15 @@ struct ObservedPod {
   int32_t restarts = 0;
   std::optional<int32_t> last_exit_code;
   std::string reason;  // status.reason, e.g. Evicted
+  // What a failed container said of its end: the termination message of the
+  // current run (an app or init container that exited non-zero) and of the
+  // run before a restart. The controller's own fetcher and uploader fill it
+  // from their logs' tails (FallbackToLogsOnError) with what a store answered.
+  std::string termination_message;
+  std::string last_termination_message;
+  // The init container that exited non-zero, and its exit code.
+  std::string failed_init_container;
+  std::optional<int32_t> init_exit_code;
   // The batch.hybridjob.io/group-spec annotation, as written.
   std::string group_spec;
   // The batch.hybridjob.io/placement annotation the gang-scheduler's binding set.

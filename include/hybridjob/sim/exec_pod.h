@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -57,12 +58,28 @@ struct ExecMount {
   bool read_only = false;
 };
 
+// A container's PATH when neither its spec nor its image says otherwise.
+inline constexpr const char* kExecDefaultPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// hybridjob-sim --exec-image-paths: "IMAGE=PATH[,IMAGE=PATH...]", the PATH a
+// container of each image runs with, standing in for the programs the image
+// would hold (a curl-only fetcher image, say). Other images get
+// kExecDefaultPath.
+Result<std::map<std::string, std::string>> ParseExecImagePaths(std::string_view text);
+
+// What a kubelet puts in terminationMessage for FallbackToLogsOnError: the
+// last 80 lines of the container's log, at most their last 2,048 bytes.
+std::string FallbackTerminationMessage(std::string_view log);
+
 struct ExecContainer {
   std::string name;
   std::string image;
   std::vector<std::string> command;
   std::vector<std::string> args;
   std::string working_dir;
+  // terminationMessagePolicy: "File" (the default) or "FallbackToLogsOnError".
+  std::string termination_message_policy = "File";
   nlohmann::json env = nlohmann::json::array();       // as in the pod spec
   nlohmann::json env_from = nlohmann::json::array();  // as in the pod spec
   std::vector<ExecMount> mounts;
@@ -110,6 +127,8 @@ ObjectNames ReferencedObjects(const ExecPod& pod);
 struct PodFields {
   std::string pod_ip;
   std::string host_ip;
+  // PATH when the container sets none: what its image holds (ExecImagePaths).
+  std::string default_path = kExecDefaultPath;
 };
 
 // The container's environment, in the order a kubelet builds it: envFrom,
@@ -191,6 +210,7 @@ struct ExecContainerStatus {
     std::string reason;
     ExecClock::time_point started_at{};
     ExecClock::time_point finished_at{};
+    std::string message;
   };
   std::optional<Terminated> last_terminated;
 };

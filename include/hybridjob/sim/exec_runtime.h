@@ -35,6 +35,9 @@ struct ExecRuntimeOptions {
   // missing; what the runtime made is removed at Shutdown.
   std::filesystem::path state_dir;
   std::string cluster_domain = "cluster.local";
+  // The PATH of a container by its image (ParseExecImagePaths); other images
+  // get kExecDefaultPath.
+  std::map<std::string, std::string> image_paths;
   // Called (from the supervisor thread, no lock held) with "<ns>/<name>" when
   // a pod's published status changed.
   std::function<void(const std::string&)> on_change;

@@ -38,6 +38,9 @@ struct SimulatorOptions {
   // Run the containers of bound pods as local processes (exec_runtime.h)
   // instead of pretending; their state lives in this directory.
   std::optional<std::filesystem::path> exec_dir;
+  // With exec_dir: the PATH containers of these images run with
+  // (ExecRuntimeOptions::image_paths).
+  std::map<std::string, std::string> exec_image_paths;
 };
 
 struct SimulatorStats {

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   bool default_storage_class = true;
   bool exec = false;
   std::string exec_dir;
+  std::string exec_image_paths;
   hybridjob::LoggingFlags logging;
   int64_t workers = options.workers;
   double qps = 500;
@@ -103,6 +104,10 @@ int main(int argc, char** argv) {
   flags.String("exec-dir", &exec_dir,
                "with --exec: where containers' root overlays, volumes, claims' data and logs "
                "live (default: a temporary directory, removed on exit)");
+  flags.String("exec-image-paths", &exec_image_paths,
+               "with --exec: IMAGE=PATH[,IMAGE=PATH...], the PATH a container of that image runs "
+               "with unless it sets one, standing in for the programs the image holds (other "
+               "images: the host's usual PATH)");
   hybridjob::AddLoggingFlags(flags, &logging);
   if (auto exit_code = hybridjob::ParseCommandLine(flags, argc, argv, logging)) {
     return *exit_code;
@@ -136,8 +141,16 @@ int main(int argc, char** argv) {
     temporary_exec_dir = pattern;
     exec_dir = pattern;
   }
+  if (!exec_image_paths.empty() && !exec) {
+    return Fail("--exec-image-paths goes with --exec");
+  }
   if (exec) {
     options.exec_dir = exec_dir;
+    auto image_paths = hybridjob::sim::ParseExecImagePaths(exec_image_paths);
+    if (!image_paths.ok()) {
+      return Fail("--exec-image-paths: " + image_paths.status().message());
+    }
+    options.exec_image_paths = std::move(image_paths).value();
   }
   struct RemoveOnExit {
     std::optional<std::filesystem::path> dir;

@@ -220,6 +220,8 @@ TEST_F(ControllerChildrenTest, CodeInitContainerTakesTheUrlAsAnArgument) {
   EXPECT_EQ(KubeletUnescape(command[4]), "https://example.com/a$(id).tgz?x=1&y=2");
   EXPECT_EQ(command[4], "https://example.com/a$$(id).tgz?x=1&y=2");
   EXPECT_EQ(command[5], "/workspace");
+  // What the store answered becomes the termination message.
+  EXPECT_EQ(init[0]["terminationMessagePolicy"], "FallbackToLogsOnError");
   EXPECT_EQ(init[0]["securityContext"]["runAsNonRoot"], true);
   EXPECT_EQ(init[0]["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(init[0]["securityContext"]["capabilities"]["drop"], json({"ALL"}));
@@ -258,6 +260,24 @@ TEST_F(ControllerChildrenTest, CodeFromAnS3CompatibleStoreGetsItsEndpointAndSecr
   EXPECT_EQ(pod["spec"]["containers"][0]["envFrom"].size(), 1u);
 }
 
+// A PATH of `dir`/bin (the test's stand-ins) then `dir`/tools: links to the
+// system's programs the scripts use, and nothing else, so that whether the
+// host has an aws CLI does not matter.
+std::string ScriptPath(const std::string& dir) {
+  std::filesystem::create_directories(dir + "/tools");
+  for (const char* tool : {"sh", "mktemp", "rm", "tr", "head", "tail", "sed", "printf", "mkdir",
+                           "tar", "gzip", "unzip", "find", "cat", "echo"}) {
+    for (const char* prefix : {"/usr/bin/", "/bin/"}) {
+      const std::string path = std::string(prefix) + tool;
+      std::error_code ec;
+      if (std::filesystem::exists(path) && !std::filesystem::exists(dir + "/tools/" + tool, ec)) {
+        std::filesystem::create_symlink(path, dir + "/tools/" + tool, ec);
+      }
+    }
+  }
+  return dir + "/bin:" + dir + "/tools";
+}
+
 // Runs the fetch script for `url` with a curl on PATH that records its
 // arguments and serves a small archive; returns the recorded arguments.
 std::vector<std::string> FetchWithRecordingCurl(const std::string& url,
@@ -285,8 +305,7 @@ std::vector<std::string> FetchWithRecordingCurl(const std::string& url,
          << dir << "/content\" run.sh\n";
   }
   std::filesystem::permissions(dir + "/bin/curl", std::filesystem::perms::owner_all);
-  // The system's programs only: no aws CLI from elsewhere on the test's PATH.
-  std::string wrapper = "set -e\nexport PATH=\"" + dir + "/bin:/usr/bin:/bin\"\n";
+  std::string wrapper = "set -e\nexport PATH=\"" + ScriptPath(dir) + "\"\n";
   for (const std::string& assignment : env) {
     wrapper += "export " + assignment + "\n";
   }
@@ -305,10 +324,7 @@ std::vector<std::string> FetchWithRecordingCurl(const std::string& url,
 }
 
 TEST_F(ControllerChildrenTest, CodeFetchSignsPathStyleRequestsToAnS3CompatibleStore) {
-  // Without an aws CLI (the script would hand it the request).
-  if (std::filesystem::exists("/usr/bin/aws") || std::filesystem::exists("/bin/aws")) {
-    GTEST_SKIP() << "an aws CLI is installed in /usr/bin";
-  }
+  // Without an aws CLI on PATH (the script would hand it the request).
   std::vector<std::string> args =
       FetchWithRecordingCurl("s3://models/team/code.tgz",
                              {"AWS_ENDPOINT_URL=http://127.0.0.1:9000/", "AWS_ACCESS_KEY_ID=AKID",
@@ -316,7 +332,9 @@ TEST_F(ControllerChildrenTest, CodeFetchSignsPathStyleRequestsToAnS3CompatibleSt
   EXPECT_THAT(args, Contains("http://127.0.0.1:9000/models/team/code.tgz"));
   EXPECT_THAT(args, Contains("aws:amz:eu-west-1:s3"));
   EXPECT_THAT(args, Contains("AKID:s3cr3t;$(x)"));
-  EXPECT_THAT(args, Not(Contains("-H")));
+  // S3 refuses a SigV4 request without it (older curls do not add it).
+  EXPECT_THAT(args, Contains("x-amz-content-sha256: UNSIGNED-PAYLOAD"));
+  EXPECT_THAT(args, Not(Contains(HasSubstr("x-amz-security-token"))));
 
   args = FetchWithRecordingCurl("s3://models/code.tgz",
                                 {"AWS_ENDPOINT_URL=https://store", "AWS_ACCESS_KEY_ID=AKID",
@@ -331,6 +349,54 @@ TEST_F(ControllerChildrenTest, CodeFetchSignsPathStyleRequestsToAnS3CompatibleSt
   EXPECT_THAT(args, Not(Contains("--aws-sigv4")));
   args = FetchWithRecordingCurl("s3://models/code.tgz", {});
   EXPECT_THAT(args, Contains("https://models.s3.amazonaws.com/code.tgz"));
+}
+
+// A curl that answers as a store does when it refuses: the error document
+// in the -o file, exit 22 (--fail-with-body).
+void WriteRefusingCurl(const std::string& dir) {
+  std::filesystem::create_directories(dir + "/bin");
+  std::ofstream curl(dir + "/bin/curl");
+  curl << "#!/bin/sh\n"
+          "while [ $# -gt 0 ]; do\n"
+          "  if [ \"$1\" = -o ]; then out=\"$2\"; fi\n"
+          "  shift\n"
+          "done\n"
+          "printf '<?xml version=\"1.0\"?>\\n<Error><Code>InvalidAccessKeyId</Code>"
+          "<Message>The AWS Access Key Id you provided does not exist in our records.</Message>"
+          "</Error>' > \"$out\"\n"
+          "echo 'curl: (22) The requested URL returned error: 403' >&2\n"
+          "exit 22\n";
+  curl.close();
+  std::filesystem::permissions(dir + "/bin/curl", std::filesystem::perms::owner_all);
+}
+
+TEST_F(ControllerChildrenTest, FetchAndUploadSayWhatTheStoreAnswered) {
+  const std::string dir = ::testing::TempDir() + "/refused-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  WriteRefusingCurl(dir);
+  std::filesystem::create_directories(dir + "/volume");
+  std::ofstream(dir + "/volume/w.bin") << "w";
+  { std::ofstream(dir + "/fetch.sh") << kCodeFetchScript; }
+  { std::ofstream(dir + "/upload.sh") << kArtifactsUploadScript; }
+  const std::string env = "export PATH=\"" + ScriptPath(dir) +
+                          "\" AWS_ENDPOINT_URL=http://127.0.0.1:9 AWS_ACCESS_KEY_ID=nope\n";
+  testing::ShellResult fetch = testing::RunShell(
+      env + "exec /bin/sh \"" + dir + "/fetch.sh\" \"$@\"\n", {"s3://code/x.tgz", dir + "/dest"});
+  EXPECT_NE(fetch.exit_status, 0);
+  EXPECT_THAT(fetch.output,
+              HasSubstr("hybridjob-code: could not fetch s3://code/x.tgz: the server answered "
+                        "InvalidAccessKeyId: The AWS Access Key Id you provided does not exist "
+                        "in our records."));
+  testing::ShellResult upload =
+      testing::RunShell(env + "exec /bin/sh \"" + dir + "/upload.sh\" \"$@\"\n",
+                        {"s3://out/run", dir + "/volume", "w.bin"});
+  EXPECT_NE(upload.exit_status, 0);
+  EXPECT_THAT(
+      upload.output,
+      HasSubstr("hybridjob-artifacts: could not upload w.bin to "
+                "http://127.0.0.1:9/out/run/w.bin: the server answered InvalidAccessKeyId: "));
+  EXPECT_THAT(upload.output, Not(HasSubstr("uploaded")));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ControllerChildrenTest, MpiMembersGetTheJobsSshKeyAndTheLauncherWaitsForWorkers) {
@@ -437,7 +503,7 @@ std::vector<std::string> UploadWithRecordingCurl(const std::string& destination,
          << "/calls\"\n";
   }
   std::filesystem::permissions(dir + "/bin/curl", std::filesystem::perms::owner_all);
-  std::string wrapper = "set -e\nexport PATH=\"" + dir + "/bin:/usr/bin:/bin\"\n";
+  std::string wrapper = "set -e\nexport PATH=\"" + ScriptPath(dir) + "\"\n";
   for (const std::string& assignment : env) {
     wrapper += "export " + assignment + "\n";
   }

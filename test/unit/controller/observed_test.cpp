@@ -57,6 +57,34 @@ TEST(ControllerObservedTest, ReadsWhatThePlannerNeeds) {
   EXPECT_FALSE(pod.active());
 }
 
+TEST(ControllerObservedTest, TerminationMessagesOfAppAndInitContainers) {
+  json pod = FullPod();
+  pod["status"]["containerStatuses"][1]["state"]["terminated"]["message"] = "store said no\n";
+  pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated", {{"exitCode", 1}, {"message", "attempt 1: 403"}}}};
+  ObservedPod observed = ObservePod(pod);
+  EXPECT_EQ(observed.termination_message, "store said no\n");
+  EXPECT_EQ(observed.last_termination_message, "attempt 1: 403");
+  EXPECT_FALSE(observed.init_exit_code);
+
+  // A fetcher that failed: the pod never started its app containers.
+  pod["status"]["containerStatuses"] = {
+      {{"name", "a"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}};
+  pod["status"]["initContainerStatuses"] = {
+      {{"name", "hybridjob-code"},
+       {"state", {{"terminated", {{"exitCode", 1}, {"message", "NoSuchKey: gone"}}}}}}};
+  observed = ObservePod(pod);
+  EXPECT_FALSE(observed.exit_code);
+  EXPECT_EQ(observed.failed_init_container, "hybridjob-code");
+  EXPECT_EQ(observed.init_exit_code, 1);
+  EXPECT_EQ(observed.termination_message, "NoSuchKey: gone");
+  // An init container that succeeded is no failure.
+  pod["status"]["initContainerStatuses"][0]["state"]["terminated"] = {{"exitCode", 0}};
+  observed = ObservePod(pod);
+  EXPECT_FALSE(observed.init_exit_code);
+  EXPECT_EQ(observed.termination_message, "");
+}
+
 TEST(ControllerObservedTest, DefaultsForANewPod) {
   ObservedPod pod = ObservePod({{"metadata", {{"name", "p"}}}});
   EXPECT_EQ(pod.phase, PodPhase::kPending);

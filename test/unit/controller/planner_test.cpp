@@ -1145,6 +1145,30 @@ TEST(ControllerPlannerTest, FailedWorkerIsRecreatedWithTheSameIndex) {
   EXPECT_EQ(cluster.CreateCount("mnist-worker-1"), 2);
 }
 
+TEST(ControllerPlannerTest, AFetcherThatFailedSaysWhatTheStoreAnswered) {
+  FakeCluster cluster = PlacedTfJob();
+  json& pod = cluster.PodRef("mnist-ps-0");  // ps: Never
+  pod["status"]["phase"] = "Failed";
+  pod["status"]["containerStatuses"] = {
+      {{"name", "main"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}};
+  pod["status"]["initContainerStatuses"] = {
+      {{"name", "hybridjob-code"},
+       {"state",
+        {{"terminated",
+          {{"exitCode", 1},
+           {"message",
+            "curl: (22) The requested URL returned error: 404\n"
+            "hybridjob-code: could not fetch s3://code/x.tgz: the server answered NoSuchKey: "
+            "The specified key does not exist.\n"}}}}}}};
+  cluster.Step(T0() + seconds(30));
+  const api::HybridJobStatus status = cluster.Status();
+  EXPECT_EQ(status.phase, JobPhase::kFailed);
+  EXPECT_THAT(status.FindCondition("Failed")->message,
+              HasSubstr("mnist-ps-0 failed in init container hybridjob-code with exit code 1: "
+                        "hybridjob-code: could not fetch s3://code/x.tgz: the server answered "
+                        "NoSuchKey: The specified key does not exist."));
+}
+
 TEST(ControllerPlannerTest, RestartPolicyNeverFailsTheJob) {
   FakeCluster cluster = PlacedTfJob();
   cluster.Exit("mnist-ps-0", 2);  // ps: Never
@@ -1757,6 +1781,7 @@ TEST(ControllerPlannerTest, ArtifactsAreUploadedFromTheVolumesNodeAfterSuccess) 
   EXPECT_EQ(uploader["spec"]["nodeName"], "node-1");
   EXPECT_EQ(uploader["spec"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(uploader["spec"]["activeDeadlineSeconds"], 3600);
+  EXPECT_EQ(uploader["spec"]["containers"][0]["terminationMessagePolicy"], "FallbackToLogsOnError");
   EXPECT_EQ(uploader["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "mnist-ckpt");
   EXPECT_FALSE(uploader["spec"].contains("schedulerName")) << "not a gang member";
   EXPECT_EQ(UploadCondition(cluster).status, "False");
@@ -1770,11 +1795,22 @@ TEST(ControllerPlannerTest, ArtifactsAreUploadedFromTheVolumesNodeAfterSuccess) 
                    {"containerStatuses",
                     {{{"name", "upload"},
                       {"restartCount", 1},
-                      {"lastState", {{"terminated", {{"exitCode", 22}}}}},
+                      {"lastState",
+                       {{"terminated",
+                         {{"exitCode", 1},
+                          {"message",
+                           "curl: (22) The requested URL returned error: 403\n"
+                           "hybridjob-artifacts: could not upload model/w.bin to "
+                           "https://store.example/runs/1/model/w.bin: the server answered "
+                           "AccessDenied: Access Denied\n"}}}}},
                       {"state", {{"running", json::object()}}}}}}};
   cluster.Step(T0() + seconds(110));
   EXPECT_EQ(UploadCondition(cluster).reason, "Retrying");
-  EXPECT_THAT(UploadCondition(cluster).message, HasSubstr("exit code 22"));
+  // What the store answered, from the uploader's last words.
+  EXPECT_THAT(UploadCondition(cluster).message,
+              HasSubstr("attempt 1 failed with exit code 1 (hybridjob-artifacts: could not upload "
+                        "model/w.bin to https://store.example/runs/1/model/w.bin: the server "
+                        "answered AccessDenied: Access Denied); the kubelet retries"));
   EXPECT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
 
   cluster.Exit("mnist-artifacts", 0);

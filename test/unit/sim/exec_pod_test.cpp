@@ -126,6 +126,59 @@ TEST(ExecPodTest, EnvironmentFollowsTheKubeletsOrderAndExpansion) {
                                              "$(UNSET)"}));
 }
 
+std::map<std::string, std::string> EnvMap(
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  return {env.begin(), env.end()};
+}
+
+TEST(ExecPodTest, AnImagesPathStandsInForWhatTheImageHolds) {
+  auto paths = ParseExecImagePaths("curl-only=/opt/curl/bin:/bin,tools=/opt/tools");
+  ASSERT_TRUE(paths.ok()) << paths.status().ToString();
+  EXPECT_EQ(*paths, (std::map<std::string, std::string>{{"curl-only", "/opt/curl/bin:/bin"},
+                                                        {"tools", "/opt/tools"}}));
+  EXPECT_TRUE(ParseExecImagePaths("")->empty());
+  for (const char* bad : {"curl-only", "=/bin", "curl-only=", "a=/x,", "a=/x,a=/y"}) {
+    EXPECT_FALSE(ParseExecImagePaths(bad).ok()) << bad;
+  }
+  EXPECT_EQ(ParseExecImagePaths("a=/x,a=/y").status().message(), "image \"a\" is given twice");
+
+  // The image's PATH is the default; the container's own PATH still wins.
+  auto pod = DecodeExecPod(ExecPodJson());
+  ASSERT_TRUE(pod.ok());
+  PodFields fields{"127.1.0.3", "127.0.0.1", "/opt/curl/bin"};
+  auto env = ContainerEnvironment(*pod, pod->containers[0], fields, Objects());
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(EnvMap(*env)["PATH"], "/opt/curl/bin");
+  pod->containers[0].env.push_back({{"name", "PATH"}, {"value", "/mine"}});
+  env = ContainerEnvironment(*pod, pod->containers[0], fields, Objects());
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(EnvMap(*env)["PATH"], "/mine");
+}
+
+TEST(ExecPodTest, FallbackTerminationMessageIsTheLogsLastEightyLinesAndTwoKilobytes) {
+  EXPECT_EQ(FallbackTerminationMessage(""), "");
+  EXPECT_EQ(FallbackTerminationMessage("one\ntwo\n"), "one\ntwo\n");
+  std::string log;
+  for (int i = 1; i <= 100; ++i) {
+    log += "line " + std::to_string(i) + "\n";
+  }
+  const std::string tail = FallbackTerminationMessage(log);
+  EXPECT_EQ(tail.substr(0, 8), "line 21\n");
+  EXPECT_EQ(tail.substr(tail.size() - 9), "line 100\n");
+  // Long lines: the last 2,048 bytes.
+  const std::string wide = std::string(3000, 'x') + "\nlast words\n";
+  const std::string cut = FallbackTerminationMessage(wide);
+  EXPECT_EQ(cut.size(), 2048u);
+  EXPECT_EQ(cut.substr(cut.size() - 12), "\nlast words\n");
+  // A decoded container keeps its policy.
+  json pod_json = ExecPodJson();
+  pod_json["spec"]["initContainers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  auto pod = DecodeExecPod(pod_json);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(pod->init_containers[0].termination_message_policy, "FallbackToLogsOnError");
+  EXPECT_EQ(pod->containers[0].termination_message_policy, "File");
+}
+
 TEST(ExecPodTest, MissingReferencesFailAsTheKubeletSays) {
   auto pod = DecodeExecPod(ExecPodJson());
   ASSERT_TRUE(pod.ok());
