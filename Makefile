@@ -54,9 +54,9 @@ k8s: deps
 peers: deps
 	@hack/test-peers.sh >/dev/null
 
-# What the demo's control plane runs (no kube-scheduler).
+# What the demo's control plane runs.
 k8s-demo: deps
-	@hack/k8s-binaries.sh kube-apiserver kube-controller-manager kubectl >/dev/null
+	@hack/k8s-binaries.sh kube-apiserver kube-controller-manager kube-scheduler kubectl >/dev/null
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) $(call generator,$(BUILD_DIR)) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(OPT_FLAGS) \

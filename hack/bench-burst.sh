@@ -203,6 +203,9 @@ run_leg() {
 }
 
 start_kube_scheduler() {  # QPS BURST
+  # With --config, --port 0 is ignored: health and metrics go to a free port.
+  local health
+  health="127.0.0.1:$(python3 "$(dirname "${BASH_SOURCE[0]}")/free-port.py")"
   cat >"$WORK/kube-scheduler.yaml" <<YAML
 apiVersion: kubescheduler.config.k8s.io/v1beta1
 kind: KubeSchedulerConfiguration
@@ -212,6 +215,8 @@ clientConnection:
   burst: $2
 leaderElection:
   leaderElect: false
+healthzBindAddress: $health
+metricsBindAddress: $health
 YAML
   "$K8S_BIN/kube-scheduler" --config "$WORK/kube-scheduler.yaml" --port 0 --secure-port 0 \
     >>"$WORK/kube-scheduler.log" 2>&1 &

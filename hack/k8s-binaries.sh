@@ -10,9 +10,9 @@
 #                                             four) if not cached; print the bin dir
 #   hack/k8s-binaries.sh --check [BINARY...]  exit 0 if cached, 1 if not (no build)
 #
-# The demo asks only for what it runs (no kube-scheduler); the build tree and
-# Go cache are kept until every server binary is built, so a later request
-# for the rest compiles only what is new.
+# A caller may ask only for what it runs; the build tree and Go cache are
+# kept until every server binary is built, so a later request for the rest
+# compiles only what is new.
 set -euo pipefail
 
 K8S_VERSION="1.20.2"

@@ -3,8 +3,11 @@
 # (TLS, RBAC, static admin token, service-account keys) and a
 # kube-controller-manager running only the serviceaccount, serviceaccount-token,
 # garbagecollector, namespace, persistentvolume-binder, pvc-protection,
-# pv-protection, podgc (it only deletes the pods of nodes that are gone) and
-# resourcequota controllers. No kubelet: hybridjob-sim plays it.
+# pv-protection, podgc (it only deletes the pods of nodes that are gone),
+# resourcequota, deployment and replicaset controllers (the last two give a
+# job's TensorBoard Deployment its pod). No kubelet: hybridjob-sim plays it.
+# No endpoint controller: pod IPs here are loopback addresses (127.1.x.y),
+# which the API server refuses in Endpoints.
 #
 #   hack/local-cluster.sh up   [--dir DIR]   start; prints `export ...` lines
 #   hack/local-cluster.sh env  [--dir DIR]   print the `export ...` lines again
@@ -248,7 +251,7 @@ try_up() {
   write_kubeconfig "$dir/kubeconfig" "$server" "$dir/pki/ca.crt" "$token" hybridjob-admin
   start_daemon "$dir" controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/kubeconfig" \
-    --controllers serviceaccount,serviceaccount-token,garbagecollector,namespace,persistentvolume-binder,pvc-protection,pv-protection,podgc,resourcequota \
+    --controllers serviceaccount,serviceaccount-token,garbagecollector,namespace,persistentvolume-binder,pvc-protection,pv-protection,podgc,resourcequota,deployment,replicaset \
     --pvclaimbinder-sync-period 5s \
     --terminated-pod-gc-threshold 0 \
     --service-account-private-key-file "$dir/pki/sa.key" \

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole system on this machine, to try HybridJob by hand or to follow the
 # user guide: a local control plane (hack/local-cluster.sh) with the CRDs
-# applied and established, hybridjob-sim's nodes, gang-scheduler and
-# hybridjob-controller. It keeps running until `down`.
+# applied and established, hybridjob-sim's nodes, gang-scheduler,
+# hybridjob-controller, and kube-scheduler as the default scheduler of the
+# pods that are not gang members (a job's TensorBoard). It keeps running until
+# `down`.
 #
 #   hack/local-system.sh up   [--dir DIR] [--bin DIR] [--nodes N] [--gpus-per-node G] [--exec]
 #                                  start; prints `export ...` lines to eval
@@ -80,7 +82,7 @@ wait_until() {
 cmd_down() {
   local dir="$1" name pid pids=()
   [ -d "$dir" ] || { log "nothing at $dir"; return 0; }
-  for name in hybridjob-controller gang-scheduler hybridjob-sim; do
+  for name in hybridjob-controller gang-scheduler kube-scheduler hybridjob-sim; do
     [ -f "$dir/$name.pid" ] || continue
     pid="$(cat "$dir/$name.pid")"
     kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
@@ -142,6 +144,18 @@ cmd_up() {
   wait_until "$nodes Ready nodes" ready_nodes
   check_running "$dir" hybridjob-sim
 
+  # The default scheduler, as every cluster has one, for pods that are not
+  # gang members (a job's TensorBoard Deployment). With --config it ignores
+  # --port 0: its health and metrics address is set here, on a free port.
+  local health
+  health="127.0.0.1:$(free_port)"
+  printf '%s\n' "apiVersion: kubescheduler.config.k8s.io/v1beta1" \
+    "kind: KubeSchedulerConfiguration" "clientConnection:" "  kubeconfig: $KUBECONFIG" \
+    "leaderElection:" "  leaderElect: false" "healthzBindAddress: $health" \
+    "metricsBindAddress: $health" >"$dir/kube-scheduler.yaml"
+  start "$dir" kube-scheduler "$(cat "$dir/k8s-bin-dir")/kube-scheduler" \
+    --config "$dir/kube-scheduler.yaml" --port 0 --secure-port 0
+
   # The scheduler's configuration, also as the ConfigMap an installation
   # has (deploy/scheduler-config.yaml), which `kubectl hybridjob queues` and
   # `nodes` read.
@@ -165,6 +179,7 @@ cmd_up() {
   sleep 1
   check_running "$dir" gang-scheduler
   check_running "$dir" hybridjob-controller
+  check_running "$dir" kube-scheduler
   trap - EXIT INT TERM
 
   log "ready: $nodes nodes x $gpus GPUs$([ -n "$exec" ] && echo ', members run as processes')"

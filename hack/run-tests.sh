@@ -11,6 +11,9 @@
 # sanitizer lane uses the cores they leave idle. Fails if any run fails, after
 # running them all; says how long each step took.
 #
+# The normal tree's tests mostly wait on simulated work: they run at
+# TEST_JOBS, by default one and a half times CTEST_JOBS.
+#
 #   hack/run-tests.sh [BUILD_DIR] [SANITIZER_DIR] [CTEST_JOBS]
 set -uo pipefail
 set -m  # the sanitizer lane gets a process group of its own, to stop it whole
@@ -19,6 +22,7 @@ HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${1:-build}"
 SAN_DIR="${2:-build-fuzz}"
 JOBS="${3:-2}"
+TEST_JOBS="${TEST_JOBS:-$(((JOBS * 3 + 1) / 2))}"
 START=$SECONDS
 
 # step NAME COMMAND...: runs COMMAND, then says how long it took.
@@ -54,7 +58,7 @@ trap 'kill -TERM -- "-$lane" 2>/dev/null' EXIT INT TERM
 
 status=0
 step "unit, integration, e2e and fault tests ($BUILD_DIR)" \
-  ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e|fault' -j "$JOBS" --output-on-failure ||
+  ctest --test-dir "$BUILD_DIR" -L 'unit|integration|e2e|fault' -j "$TEST_JOBS" --output-on-failure ||
   status=1
 
 echo "== waiting for the sanitizer lane (at $((SECONDS - START)) s)"

@@ -131,10 +131,17 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
   ok_ = sim_->Running();
   if (options.kube_scheduler) {
     const std::string config_path = dir + "/kube-scheduler.yaml";
+    // With --config, kube-scheduler v1.20 ignores --port 0 and serves health
+    // and metrics on 0.0.0.0:10251 unless its configuration says otherwise:
+    // two systems at once would collide there.
+    const std::string health = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
     std::ofstream(config_path) << "apiVersion: kubescheduler.config.k8s.io/v1beta1\n"
                                   "kind: KubeSchedulerConfiguration\n"
                                   "clientConnection:\n  kubeconfig: "
-                               << kubeconfig << "\nleaderElection:\n  leaderElect: false\n";
+                               << kubeconfig
+                               << "\nleaderElection:\n  leaderElect: false\n"
+                                  "healthzBindAddress: "
+                               << health << "\nmetricsBindAddress: " << health << "\n";
     kube_scheduler_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{KubernetesBinDir() + "/kube-scheduler", "--config", config_path,
                                  "--port", "0", "--secure-port", "0"},

@@ -1,0 +1,163 @@
+// What serves a job's results, end to end with real processes: its
+// TensorBoard Deployment, run by kube-controller-manager's deployment and
+// replicaset controllers, bound by kube-scheduler beside the gang, started
+// by hybridjob-sim --exec, and read where its Service leads. Real
+// TensorBoard where it is installed; otherwise a stand-in
+// (test/e2e/stand-ins/tensorboard) that answers TensorBoard's /data/runs,
+// given to the TensorBoard image with --exec-image-paths.
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <hybridjob/k8s/resource.h>
+
+#include "child_process.h"
+#include "system.h"
+
+namespace hybridjob::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr const char* kTensorboardImage = "tensorflow/tensorflow:2.15.0";  // the controller's
+
+bool TensorboardInstalled() {
+  for (const char* dir : {"/usr/local/bin/", "/usr/bin/", "/bin/"}) {
+    if (std::filesystem::exists(std::string(dir) + "tensorboard")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class ServingEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) {
+      return;  // each test skips, or fails under CI (below)
+    }
+    ReplicaOptions replicas;
+    replicas.sim_args = {"--exec"};
+    if (!TensorboardInstalled()) {
+      replicas.sim_args.push_back("--exec-image-paths");
+      replicas.sim_args.push_back(std::string(kTensorboardImage) + "=" + SourceDir() +
+                                  "/test/e2e/stand-ins:/usr/local/bin:/usr/bin:/bin");
+    }
+    system_ = new System(
+        {.nodes = 2, .gpus_per_node = 4, .scheduler_config = "", .kube_scheduler = true}, replicas);
+  }
+  static void TearDownTestSuite() {
+    delete system_;
+    system_ = nullptr;
+  }
+  void SetUp() override {
+    if (geteuid() != 0) {
+      if (std::getenv("CI") != nullptr) {
+        FAIL() << "hybridjob-sim --exec needs root, and CI runs as root";
+      }
+      GTEST_SKIP() << "hybridjob-sim --exec needs root";
+    }
+    ASSERT_NE(system_, nullptr);
+    ASSERT_TRUE(system_->ok()) << system_->Logs();
+  }
+
+  static std::string Kubectl(const std::string& args) {
+    std::string output;
+    system_->Kubectl(args, &output);
+    return output;
+  }
+
+  static System* system_;
+};
+
+System* ServingEndToEndTest::system_ = nullptr;
+
+TEST_F(ServingEndToEndTest, TensorboardServesTheJobsLogDirectoryThroughItsService) {
+  std::string output;
+  ASSERT_EQ(system_->Apply(R"(apiVersion: batch.hybridjob.io/v1alpha1
+kind: HybridJob
+metadata:
+  name: watched
+spec:
+  volumes:
+  - name: logs
+    size: 1Gi
+    mountPath: /logs
+  tensorboard:
+    logDir: /logs/tb
+  replicaSpecs:
+  - name: worker
+    minReplicas: 1
+    template:
+      spec:
+        containers:
+        - name: main
+          image: busybox
+          command: [/bin/sh, -c, 'mkdir -p /logs/tb/train /logs/tb/eval && echo t > /logs/tb/train/events.out.tfevents.1.w0 && echo e > /logs/tb/eval/events.out.tfevents.1.w0 && sleep 2']
+)",
+                           &output),
+            0)
+      << output;
+  // The Deployment's pod is bound by kube-scheduler, after the gang, to the
+  // node of the volume the gang's member wrote. The Service leads to it as
+  // kube-proxy would follow it: its selector picks the ready pods, its
+  // targetPort the port. (Endpoints cannot hold the loopback pod addresses
+  // hybridjob-sim --exec gives, so the test follows the Service itself.)
+  std::string address;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto service =
+            system_->client().Get(k8s::resources::Services(), "default", "watched-tensorboard");
+        if (!service.ok()) {
+          return false;
+        }
+        std::string selector;
+        for (const auto& [key, value] : (*service)["spec"]["selector"].items()) {
+          selector += (selector.empty() ? "" : ",") + key + "=" + value.get<std::string>();
+        }
+        const json& port = (*service)["spec"]["ports"][0];
+        const std::string ip = Kubectl(
+            "get pods -l " + selector +
+            " -o jsonpath='{.items[?(@.status.containerStatuses[0].ready==true)].status.podIP}'");
+        if (ip.empty() || ip.find(' ') != std::string::npos) {
+          return false;
+        }
+        address = ip + ":" + port["targetPort"].dump();
+        return true;
+      },
+      90s))
+      << Kubectl("get svc,deploy,rs,pods -o wide") << system_->Logs();
+  EXPECT_EQ(Kubectl("get pods -l batch.hybridjob.io/tensorboard=watched -o "
+                    "jsonpath={.items[0].spec.nodeName}"),
+            Kubectl("get pod watched-worker-0 -o jsonpath={.spec.nodeName}"));
+  EXPECT_EQ(address.substr(address.find(':')), ":6006");
+
+  // What a browser behind the Service asks first: the runs.
+  std::string runs;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::filesystem::remove(system_->cluster().dir() + "/tensorboard-runs.log");
+        ChildProcess curl(
+            {"/usr/bin/curl", "-sS", "--max-time", "5", "http://" + address + "/data/runs"},
+            system_->cluster().dir() + "/tensorboard-runs.log");
+        curl.WaitForExit(10s);
+        runs = curl.Log();
+        return runs.find("train") != std::string::npos && runs.find("eval") != std::string::npos;
+      },
+      60s))
+      << runs << "\n"
+      << Kubectl("logs deploy/watched-tensorboard") << system_->Logs();
+  EXPECT_EQ(json::parse(runs, nullptr, false), json({"eval", "train"})) << runs;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("watched") == "Succeeded"; }, 60s))
+      << system_->Phase("watched");
+
+  // It stays after the job ends: TensorBoard goes when the job is deleted
+  // (an ownerReference, unit-tested; the deletion is the garbage collector's).
+  EXPECT_EQ(Kubectl("get deploy watched-tensorboard -o jsonpath={.status.availableReplicas}"), "1");
+}
+
+}  // namespace
+}  // namespace hybridjob::testing
