@@ -64,6 +64,10 @@ std::string EncodeExecCredentialRequest(const ExecConfig& exec, const ClientConf
     if (!cluster.tls_server_name.empty()) {
       info["tls-server-name"] = cluster.tls_server_name;
     }
+    // A plugin that calls the cluster itself goes through the same proxy.
+    if (!cluster.proxy_url.empty()) {
+      info["proxy-url"] = cluster.proxy_url;
+    }
     spec["cluster"] = std::move(info);
   }
   const nlohmann::json request = {

@@ -1,4 +1,5 @@
 // End to end: `kubectl apply` of HybridJobs against the real binaries.
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -6,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <hybridjob/api/labels.h>
+#include <hybridjob/k8s/config.h>
 
 #include "manifests.h"
 #include "system.h"
+#include "tinyproxy.h"
 
 namespace hybridjob::testing {
 namespace {
@@ -363,6 +366,56 @@ TEST(EndToEndTest, AQuotaThatAdmitsOnlyTheMinimumRunsTheJobAtItsMinimum) {
   ASSERT_TRUE(WaitFor([&] { return system.Phase("capped") == "Succeeded"; }, 60s))
       << system.Phase("capped") << "\n"
       << system.Logs();
+}
+
+// The three binaries and the kubectl plugin read KUBECONFIG as kubectl does:
+// two files, the first winning per key (its current-context and user; the
+// second's cluster), and reach the API server only through the cluster's
+// proxy-url, a real HTTP proxy (Debian's tinyproxy).
+TEST(KubeconfigEndToEndTest, BinariesAndThePluginReadATwoFileKubeconfigAndUseItsProxy) {
+  Tinyproxy proxy;
+  ASSERT_TRUE(proxy.ready()) << proxy.Log();
+  auto two_files = [&](const PrivateCluster& cluster) {
+    auto admin = k8s::LoadKubeconfigFile(cluster.kubeconfig());
+    EXPECT_TRUE(admin.ok()) << admin.status().ToString();
+    const std::string dir = cluster.dir();
+    std::ofstream(dir + "/ca.pem") << admin->ca_pem;
+    std::ofstream(dir + "/user.kubeconfig")
+        << "apiVersion: v1\nkind: Config\ncurrent-context: proxied\n"
+           "contexts:\n- name: proxied\n  context: {cluster: local, user: admin, namespace: "
+           "default}\n"
+           "users:\n- name: admin\n  user: {token: "
+        << admin->bearer_token << "}\n";
+    // The second file's own current-context and user lose to the first's.
+    std::ofstream(dir + "/clusters.kubeconfig")
+        << "apiVersion: v1\nkind: Config\ncurrent-context: elsewhere\n"
+           "clusters:\n- name: local\n  cluster:\n    server: "
+        << admin->server << "\n    certificate-authority: " << dir
+        << "/ca.pem\n    proxy-url: " << proxy.url()
+        << "\n- name: nowhere\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+           "contexts:\n- name: elsewhere\n  context: {cluster: nowhere, user: admin}\n"
+           "users:\n- name: admin\n  user: {token: not-the-token}\n";
+    return dir + "/user.kubeconfig:" + dir + "/clusters.kubeconfig";
+  };
+  System system({.nodes = 2,
+                 .gpus_per_node = 4,
+                 .scheduler_config = "",
+                 .kube_scheduler = false,
+                 .kubeconfig_env = two_files});
+  ASSERT_TRUE(system.ok()) << system.Logs();
+  ASSERT_EQ(system.Apply(Job("proxied", "pytorch", {Member("worker", 2, 2, 1, "2s")})), 0);
+  ASSERT_TRUE(WaitFor([&] { return system.Phase("proxied") == "Succeeded"; }, 60s))
+      << system.Phase("proxied") << "\n"
+      << proxy.Log() << system.Logs();
+  // The simulator, the scheduler and the controller each opened tunnels.
+  EXPECT_GE(proxy.Tunnels(), 3) << proxy.Log();
+
+  const int before = proxy.Tunnels();
+  std::string output;
+  ASSERT_EQ(RunCommand(BinaryDir() + "/kubectl-hybridjob status proxied", &output), 0) << output;
+  EXPECT_NE(output.find("Succeeded"), std::string::npos) << output;
+  EXPECT_GT(proxy.Tunnels(), before) << proxy.Log();
+  ::unsetenv("KUBECONFIG");
 }
 
 }  // namespace

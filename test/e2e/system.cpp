@@ -29,17 +29,15 @@ void AddLogLevel(std::vector<std::string>& argv) {
 // A binary of build/bin with the flags every component gets here: the
 // cluster's kubeconfig, no metrics or health listeners, and the member key
 // the controller signs members with and the scheduler checks.
+// An empty kubeconfig leaves the binary to KUBECONFIG.
 std::vector<std::string> ComponentArgv(const std::string& binary, const std::string& kubeconfig,
                                        const std::string& member_key_file) {
-  std::vector<std::string> argv = {BinaryDir() + "/" + binary,
-                                   "--kubeconfig",
-                                   kubeconfig,
-                                   "--metrics-addr",
-                                   "0",
-                                   "--health-addr",
-                                   "0",
-                                   "--member-key-file",
-                                   member_key_file};
+  std::vector<std::string> argv = {
+      BinaryDir() + "/" + binary, "--metrics-addr", "0", "--health-addr", "0",
+      "--member-key-file",        member_key_file};
+  if (!kubeconfig.empty()) {
+    argv.insert(argv.begin() + 1, {"--kubeconfig", kubeconfig});
+  }
   AddLogLevel(argv);
   return argv;
 }
@@ -73,23 +71,20 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
     return;
   }
   const std::string dir = cluster_.dir();
-  const std::string kubeconfig = cluster_.kubeconfig();
-  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim",
-                                       "--kubeconfig",
-                                       kubeconfig,
-                                       "--nodes",
-                                       std::to_string(options.nodes),
-                                       "--gpus-per-node",
-                                       std::to_string(options.gpus_per_node),
-                                       "--cpu",
-                                       "32",
-                                       "--memory",
-                                       "256Gi",
-                                       "--heartbeat-interval",
-                                       "20s",
+  std::string kubeconfig = cluster_.kubeconfig();
+  if (options.kubeconfig_env) {
+    ::setenv("KUBECONFIG", options.kubeconfig_env(cluster_).c_str(), 1);
+    kubeconfig.clear();
+  }
+  std::vector<std::string> sim_argv = {BinaryDir() + "/hybridjob-sim", "--nodes",
+                                       std::to_string(options.nodes), "--gpus-per-node",
+                                       std::to_string(options.gpus_per_node), "--cpu", "32",
+                                       "--memory", "256Gi", "--heartbeat-interval", "20s",
                                        // The default class, as kind's `standard`.
-                                       "--storage-class",
-                                       "standard"};
+                                       "--storage-class", "standard"};
+  if (!kubeconfig.empty()) {
+    sim_argv.insert(sim_argv.begin() + 1, {"--kubeconfig", kubeconfig});
+  }
   AddLogLevel(sim_argv);
   sim_argv.insert(sim_argv.end(), replicas.sim_args.begin(), replicas.sim_args.end());
   sim_ = std::make_unique<ChildProcess>(sim_argv, dir + "/logs/hybridjob-sim.log");
@@ -138,7 +133,7 @@ System::System(const SystemOptions& options, const ReplicaOptions& replicas) {
     std::ofstream(config_path) << "apiVersion: kubescheduler.config.k8s.io/v1beta1\n"
                                   "kind: KubeSchedulerConfiguration\n"
                                   "clientConnection:\n  kubeconfig: "
-                               << kubeconfig
+                               << cluster_.kubeconfig()
                                << "\nleaderElection:\n  leaderElect: false\n"
                                   "healthzBindAddress: "
                                << health << "\nmetricsBindAddress: " << health << "\n";

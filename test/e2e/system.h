@@ -3,6 +3,7 @@
 // as the real binaries, and kubectl. Everything stops when the object goes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ struct SystemOptions {
   // Also run kube-scheduler v1.20.2, which binds every pod that is not the
   // gang scheduler's onto the same simulated nodes.
   bool kube_scheduler = false;
+  // When set, the binaries get no --kubeconfig: this process's KUBECONFIG is
+  // set to what it returns for the private cluster (a list of files, say),
+  // and the binaries read it as kubectl would.
+  std::function<std::string(const PrivateCluster&)> kubeconfig_env;
 };
 
 // How many replicas of each binary run and what extra flags they get: fault

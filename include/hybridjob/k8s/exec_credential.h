@@ -26,7 +26,8 @@ struct ExecCredential {
 
 // The JSON ExecCredential with only a spec: interactive is always false (a
 // daemon has no terminal); spec.cluster (server, CA data in base64,
-// insecure-skip-tls-verify, tls-server-name) only when provideClusterInfo.
+// insecure-skip-tls-verify, tls-server-name, proxy-url) only when
+// provideClusterInfo.
 std::string EncodeExecCredentialRequest(const ExecConfig& exec, const ClientConfig& cluster);
 
 // Decodes a plugin's stdout. The apiVersion and kind must be what was asked;

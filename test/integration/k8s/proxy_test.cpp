@@ -2,15 +2,12 @@
 // API server: a kubeconfig's proxy-url tunnels every request, a watch too, in
 // the library and in the kubectl plugin; the proxy's refusals are clear
 // errors; HTTPS_PROXY leaves a loopback server alone, as client-go does.
-#include <arpa/inet.h>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <netinet/in.h>
 #include <regex>
 #include <string>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -22,6 +19,7 @@
 #include "child_process.h"
 #include "crd.h"
 #include "test_cluster.h"
+#include "tinyproxy.h"
 
 namespace hybridjob::k8s {
 namespace {
@@ -31,6 +29,7 @@ using hybridjob::testing::ChildProcess;
 using hybridjob::testing::FreeLoopbackPort;
 using hybridjob::testing::KubeconfigPath;
 using hybridjob::testing::RunCommand;
+using hybridjob::testing::Tinyproxy;
 using hybridjob::testing::WaitFor;
 
 std::string ReadText(const std::string& path) {
@@ -45,69 +44,6 @@ std::string ApiServerPort() {
   return config.ok() ? config->server.substr(config->server.rfind(':') + 1) : "";
 }
 
-// Whether something accepts TCP connections on 127.0.0.1:port.
-bool Accepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected =
-      ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
-  ::close(fd);
-  return connected;
-}
-
-// tinyproxy in the foreground on a free loopback port, allowed to tunnel only
-// to the API server's port, optionally asking for credentials.
-class Tinyproxy {
- public:
-  explicit Tinyproxy(const std::string& credentials = "") {
-    dir_ = std::filesystem::temp_directory_path().string() + "/hybridjob-proxy-" +
-           std::to_string(::getpid()) + "-" + std::to_string(counter_++);
-    std::filesystem::create_directories(dir_);
-    port_ = FreeLoopbackPort();
-    std::ofstream conf(dir_ + "/tinyproxy.conf");
-    conf << "Port " << port_ << "\nListen 127.0.0.1\nTimeout 60\nMaxClients 16\n"
-         << "LogFile \"" << log_path() << "\"\nLogLevel Connect\nAllow 127.0.0.1\n"
-         << "ConnectPort " << ApiServerPort() << "\nDisableViaHeader Yes\n";
-    if (!credentials.empty()) {
-      conf << "BasicAuth " << credentials << "\n";
-    }
-    conf.close();
-    process_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/bin/tinyproxy", "-d", "-c", dir_ + "/tinyproxy.conf"},
-        dir_ + "/stdout.log");
-    // Ready once it accepts connections.
-    ready_ = WaitFor([&] { return Accepts(port_); }, std::chrono::seconds(10));
-  }
-  ~Tinyproxy() {
-    process_->Stop(std::chrono::seconds(5));
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-
-  bool ready() const { return ready_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::string log_path() const { return dir_ + "/tinyproxy.log"; }
-  // The CONNECT requests it logged.
-  int Tunnels() const {
-    const std::string log = ReadText(log_path());
-    const std::regex connect(R"(Request \(file descriptor [0-9]+\): CONNECT )");
-    return static_cast<int>(
-        std::distance(std::sregex_iterator(log.begin(), log.end(), connect), {}));
-  }
-  std::string Log() const { return ReadText(log_path()) + ReadText(dir_ + "/stdout.log"); }
-  const std::string& dir() const { return dir_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string dir_;
-  int port_ = -1;
-  bool ready_ = false;
-  std::unique_ptr<ChildProcess> process_;
-};
-
 // The shared cluster's kubeconfig with `proxy-url` added to its cluster.
 std::string ProxiedKubeconfig(const std::string& proxy_url, const std::string& dir) {
   std::string text = ReadText(KubeconfigPath());
@@ -119,7 +55,7 @@ std::string ProxiedKubeconfig(const std::string& proxy_url, const std::string& d
 }
 
 TEST(ProxyTest, EveryRequestAndWatchOfAKubeconfigWithProxyUrlGoesThroughTheProxy) {
-  Tinyproxy proxy;
+  Tinyproxy proxy(ApiServerPort());
   ASSERT_TRUE(proxy.ready()) << proxy.Log();
   auto config = LoadKubeconfigFile(ProxiedKubeconfig(proxy.url(), proxy.dir()));
   ASSERT_TRUE(config.ok()) << config.status().ToString();
@@ -171,7 +107,7 @@ TEST(ProxyTest, EveryRequestAndWatchOfAKubeconfigWithProxyUrlGoesThroughTheProxy
 }
 
 TEST(ProxyTest, TheProxysCredentialsAreSentAndItsRefusalsAreClear) {
-  Tinyproxy proxy("alice s3cret");
+  Tinyproxy proxy(ApiServerPort(), "alice s3cret");
   ASSERT_TRUE(proxy.ready()) << proxy.Log();
   const std::string address = proxy.url().substr(7);
 
@@ -197,7 +133,7 @@ TEST(ProxyTest, TheProxysCredentialsAreSentAndItsRefusalsAreClear) {
 }
 
 TEST(ProxyTest, HttpsProxyLeavesALoopbackServerAloneAsClientGoDoes) {
-  Tinyproxy proxy;
+  Tinyproxy proxy(ApiServerPort());
   ASSERT_TRUE(proxy.ready()) << proxy.Log();
   ::setenv("HTTPS_PROXY", proxy.url().c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
   auto config = LoadKubeconfigFile(KubeconfigPath());

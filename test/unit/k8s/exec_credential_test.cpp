@@ -55,6 +55,7 @@ TEST(ExecCredentialRequestTest, ClusterInfoCarriesServerCaAndTlsSettings) {
   cluster.ca_pem = "-----BEGIN CERTIFICATE-----\nfake\n";
   cluster.tls_server_name = "kubernetes";
   cluster.insecure_skip_tls_verify = true;
+  cluster.proxy_url = "http://proxy.corp:3128";
   cluster.bearer_token = "never-sent";
   ExecConfig exec = Exec("p");
   exec.provide_cluster_info = true;
@@ -66,7 +67,8 @@ TEST(ExecCredentialRequestTest, ClusterInfoCarriesServerCaAndTlsSettings) {
   EXPECT_EQ(request["spec"]["cluster"], json::parse(R"({"server": "https://api.example.com",
                             "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmZha2UK",
                             "insecure-skip-tls-verify": true,
-                            "tls-server-name": "kubernetes"})"));
+                            "tls-server-name": "kubernetes",
+                            "proxy-url": "http://proxy.corp:3128"})"));
 }
 
 TEST(ExecCredentialRequestTest, ClusterInfoOmitsUnsetFields) {
