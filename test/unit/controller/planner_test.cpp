@@ -1167,6 +1167,21 @@ TEST(ControllerPlannerTest, AFetcherThatFailedSaysWhatTheStoreAnswered) {
               HasSubstr("mnist-ps-0 failed in init container hybridjob-code with exit code 1: "
                         "hybridjob-code: could not fetch s3://code/x.tgz: the server answered "
                         "NoSuchKey: The specified key does not exist."));
+
+  // A role that retries: the member is created again, and the restart says why.
+  json object = TfJob();
+  object["spec"]["replicaSpecs"][1]["restartPolicy"] = "OnFailure";
+  FakeCluster retrying = PlacedTfJob(object);
+  json& worker = retrying.PodRef("mnist-worker-0");
+  worker["status"] = pod["status"];
+  retrying.Step(T0() + seconds(30));
+  const api::HybridJobStatus retrying_status = retrying.Status();
+  const api::Condition* restarting = retrying_status.FindCondition("Restarting");
+  ASSERT_NE(restarting, nullptr);
+  EXPECT_THAT(restarting->message,
+              HasSubstr("mnist-worker-0 failed in init container hybridjob-code with exit code 1: "
+                        "hybridjob-code: could not fetch s3://code/x.tgz: the server answered "
+                        "NoSuchKey"));
 }
 
 TEST(ControllerPlannerTest, RestartPolicyNeverFailsTheJob) {
