@@ -153,7 +153,10 @@ cmd_up() {
     "kind: KubeSchedulerConfiguration" "clientConnection:" "  kubeconfig: $KUBECONFIG" \
     "leaderElection:" "  leaderElect: false" "healthzBindAddress: $health" \
     "metricsBindAddress: $health" >"$dir/kube-scheduler.yaml"
-  start "$dir" kube-scheduler "$(cat "$dir/k8s-bin-dir")/kube-scheduler" \
+  # Built now if this cache was made for the control plane alone.
+  local k8s_bin
+  k8s_bin="$("$ROOT/hack/k8s-binaries.sh" kube-scheduler)"
+  start "$dir" kube-scheduler "$k8s_bin/kube-scheduler" \
     --config "$dir/kube-scheduler.yaml" --port 0 --secure-port 0
 
   # The scheduler's configuration, also as the ConfigMap an installation
