@@ -42,13 +42,26 @@ constexpr std::string_view kEnvWrapperScriptText =
   "  fi\n"                                                                                \
   "}\n"
 
+// With AWS_ACCESS_KEY_ID set, the positional parameters become curl's SigV4
+// options (region AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1, in
+// $region). S3 refuses a SigV4 request without x-amz-content-sha256, which
+// curl before 8.x does not add. Shared by the fetch and upload scripts.
+#define HYBRIDJOB_SIGV4_ARGUMENTS                                       \
+  "if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"                        \
+  "  set -- --aws-sigv4 \"aws:amz:$region:s3\" \\\n"                    \
+  "    --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"   \
+  "    -H \"x-amz-content-sha256: UNSIGNED-PAYLOAD\"\n"                 \
+  "  if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"                      \
+  "    set -- \"$@\" -H \"x-amz-security-token: $AWS_SESSION_TOKEN\"\n" \
+  "  fi\n"                                                              \
+  "fi\n"
+
 // Fetches $1 into a temporary file, removed however the script ends, and
 // unpacks it into $2. The URL only ever appears quoted, as data; it is never
 // evaluated. For s3:// sources, AWS_ENDPOINT_URL names an S3-compatible store
 // (path-style); the aws CLI copies the object where the image has one, else
-// curl signs the request (SigV4) with AWS_ACCESS_KEY_ID. S3 refuses a SigV4
-// request without x-amz-content-sha256, which curl before 8.x does not add.
-// A failed request exits non-zero with what the store answered.
+// curl signs the request (SigV4) with AWS_ACCESS_KEY_ID. A failed request
+// exits non-zero with what the store answered.
 constexpr std::string_view kCodeFetchScriptText =
     "set -eu\n"
     "src=\"$1\"\n"
@@ -75,15 +88,7 @@ constexpr std::string_view kCodeFetchScriptText =
     "        url=\"${endpoint%/}/${rest%%/*}/${rest#*/}\"\n"
     "      else\n"
     "        url=\"https://${rest%%/*}.s3.amazonaws.com/${rest#*/}\"\n"
-    "      fi\n"
-    "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
-    "        set -- --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
-    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
-    "          -H \"x-amz-content-sha256: UNSIGNED-PAYLOAD\"\n"
-    "        if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
-    "          set -- \"$@\" -H \"x-amz-security-token: $AWS_SESSION_TOKEN\"\n"
-    "        fi\n"
-    "      fi\n"
+    "      fi\n" HYBRIDJOB_SIGV4_ARGUMENTS
     "    fi\n"
     "    ;;\n"
     "esac\n"
@@ -145,15 +150,7 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "        url=\"${endpoint%/}/$bucket/$prefix$rel\"\n"
     "      else\n"
     "        url=\"https://$bucket.s3.amazonaws.com/$prefix$rel\"\n"
-    "      fi\n"
-    "      if [ -n \"${AWS_ACCESS_KEY_ID:-}\" ]; then\n"
-    "        set -- --aws-sigv4 \"aws:amz:$region:s3\" \\\n"
-    "          --user \"$AWS_ACCESS_KEY_ID:${AWS_SECRET_ACCESS_KEY:-}\" \\\n"
-    "          -H \"x-amz-content-sha256: UNSIGNED-PAYLOAD\"\n"
-    "        if [ -n \"${AWS_SESSION_TOKEN:-}\" ]; then\n"
-    "          set -- \"$@\" -H \"x-amz-security-token: $AWS_SESSION_TOKEN\"\n"
-    "        fi\n"
-    "      fi\n"
+    "      fi\n" HYBRIDJOB_SIGV4_ARGUMENTS
     "      ;;\n"
     "    *)\n"
     "      url=\"$dest/$rel\"\n"
@@ -185,6 +182,7 @@ constexpr std::string_view kArtifactsUploadScriptText =
     "echo \"hybridjob-artifacts: uploaded $count files to $dest\"\n";
 
 #undef HYBRIDJOB_ANSWER_FUNCTION
+#undef HYBRIDJOB_SIGV4_ARGUMENTS
 
 // The launcher starts only once every worker in the hostfile runs sshd with
 // the job's key: mpirun gives up on a host that refuses it.

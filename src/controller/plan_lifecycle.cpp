@@ -52,8 +52,9 @@ std::string DescribeEnd(const ObservedPod& pod) {
   } else if (!pod.reason.empty()) {
     out += " (" + pod.reason + ")";
   }
-  if (pod.phase == PodPhase::kFailed && !LastLine(pod.termination_message).empty()) {
-    out += ": " + LastLine(pod.termination_message);
+  if (const std::string said = LastLine(pod.termination_message);
+      pod.phase == PodPhase::kFailed && !said.empty()) {
+    out += ": " + said;
   }
   return out;
 }

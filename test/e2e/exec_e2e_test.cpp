@@ -13,6 +13,7 @@
 #include <hybridjob/api/labels.h>
 
 #include "child_process.h"
+#include "exec_system_test.h"
 #include "system.h"
 
 namespace hybridjob::testing {
@@ -35,41 +36,12 @@ std::string ListeningPort(ChildProcess& server) {
   return match.empty() ? "" : match[1].str();
 }
 
-class ExecEndToEndTest : public ::testing::Test {
+class ExecEndToEndTest : public ExecSystemTest {
  protected:
   static void SetUpTestSuite() {
-    if (geteuid() != 0) {
-      return;  // each test skips, or fails under CI (below)
-    }
-    ReplicaOptions replicas;
-    replicas.sim_args = {"--exec"};
-    system_ = new System({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""}, replicas);
+    StartSystem({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""}, {});
   }
-  static void TearDownTestSuite() {
-    delete system_;
-    system_ = nullptr;
-  }
-  void SetUp() override {
-    if (geteuid() != 0) {
-      if (std::getenv("CI") != nullptr) {
-        FAIL() << "hybridjob-sim --exec needs root, and CI runs as root";
-      }
-      GTEST_SKIP() << "hybridjob-sim --exec needs root";
-    }
-    ASSERT_NE(system_, nullptr);
-    ASSERT_TRUE(system_->ok()) << system_->Logs();
-  }
-
-  static std::string Logs(const std::string& args) {
-    std::string output;
-    system_->Kubectl("logs " + args, &output);
-    return output;
-  }
-
-  static System* system_;
 };
-
-System* ExecEndToEndTest::system_ = nullptr;
 
 TEST_F(ExecEndToEndTest, PyTorchDistributedDataParallelTrainsAndSucceeds) {
   std::string output;

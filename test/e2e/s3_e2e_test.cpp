@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
+#include "exec_system_test.h"
 #include "system.h"
 
 namespace hybridjob::testing {
@@ -117,12 +118,9 @@ class S3Store {
 // A fetcher image that holds curl and the shell's tools, and no aws CLI.
 constexpr const char* kCurlOnlyImage = "example.com/curl-only:1";
 
-class S3EndToEndTest : public ::testing::Test {
+class S3EndToEndTest : public ExecSystemTest {
  protected:
   static void SetUpTestSuite() {
-    if (geteuid() != 0) {
-      return;  // each test skips, or fails under CI (below)
-    }
     std::string pattern = (std::filesystem::temp_directory_path() / "hybridjob-s3-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       return;
@@ -140,14 +138,12 @@ class S3EndToEndTest : public ::testing::Test {
         }
       }
     }
-    ReplicaOptions replicas;
-    replicas.sim_args = {"--exec", "--exec-image-paths",
-                         std::string(kCurlOnlyImage) + "=" + *image_dir_ + "/bin"};
-    system_ = new System({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""}, replicas);
+    StartSystem({.nodes = 2, .gpus_per_node = 4, .scheduler_config = ""},
+                {.sim_args = {"--exec-image-paths",
+                              std::string(kCurlOnlyImage) + "=" + *image_dir_ + "/bin"}});
   }
   static void TearDownTestSuite() {
-    delete system_;
-    system_ = nullptr;
+    ExecSystemTest::TearDownTestSuite();
     if (image_dir_ != nullptr) {
       std::filesystem::remove_all(*image_dir_);
       delete image_dir_;
@@ -155,25 +151,15 @@ class S3EndToEndTest : public ::testing::Test {
     }
   }
   void SetUp() override {
-    if (geteuid() != 0) {
-      if (std::getenv("CI") != nullptr) {
-        FAIL() << "hybridjob-sim --exec needs root, and CI runs as root";
-      }
-      GTEST_SKIP() << "hybridjob-sim --exec needs root";
+    ExecSystemTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
     }
-    ASSERT_NE(system_, nullptr);
-    ASSERT_TRUE(system_->ok()) << system_->Logs();
     dir_ = system_->cluster().dir() + "/s3";
     store_ = std::make_unique<S3Store>(dir_);
     ASSERT_TRUE(store_->ok()) << store_->error();
   }
   void TearDown() override { store_.reset(); }
-
-  static std::string Logs(const std::string& args) {
-    std::string output;
-    system_->Kubectl("logs " + args, &output);
-    return output;
-  }
 
   // A Secret of the store's keys, as a user makes one.
   void CreateCredentials(const std::string& name, const std::string& access_key) {
@@ -297,14 +283,10 @@ spec:
         << Logs(name + "-artifacts");
   }
 
-  static System* system_;
-  static std::string* image_dir_;
+  static inline std::string* image_dir_ = nullptr;
   std::string dir_;
   std::unique_ptr<S3Store> store_;
 };
-
-System* S3EndToEndTest::system_ = nullptr;
-std::string* S3EndToEndTest::image_dir_ = nullptr;
 
 TEST_F(S3EndToEndTest, CurlSignedRequestsFetchTheCodeAndUploadTheModelByteForByte) {
   RoundTrip("s3-curl", kCurlOnlyImage);

@@ -14,6 +14,7 @@
 #include <hybridjob/k8s/resource.h>
 
 #include "child_process.h"
+#include "exec_system_test.h"
 #include "system.h"
 
 namespace hybridjob::testing {
@@ -33,47 +34,19 @@ bool TensorboardInstalled() {
   return false;
 }
 
-class ServingEndToEndTest : public ::testing::Test {
+class ServingEndToEndTest : public ExecSystemTest {
  protected:
   static void SetUpTestSuite() {
-    if (geteuid() != 0) {
-      return;  // each test skips, or fails under CI (below)
-    }
     ReplicaOptions replicas;
-    replicas.sim_args = {"--exec"};
     if (!TensorboardInstalled()) {
-      replicas.sim_args.push_back("--exec-image-paths");
-      replicas.sim_args.push_back(std::string(kTensorboardImage) + "=" + SourceDir() +
-                                  "/test/e2e/stand-ins:/usr/local/bin:/usr/bin:/bin");
+      replicas.sim_args = {"--exec-image-paths",
+                           std::string(kTensorboardImage) + "=" + SourceDir() +
+                               "/test/e2e/stand-ins:/usr/local/bin:/usr/bin:/bin"};
     }
-    system_ = new System(
-        {.nodes = 2, .gpus_per_node = 4, .scheduler_config = "", .kube_scheduler = true}, replicas);
+    StartSystem({.nodes = 2, .gpus_per_node = 4, .scheduler_config = "", .kube_scheduler = true},
+                replicas);
   }
-  static void TearDownTestSuite() {
-    delete system_;
-    system_ = nullptr;
-  }
-  void SetUp() override {
-    if (geteuid() != 0) {
-      if (std::getenv("CI") != nullptr) {
-        FAIL() << "hybridjob-sim --exec needs root, and CI runs as root";
-      }
-      GTEST_SKIP() << "hybridjob-sim --exec needs root";
-    }
-    ASSERT_NE(system_, nullptr);
-    ASSERT_TRUE(system_->ok()) << system_->Logs();
-  }
-
-  static std::string Kubectl(const std::string& args) {
-    std::string output;
-    system_->Kubectl(args, &output);
-    return output;
-  }
-
-  static System* system_;
 };
-
-System* ServingEndToEndTest::system_ = nullptr;
 
 TEST_F(ServingEndToEndTest, TensorboardServesTheJobsLogDirectoryThroughItsService) {
   std::string output;
