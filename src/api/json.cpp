@@ -199,10 +199,11 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
     }
     return spec;
   }
-  reader.CheckKnown(*spec_json,
-                    {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code",
-                     "artifacts", "tensorboard", "queue", "topology", "schedulerName", "suspend"},
-                    "spec");
+  reader.CheckKnown(
+      *spec_json,
+      {"framework", "replicaSpecs", "runPolicy", "successPolicy", "volumes", "code", "artifacts",
+       "tensorboard", "queue", "topology", "schedulerName", "suspend", "runHistoryLimit"},
+      "spec");
   spec.framework =
       reader.Enumerated<Framework>(*spec_json, "framework", "spec", ParseFramework, AllFrameworks())
           .value_or(Framework::kGeneric);
@@ -229,6 +230,8 @@ HybridJobSpec ReadSpec(JsonFields& reader, const json& object) {
   spec.scheduler_name = reader.String(*spec_json, "schedulerName", "spec")
                             .value_or(std::string(kDefaultSchedulerName));
   spec.suspend = reader.Bool(*spec_json, "suspend", "spec").value_or(false);
+  spec.run_history_limit =
+      reader.Int32(*spec_json, "runHistoryLimit", "spec").value_or(kDefaultRunHistoryLimit);
   return spec;
 }
 
@@ -523,6 +526,11 @@ json ToJson(const HybridJobSpec& spec) {
   out["schedulerName"] = spec.scheduler_name;
   if (spec.suspend) {
     out["suspend"] = true;
+  }
+  // Only when set: the defaulted spec of a job that never names it, and so
+  // its run revision's name, stay what they were before the field existed.
+  if (spec.run_history_limit != kDefaultRunHistoryLimit) {
+    out["runHistoryLimit"] = spec.run_history_limit;
   }
   return out;
 }

@@ -55,12 +55,21 @@ bool IsDns1123Subdomain(std::string_view value) {
   }
 }
 
-std::string MemberPodName(std::string_view job, std::string_view role, int64_t index) {
+std::string MemberHostname(std::string_view job, std::string_view role, int64_t index) {
   std::string name(job);
   name += '-';
   name += role;
   name += '-';
   name += std::to_string(index);
+  return name;
+}
+
+std::string MemberPodName(std::string_view job, std::string_view role, int64_t index, int64_t run) {
+  std::string name = MemberHostname(job, role, index);
+  if (run != 0) {
+    name += "-run";
+    name += std::to_string(run);
+  }
   return name;
 }
 
@@ -90,7 +99,7 @@ std::string TensorboardName(std::string_view job) {
 
 std::string MemberHost(std::string_view job, std::string_view ns, std::string_view role,
                        int64_t index) {
-  std::string host = MemberPodName(job, role, index);
+  std::string host = MemberHostname(job, role, index);
   host += '.';
   host += HeadlessServiceName(job);
   host += '.';

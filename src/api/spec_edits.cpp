@@ -85,6 +85,8 @@ RunningSpec ApplyRunningEdits(const HybridJob& job, const HybridJobSpec& run_spe
   out.spec.suspend = edited.suspend;
   TakeIfValid(job, out, "spec.runPolicy",
               [&](HybridJobSpec& spec) { spec.run_policy = edited.run_policy; });
+  TakeIfValid(job, out, "spec.runHistoryLimit",
+              [&](HybridJobSpec& spec) { spec.run_history_limit = edited.run_history_limit; });
   TakeIfValid(job, out, "spec.artifacts",
               [&](HybridJobSpec& spec) { spec.artifacts = edited.artifacts; });
   for (const ReplicaSpec& role : before.replica_specs) {
@@ -137,6 +139,7 @@ std::string RunFixedHash(const HybridJobSpec& spec) {
   HybridJobSpec fixed = Defaulted(spec);
   fixed.suspend = false;
   fixed.run_policy = {};
+  fixed.run_history_limit = kDefaultRunHistoryLimit;
   fixed.artifacts.reset();
   for (ReplicaSpec& role : fixed.replica_specs) {
     role.max_replicas.reset();

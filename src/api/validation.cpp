@@ -163,13 +163,13 @@ class Validator {
     }
   }
 
-  // The longest member pod name doubles as its hostname: a 63-character label.
+  // The longest member hostname (run 0's pod name): a 63-character label.
   void CheckDerivedPodName(const ReplicaSpec& role, const std::string& path) {
     if (job_.metadata.name.empty() || role.name.empty()) {
       return;
     }
     const int32_t max = std::clamp(role.EffectiveMaxReplicas(), 1, kMaxReplicasPerRole);
-    std::string longest = MemberPodName(job_.metadata.name, role.name, max - 1);
+    std::string longest = MemberHostname(job_.metadata.name, role.name, max - 1);
     if (longest.size() > kMaxDnsLabelLength) {
       Add(path + ".name", "member pod name " + Quoted(longest) + " is " +
                               std::to_string(longest.size()) +
@@ -453,6 +453,13 @@ class Validator {
     }
     if (policy.rerun < 0) {
       Add("spec.runPolicy.rerun", "must be greater than or equal to 0");
+    }
+    if (spec_.run_history_limit < 0 ||
+        spec_.run_history_limit > static_cast<int32_t>(kMaxPreviousRuns)) {
+      Add("spec.runHistoryLimit", "must be between 0 and " + std::to_string(kMaxPreviousRuns) +
+                                      " (status.previousRuns names the newest " +
+                                      std::to_string(kMaxPreviousRuns) + " runs), got " +
+                                      std::to_string(spec_.run_history_limit));
     }
   }
 

@@ -1,5 +1,10 @@
+#include <algorithm>
+#include <functional>
+#include <thread>
+
 #include <hybridjob/api/labels.h>
 #include <hybridjob/cli/commands.h>
+#include <hybridjob/common/mutex.h>
 #include <hybridjob/controller/observed.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/resource.h>
@@ -148,7 +153,8 @@ Result<JobStatusReport> ReadJobStatus(k8s::ApiClient& client, const std::string&
   // GPUs as the scheduler's defaults count them: a per-cluster weighting
   // needs its configuration, which a namespace's user may not read.
   return BuildJobStatus(*object, *pods, scheduler::SchedulerConfig{}.gpu_resources,
-                        NamespaceDefaultQueue(client, options.namespace_name));
+                        NamespaceDefaultQueue(client, options.namespace_name),
+                        options.run >= 0 ? std::optional<int64_t>(options.run) : std::nullopt);
 }
 
 }  // namespace
@@ -208,6 +214,106 @@ Status LogsOutcome(const std::string& job, size_t asked,
                                         job + " has a log to show (each said why above)");
 }
 
+namespace {
+
+// Writes a log as it arrives, whole lines only, each with the member's prefix.
+class LinePrinter {
+ public:
+  explicit LinePrinter(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void Feed(std::string_view text, std::ostream& out) {
+    pending_.append(text);
+    size_t start = 0;
+    for (size_t end = pending_.find('\n'); end != std::string::npos;
+         end = pending_.find('\n', start)) {
+      out << prefix_ << std::string_view(pending_).substr(start, end - start) << "\n";
+      start = end + 1;
+    }
+    pending_.erase(0, start);
+  }
+  // The last line, which had no newline.
+  void Finish(std::ostream& out) {
+    if (!pending_.empty()) {
+      out << prefix_ << pending_ << "\n";
+      pending_.clear();
+    }
+  }
+
+ private:
+  std::string prefix_;
+  std::string pending_;
+};
+
+// A run that is neither the current one nor a finished one the status lists.
+Status UnknownRun(const std::string& job, const JobStatusReport& report, int64_t run) {
+  std::string runs;
+  for (const EarlierRunRow& earlier : report.earlier_runs) {
+    runs += (runs.empty() ? "" : ", ") + std::to_string(earlier.run);
+  }
+  return NotFound("job " + job + " has no run " + std::to_string(run) + ": it is at run " +
+                  std::to_string(report.run) +
+                  (runs.empty() ? " and was never re-run"
+                                : ", and its earlier runs (the newest " +
+                                      std::to_string(api::kMaxPreviousRuns) + ") are " + runs));
+}
+
+struct ChosenMember {
+  const MemberRow* row;
+  std::string prefix;
+  std::string path;  // its log, with the query
+};
+
+// Each member's log followed at once, as `kubectl logs -f -l` does: lines
+// appear as they are written, whole, until every member's log has ended.
+void FollowLogs(k8s::ApiClient& client, const std::vector<ChosenMember>& members, std::ostream& out,
+                const std::function<void(const ChosenMember&, Status)>& no_log) {
+  std::vector<std::pair<const ChosenMember*, std::unique_ptr<k8s::ByteStream>>> streams;
+  for (const ChosenMember& member : members) {
+    Result<std::unique_ptr<k8s::ByteStream>> stream = client.GetStream(member.path);
+    if (!stream.ok()) {
+      no_log(member, stream.status());
+      continue;
+    }
+    streams.emplace_back(&member, std::move(*stream));
+  }
+  Mutex out_mu;
+  std::vector<Status> ended(streams.size());
+  {
+    std::vector<std::jthread> readers;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      readers.emplace_back([&, i] {
+        LinePrinter printer(streams[i].first->prefix);
+        std::string chunk;
+        while (true) {
+          chunk.clear();
+          Result<bool> more = streams[i].second->ReadSome(chunk);
+          MutexLock lock(out_mu);
+          if (!more.ok()) {
+            printer.Finish(out);
+            ended[i] = more.status();
+            break;
+          }
+          printer.Feed(chunk, out);
+          if (!*more) {
+            printer.Finish(out);
+            break;
+          }
+          out.flush();
+        }
+        out.flush();
+      });
+    }
+  }  // every reader joined
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (!ended[i].ok()) {
+      no_log(*streams[i].first,
+             Status(ended[i].code(), "its log stream broke off: " + ended[i].message()));
+    }
+  }
+}
+
+}  // namespace
+
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
                std::ostream& out, std::ostream& err) {
   std::vector<json> pods;
@@ -215,34 +321,48 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
   if (!report.ok()) {
     return report.status();
   }
-  std::vector<const MemberRow*> chosen;
+  const int64_t run = report->members_run;
+  const bool earlier = run != report->run;
+  if (earlier && std::none_of(report->earlier_runs.begin(), report->earlier_runs.end(),
+                              [run](const EarlierRunRow& row) { return row.run == run; })) {
+    return UnknownRun(job, *report, run);
+  }
+  std::vector<const MemberRow*> rows;
   for (const MemberRow& member : report->members) {
     if ((options.role.empty() || member.role == options.role) &&
         (options.index < 0 || member.index == options.index)) {
-      chosen.push_back(&member);
+      rows.push_back(&member);
     }
   }
-  if (chosen.empty()) {
-    return NotFound("job " + job + " has no member" +
-                    (options.role.empty() ? "" : " of role " + options.role) +
-                    (options.index < 0 ? "" : " with index " + std::to_string(options.index)));
+  if (rows.empty()) {
+    const std::string which =
+        (options.role.empty() ? "" : " of role " + options.role) +
+        (options.index < 0 ? "" : " with index " + std::to_string(options.index));
+    if (earlier) {
+      return NotFound("run " + std::to_string(run) + " of job " + job + " has no member" + which +
+                      " left: a re-run keeps the ended members of the newest " +
+                      "spec.runHistoryLimit earlier runs (default 1), and cleanPodPolicy " +
+                      "may have deleted them when the run ended");
+    }
+    return NotFound("job " + job + " has no member" + which);
   }
   std::vector<MemberLogFailure> failures;
-  for (const MemberRow* member : chosen) {
-    const std::string prefix = chosen.size() > 1 ? "[pod/" + member->name + "] " : "";
-    // Members without a log say why on stderr, as kubectl says its errors,
-    // and the others go on.
-    auto no_log = [&](Status why) {
-      if (chosen.size() > 1) {
-        err << prefix << "(no log: " << why.message() << ")\n";
-      }
-      failures.push_back({member->name, std::move(why)});
-    };
+  // Members without a log say why on stderr, as kubectl says its errors,
+  // and the others go on.
+  auto no_log = [&](const ChosenMember& member, Status why) {
+    if (rows.size() > 1) {
+      err << member.prefix << "(no log: " << why.message() << ")\n";
+    }
+    failures.push_back({member.row->name, std::move(why)});
+  };
+  std::vector<ChosenMember> chosen;
+  for (const MemberRow* member : rows) {
+    ChosenMember entry{member, rows.size() > 1 ? "[pod/" + member->name + "] " : "", ""};
     if (member->node.empty()) {
       // No container has run yet; the API server would answer an empty log.
-      no_log(Status(StatusCode::kBadRequest,
-                    "it is not on a node yet" +
-                        (member->waiting.empty() ? "" : " (" + member->waiting + ")")));
+      no_log(entry, Status(StatusCode::kBadRequest,
+                           "it is not on a node yet" +
+                               (member->waiting.empty() ? "" : " (" + member->waiting + ")")));
       continue;
     }
     std::string container = options.container;
@@ -253,29 +373,41 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
         }
       }
     }
-    std::string path = "/api/v1/namespaces/" + options.namespace_name + "/pods/" + member->name +
-                       "/log?container=" + container;
+    entry.path = "/api/v1/namespaces/" + options.namespace_name + "/pods/" + member->name +
+                 "/log?container=" + container;
     if (options.tail >= 0) {
-      path += "&tailLines=" + std::to_string(options.tail);
+      entry.path += "&tailLines=" + std::to_string(options.tail);
     }
-    Result<std::string> text = client.GetRaw(path);
-    if (!text.ok()) {
-      no_log(text.status());
-      continue;
+    if (options.follow) {
+      entry.path += "&follow=true";
     }
-    size_t start = 0;
-    while (start < text->size()) {
-      size_t end = text->find('\n', start);
-      if (end == std::string::npos) {
-        end = text->size();
+    chosen.push_back(std::move(entry));
+  }
+  if (options.follow) {
+    if (static_cast<int64_t>(chosen.size()) > options.max_log_requests) {
+      // As kubectl: each followed log holds a connection and a stream on a kubelet.
+      return InvalidArgument("you are attempting to follow " + std::to_string(chosen.size()) +
+                             " log streams, but the maximum allowed concurrency is " +
+                             std::to_string(options.max_log_requests) +
+                             ": use --max-log-requests to increase the limit, or --role and "
+                             "--index to follow fewer members");
+    }
+    FollowLogs(client, chosen, out, no_log);
+  } else {
+    for (const ChosenMember& member : chosen) {
+      Result<std::string> text = client.GetRaw(member.path);
+      if (!text.ok()) {
+        no_log(member, text.status());
+        continue;
       }
-      out << prefix << std::string_view(*text).substr(start, end - start) << "\n";
-      start = end + 1;
+      LinePrinter printer(member.prefix);
+      printer.Feed(*text, out);
+      printer.Finish(out);
     }
   }
   out.flush();
   err.flush();
-  return LogsOutcome(job, chosen.size(), failures);
+  return LogsOutcome(job, rows.size(), failures);
 }
 
 }  // namespace hybridjob::cli

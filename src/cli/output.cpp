@@ -171,6 +171,19 @@ json ToJson(const JobStatusReport& report) {
     }
     out["members"].push_back(std::move(row));
   }
+  if (report.members_run != report.run) {
+    out["membersRun"] = report.members_run;
+  }
+  if (!report.earlier_runs.empty()) {
+    out["earlierRuns"] = json::array();
+    for (const EarlierRunRow& earlier : report.earlier_runs) {
+      out["earlierRuns"].push_back({{"run", earlier.run},
+                                    {"phase", earlier.phase},
+                                    {"reason", earlier.reason},
+                                    {"completionTime", earlier.completion_time},
+                                    {"keptMembers", earlier.kept_members}});
+    }
+  }
   return out;
 }
 
@@ -235,6 +248,15 @@ std::string FormatTable(const JobStatusReport& report) {
                    std::to_string(member.restarts), Dash(member.waiting)});
     }
     out += "\n" + members.Render();
+  }
+  if (!report.earlier_runs.empty()) {
+    // Where `kubectl hybridjob logs --run N` has something to show.
+    Table runs({"RUN", "ENDED", "REASON", "COMPLETED", "KEPT MEMBERS"});
+    for (const EarlierRunRow& earlier : report.earlier_runs) {
+      runs.Add({std::to_string(earlier.run), earlier.phase, Dash(earlier.reason),
+                Dash(earlier.completion_time), std::to_string(earlier.kept_members)});
+    }
+    out += "\nEarlier runs:\n" + runs.Render("  ");
   }
   return out;
 }

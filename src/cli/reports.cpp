@@ -116,7 +116,8 @@ std::string MemberWaiting(const controller::ObservedPod& pod) {
 
 Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<json>& pods,
                                        const scheduler::GpuResources& gpus,
-                                       const std::optional<std::string>& namespace_default_queue) {
+                                       const std::optional<std::string>& namespace_default_queue,
+                                       std::optional<int64_t> members_of_run) {
   Result<api::HybridJob> parsed = api::ParseHybridJob(object);
   api::HybridJob job;
   if (parsed.ok()) {
@@ -136,6 +137,7 @@ Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<jso
   report.phase = job.status.phase ? std::string(api::ToString(*job.status.phase)) : "";
   report.ready = job.status.ready_members;
   report.run = job.status.run;
+  report.members_run = members_of_run.value_or(job.status.run);
   report.restarts = job.status.restart_count;
   report.placement = job.status.placement;
   report.attained_service = job.status.attained_service;
@@ -167,9 +169,24 @@ Result<JobStatusReport> BuildJobStatus(const json& object, const std::vector<jso
     role_order.emplace(role.name, report.roles.size());
     report.roles.push_back(std::move(row));
   }
+  for (const api::PreviousRun& previous : job.status.previous_runs) {
+    report.earlier_runs.push_back({.run = previous.run,
+                                   .phase = std::string(api::ToString(previous.phase)),
+                                   .reason = previous.reason,
+                                   .completion_time = previous.completion_time.value_or(""),
+                                   .kept_members = 0});
+  }
   for (const json& pod : pods) {
     const controller::ObservedPod observed = controller::ObservePod(pod);
-    if (observed.job_name != report.name || observed.run != report.run) {
+    if (observed.job_name != report.name) {
+      continue;
+    }
+    for (EarlierRunRow& earlier : report.earlier_runs) {
+      const bool member = !observed.role.empty() && observed.index >= 0;
+      earlier.kept_members +=
+          member && earlier.run == observed.run && !observed.terminating ? 1 : 0;
+    }
+    if (observed.run != report.members_run) {
       continue;
     }
     MemberRow member;

@@ -364,7 +364,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
 json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int32_t index,
                     const api::GroupSpec& group_spec, const PlannerOptions& options) {
   const std::string& job_name = job.metadata.name;
-  const std::string name = api::MemberPodName(job_name, role.name, index);
+  const std::string name = api::MemberPodName(job_name, role.name, index, job.status.run);
   json pod_template = role.pod_template.is_object() ? role.pod_template : json::object();
   json template_meta = pod_template.contains("metadata") && pod_template["metadata"].is_object()
                            ? pod_template["metadata"]
@@ -390,7 +390,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
   meta["annotations"] = std::move(annotations);
 
   spec["schedulerName"] = job.spec.scheduler_name;
-  spec["hostname"] = name;
+  spec["hostname"] = api::MemberHostname(job_name, role.name, index);
   spec["subdomain"] = api::HeadlessServiceName(job_name);
   spec["restartPolicy"] = "Never";
 

@@ -254,12 +254,9 @@ void DeleteForCleanup(const PlanView& view, const std::optional<Membership>& mem
   }
 }
 
-void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
-  for (const auto& [key, pod] : view.own) {
-    if (!pod->terminating) {
-      plan.deletes.push_back({pod->name, pod->uid, "suspend"});
-    }
-  }
+namespace {
+
+void DeleteClusterConfigMap(const PlanView& view, PlanBuilder& plan) {
   const nlohmann::json* config_map =
       FindByName(view.observed.config_maps, api::ClusterConfigMapName(view.job.metadata.name));
   if (config_map != nullptr && view.OwnedByJob(*config_map)) {
@@ -267,11 +264,29 @@ void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
   }
 }
 
-void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan) {
+// The finished runs whose ended members stay: the newest
+// spec.runHistoryLimit of `finished` (oldest first, as status.previousRuns).
+std::set<int64_t> KeptRuns(const std::vector<api::PreviousRun>& finished, int32_t limit) {
+  std::set<int64_t> kept;
+  const size_t count = std::min(finished.size(), static_cast<size_t>(std::max(limit, 0)));
+  for (size_t i = finished.size() - count; i < finished.size(); ++i) {
+    kept.insert(finished[i].run);
+  }
+  return kept;
+}
+
+// A member of a run that is over: it stays while it has ended and its run
+// is kept, for its log; one still running or waiting would hold what the
+// next run needs, and goes.
+void DeleteUnlessKept(const ObservedPod& pod, const std::set<int64_t>& kept, PlanBuilder& plan) {
+  if (!pod.terminating && (pod.active() || kept.count(pod.run) == 0)) {
+    plan.deletes.push_back({pod.name, pod.uid, "rerun"});
+  }
+}
+
+void DeleteEarlierRuns(const PlanView& view, const std::set<int64_t>& kept, PlanBuilder& plan) {
   for (const ObservedPod* pod : view.stale) {
-    if (!pod->terminating) {
-      plan.deletes.push_back({pod->name, pod->uid, "rerun"});
-    }
+    DeleteUnlessKept(*pod, kept, plan);
   }
   const std::string uploader = api::ArtifactsPodName(view.job.metadata.name);
   for (const ObservedPod& pod : view.observed.pods) {
@@ -282,18 +297,37 @@ void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan) {
   }
 }
 
+}  // namespace
+
+void DeleteForSuspend(const PlanView& view, PlanBuilder& plan) {
+  for (const auto& [key, pod] : view.own) {
+    if (!pod->terminating) {
+      plan.deletes.push_back({pod->name, pod->uid, "suspend"});
+    }
+  }
+  DeleteClusterConfigMap(view, plan);
+}
+
+void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan) {
+  DeleteEarlierRuns(view, KeptRuns(view.old_status.previous_runs, view.job.spec.run_history_limit),
+                    plan);
+}
+
 void DeleteForRerun(const PlanView& view, PlanBuilder& plan) {
-  DeleteForSuspend(view, plan);
-  DeleteStaleRuns(view, plan);
+  std::vector<api::PreviousRun> finished = view.old_status.previous_runs;
+  finished.push_back({.run = view.old_status.run});
+  const std::set<int64_t> kept = KeptRuns(finished, view.job.spec.run_history_limit);
+  for (const auto& [key, pod] : view.own) {
+    DeleteUnlessKept(*pod, kept, plan);
+  }
+  DeleteClusterConfigMap(view, plan);
+  DeleteEarlierRuns(view, kept, plan);
   const std::string uploader = api::ArtifactsPodName(view.job.metadata.name);
   for (const ObservedPod& pod : view.observed.pods) {
     if (pod.name == uploader && view.OwnedByJobUid(pod.controller_uid) &&
         view.CurrentRun(pod.run) && !pod.terminating) {
       plan.deletes.push_back({pod.name, pod.uid, "rerun"});
     }
-  }
-  for (DeletePod& removal : plan.deletes) {
-    removal.reason = "rerun";
   }
 }
 

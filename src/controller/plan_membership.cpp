@@ -97,7 +97,8 @@ void CreateAbsent(const PlanView& view, const std::optional<Membership>& members
       for (int32_t i = range.from; i < range.to; ++i) {
         const std::string& role = range.role->name;
         if ((i < range.role->min_replicas) == minimum &&
-            view.taken_names.count(api::MemberPodName(view.job.metadata.name, role, i)) == 0) {
+            view.taken_names.count(
+                api::MemberPodName(view.job.metadata.name, role, i, view.job.status.run)) == 0) {
           absent.emplace_back(role, i);
         }
       }

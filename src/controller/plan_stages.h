@@ -75,13 +75,15 @@ std::optional<Terminal> HandleEndedMembers(const PlanView& view, const Membershi
 // created on resume wait for the one their own placement gets.
 void DeleteForSuspend(const PlanView& view, PlanBuilder& plan);
 
-// Member pods of an earlier run, and an uploader of another run, go; their
-// names are taken until they are gone.
+// Member pods of an earlier run go, except the ended ones of the newest
+// spec.runHistoryLimit finished runs (their logs stay readable); an uploader
+// of another run goes.
 void DeleteStaleRuns(const PlanView& view, PlanBuilder& plan);
 
-// A re-run: every pod of the finished run (members of any run, the
-// uploader) and its cluster ConfigMap go; the claims, Service, SSH key and
-// TensorBoard stay for the next run.
+// A re-run: the finished run's cluster ConfigMap and uploader go, and so do
+// its members and earlier runs' but the ended ones of the newest
+// spec.runHistoryLimit finished runs, this one included; the claims,
+// Service, SSH key and TensorBoard stay for the next run.
 void DeleteForRerun(const PlanView& view, PlanBuilder& plan);
 
 // A finished job whose spec asks for a later run (spec.runPolicy.rerun above

@@ -74,16 +74,19 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
       continue;
     }
     taken_names.insert(pod.name);
-    bool ours = any_uid || pod.controller_uid == job.metadata.uid;
-    const api::ReplicaSpec* role = job.spec.FindRole(pod.role);
-    bool well_named = role != nullptr && pod.index >= 0 &&
-                      pod.name == api::MemberPodName(job.metadata.name, pod.role, pod.index);
-    if (ours && well_named) {
-      if (pod.run == run) {
-        own[{pod.role, pod.index}] = &pod;
-      } else {
-        stale.push_back(&pod);
-      }
+    const bool ours = any_uid || pod.controller_uid == job.metadata.uid;
+    // Named as member `index` of `role` in the run its label says (a
+    // malformed run label reads as -1: a stale pod named as in run 0).
+    const bool well_named = !pod.role.empty() && pod.index >= 0 &&
+                            pod.name == api::MemberPodName(job.metadata.name, pod.role, pod.index,
+                                                           std::max<int64_t>(pod.run, 0));
+    if (!ours || !well_named) {
+      continue;
+    }
+    if (pod.run != run) {
+      stale.push_back(&pod);  // its role may be gone from the spec since
+    } else if (job.spec.FindRole(pod.role) != nullptr) {
+      own[{pod.role, pod.index}] = &pod;
     }
   }
   for (const ObservedPod& pod : observed.departed) {
@@ -95,7 +98,8 @@ PlanView MakePlanView(api::HybridJob job, const Observed& observed, api::TimePoi
   for (const RefusedCreate& create : observed.refused) {
     const api::ReplicaSpec* role = job.spec.FindRole(create.role);
     if (role != nullptr && create.index >= 0 && create.index < role->EffectiveMaxReplicas() &&
-        create.pod == api::MemberPodName(job.metadata.name, create.role, create.index) &&
+        create.pod ==
+            api::MemberPodName(job.metadata.name, create.role, create.index, job.status.run) &&
         taken_names.count(create.pod) == 0) {
       refused[{create.role, create.index}] = &create;
     }

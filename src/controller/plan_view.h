@@ -50,8 +50,9 @@ struct PlanView {
   // Our member pods by (role, index): controlled by the job and named for
   // their index. They point into observed.pods.
   std::map<MemberKey, const ObservedPod*> own;
-  // Member pods of ours from another run (a re-run's predecessors): never
-  // counted, deleted, and their names wait until they are gone.
+  // Member pods of ours from another run (a re-run's predecessors), named
+  // for theirs: never counted; the ended ones of kept runs stay
+  // (spec.runHistoryLimit), the others are deleted.
   std::vector<const ObservedPod*> stale;
   // Edits of the spec this run does not take (api/spec_edits.h); job.spec is
   // the spec it goes on with.

@@ -361,6 +361,18 @@ class RestClient::Impl {
 
   Result<std::unique_ptr<WatchStream>> OpenWatch(const std::string& path, std::string_view resource,
                                                  std::chrono::seconds watch_timeout) {
+    auto body = OpenStream(path, "WATCH", resource, watch_timeout + kWatchTransportSlack);
+    if (!body) {
+      return body.status();
+    }
+    return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*body)));
+  }
+
+  // A GET whose 200 answer's body streams; `read_timeout` bounds each read.
+  Result<std::unique_ptr<http::BodyReader>> OpenStream(const std::string& path,
+                                                       std::string_view verb,
+                                                       std::string_view resource,
+                                                       std::chrono::milliseconds read_timeout) {
     for (bool refreshed = false;; refreshed = true) {
       auto auth = Authenticate();
       if (!auth) {
@@ -369,14 +381,14 @@ class RestClient::Impl {
       limiter_.Wait();
       const auto start = Clock::now();
       http::Request request{"GET", path, RequestHeaders(auth->credentials, {}), {}};
-      auto response = auth->transport->http->OpenStream(request, config_.request_timeout,
-                                                        watch_timeout + kWatchTransportSlack);
+      auto response =
+          auth->transport->http->OpenStream(request, config_.request_timeout, read_timeout);
       if (!response) {
-        Observe("WATCH", resource, 0, Clock::now() - start);
-        return Unavailable("WATCH " + path + ": " + response.status().message());
+        Observe(verb, resource, 0, Clock::now() - start);
+        return Unavailable(std::string(verb) + " " + path + ": " + response.status().message());
       }
       const int code = response->head.status;
-      Observe("WATCH", resource, code, Clock::now() - start);
+      Observe(verb, resource, code, Clock::now() - start);
       NoteWarnings(response->head);
       if (code == 401 && !refreshed && credentials_->RefreshAfterUnauthorized(auth->credentials)) {
         continue;
@@ -386,8 +398,7 @@ class RestClient::Impl {
         return StatusFromHttpResponse(code, body ? *body : body.status().message(),
                                       RetryAfter(response->head));
       }
-      return std::unique_ptr<WatchStream>(
-          std::make_unique<RestWatchStream>(std::move(response->body)));
+      return std::move(response->body);
     }
   }
 
@@ -441,6 +452,31 @@ Result<std::string> RestClient::GetRaw(const std::string& path) {
     return reply.status();
   }
   return std::move(reply->body);
+}
+
+namespace {
+
+class RestByteStream final : public ByteStream {
+ public:
+  explicit RestByteStream(std::unique_ptr<http::BodyReader> body) : body_(std::move(body)) {}
+  Result<bool> ReadSome(std::string& out) override { return body_->ReadSome(out); }
+  void Cancel() override { body_->Cancel(); }
+
+ private:
+  std::unique_ptr<http::BodyReader> body_;
+};
+
+// A followed log may be quiet for hours; kubectl waits on it as long.
+constexpr std::chrono::hours kStreamReadTimeout{24};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteStream>> RestClient::GetStream(const std::string& path) {
+  auto body = impl_->OpenStream(path, "GET", "raw", kStreamReadTimeout);
+  if (!body) {
+    return body.status();
+  }
+  return std::unique_ptr<ByteStream>(std::make_unique<RestByteStream>(std::move(*body)));
 }
 
 Result<nlohmann::json> RestClient::Get(const Resource& resource, std::string_view ns,

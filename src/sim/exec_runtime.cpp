@@ -461,8 +461,12 @@ struct ExecRuntime::PodRun {
   std::optional<ExecClock::time_point> kill_at;
   uint64_t version = 0;
   uint64_t volume_generation = 0;
+  bool in_hosts = false;  // its name is in the pods' hosts files
 
   std::string Key() const { return launch.pod.namespace_name + "/" + launch.pod.name; }
+  // As a headless Service's DNS: an ended pod has no address, so the name
+  // of a member that ran before (an earlier run's) is the live one's.
+  bool InHosts() const { return phase != "Succeeded" && phase != "Failed"; }
   bool AnyRunning() const {
     auto running = [](const Container& c) { return c.pid != 0; };
     return std::any_of(init.begin(), init.end(), running) ||
@@ -675,6 +679,7 @@ void ExecRuntime::Loop() {
       PodRun& pod = *it->second;
       Reap(pod, now);
       Advance(pod, now);
+      hosts_changed |= pod.in_hosts != pod.InHosts();
       if (pod.remove_when_stopped && !pod.AnyRunning()) {
         RemoveFiles(pod);
         {
@@ -886,8 +891,11 @@ void ExecRuntime::StartPod(PodRun& pod) {
 void ExecRuntime::RefreshHosts() {
   std::vector<HostsEntry> entries;
   for (const auto& [uid, pod] : pods_) {
-    entries.push_back({pod->ip, pod->launch.pod.namespace_name, pod->launch.pod.hostname,
-                       pod->launch.pod.subdomain});
+    pod->in_hosts = pod->InHosts();
+    if (pod->in_hosts) {
+      entries.push_back({pod->ip, pod->launch.pod.namespace_name, pod->launch.pod.hostname,
+                         pod->launch.pod.subdomain});
+    }
   }
   for (const auto& [uid, pod] : pods_) {
     const HostsEntry self{pod->ip, pod->launch.pod.namespace_name, pod->launch.pod.hostname,

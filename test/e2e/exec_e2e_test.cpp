@@ -277,6 +277,108 @@ spec:
   EXPECT_EQ(Logs("ticker --tail 1"), "bye\n");
 }
 
+// The members' logs of a finished run stay readable after a re-run (the
+// ended pods of the newest spec.runHistoryLimit runs stay, the new run's are
+// named for it) and after the controller restarts; the plugin's
+// `logs --run N` picks a run and `logs -f` follows the current one.
+TEST_F(ExecEndToEndTest, AReRunKeepsThePreviousRunsLogsReadable) {
+  std::string output;
+  ASSERT_EQ(system_->Apply(R"yaml(apiVersion: batch.hybridjob.io/v1alpha1
+kind: HybridJob
+metadata:
+  name: logs
+spec:
+  replicaSpecs:
+    - name: worker
+      minReplicas: 2
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox
+              command: [sh, -c, 'echo "first run on $(hostname)"']
+              resources:
+                requests:
+                  cpu: 100m
+)yaml",
+                           &output),
+            0)
+      << output;
+  ASSERT_TRUE(WaitFor([&] { return system_->Phase("logs") == "Succeeded"; }, 60s))
+      << "phase " << system_->Phase("logs") << "\n"
+      << system_->Logs();
+
+  // Run 1 runs for a few seconds, and looks up its peer as its framework
+  // would: the name is the live run's member, not the ended one's.
+  ASSERT_EQ(system_->Kubectl("patch hj logs --type json -p '[{\"op\":\"replace\",\"path\":"
+                             "\"/spec/replicaSpecs/0/template/spec/containers/0/command/2\","
+                             "\"value\":\"echo \\\"second run on $(hostname)\\\"; sleep 3; "
+                             "getent hosts logs-worker-1.logs.default.svc; echo bye\"}]'",
+                             &output),
+            0)
+      << output;
+  ASSERT_EQ(system_->Kubectl(
+                R"(patch hj logs --type merge -p '{"spec":{"runPolicy":{"rerun":1}}}')", &output),
+            0)
+      << output;
+  std::string run_one_ip;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        system_->Kubectl("get pod logs-worker-1-run1 -o jsonpath={.status.podIP}", &run_one_ip);
+        return !run_one_ip.empty() && system_->Phase("logs") == "Running";
+      },
+      60s))
+      << system_->Phase("logs") << "\n"
+      << system_->Logs();
+
+  const std::string plugin =
+      BinaryDir() + "/kubectl-hybridjob --kubeconfig " + system_->cluster().kubeconfig();
+  // While run 1 runs, run 0's logs are there, member by member.
+  ASSERT_EQ(RunCommand(plugin + " logs logs --run 0", &output), 0) << output;
+  EXPECT_NE(output.find("[pod/logs-worker-0] first run on logs-worker-0\n"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("[pod/logs-worker-1] first run on logs-worker-1\n"), std::string::npos)
+      << output;
+  // -f follows run 1 to its end: it returns when both members have exited.
+  ASSERT_EQ(RunCommand(plugin + " logs logs -f --index 1", &output), 0) << output;
+  EXPECT_NE(output.find("second run on logs-worker-1\n"), std::string::npos) << output;
+  EXPECT_NE(output.find(run_one_ip + " "), std::string::npos)
+      << "the hostname resolves to run 1's member: " << output;
+  EXPECT_NE(output.find("bye\n"), std::string::npos) << output;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return system_->Phase("logs") == "Succeeded" && system_->Job("logs")["status"]["run"] == 1;
+      },
+      60s))
+      << system_->Phase("logs") << "\n"
+      << system_->Logs();
+
+  // After a restart the controller keeps them: they are what it finds.
+  system_->controller().Kill();
+  ASSERT_TRUE(system_->RestartController()) << system_->Logs();
+  // An edit it records shows that it has planned the job since.
+  ASSERT_EQ(
+      system_->Kubectl(
+          R"(patch hj logs --type merge -p '{"spec":{"runPolicy":{"backoffLimit":5}}}')", &output),
+      0)
+      << output;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json job = system_->Job("logs");
+        return job["status"].value("observedGeneration", 0) ==
+               job["metadata"].value("generation", -1);
+      },
+      30s))
+      << system_->Logs();
+  EXPECT_EQ(Logs("logs-worker-0"), "first run on logs-worker-0\n");
+  EXPECT_NE(Logs("logs-worker-0-run1").find("second run on logs-worker-0\n"), std::string::npos);
+  ASSERT_EQ(RunCommand(plugin + " logs logs --run 0 --index 0", &output), 0) << output;
+  EXPECT_EQ(output, "first run on logs-worker-0\n");
+  ASSERT_EQ(RunCommand(plugin + " status logs", &output), 0) << output;
+  EXPECT_NE(output.find("Earlier runs:"), std::string::npos) << output;
+  EXPECT_NE(output.find("logs-worker-0-run1"), std::string::npos) << output;
+}
+
 TEST_F(ExecEndToEndTest, CodeIsFetchedFromAnArchiveAndItsRunShRuns) {
   // A real HTTP server on the host serves the archive; members share the
   // host's network, so it is at 127.0.0.1.

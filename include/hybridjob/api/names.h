@@ -39,8 +39,14 @@ bool IsQualifiedNamePart(std::string_view value);
 // A label or annotation key: [prefix/]name, the prefix a DNS subdomain.
 bool IsQualifiedName(std::string_view key);
 
-// <job>-<role>-<index>: pod name and hostname of one member.
-std::string MemberPodName(std::string_view job, std::string_view role, int64_t index);
+// <job>-<role>-<index>: the hostname of one member, and its pod's name in
+// run 0.
+std::string MemberHostname(std::string_view job, std::string_view role, int64_t index);
+// A member's pod name: its hostname in run 0, <hostname>-run<run> in a later
+// run, so that the ended pods of an earlier run (spec.runHistoryLimit) and
+// their logs stay beside the new run's.
+std::string MemberPodName(std::string_view job, std::string_view role, int64_t index,
+                          int64_t run = 0);
 // <job>: the headless Service every member's subdomain points at.
 std::string HeadlessServiceName(std::string_view job);
 // <job>-cluster: the ConfigMap carrying the committed cluster spec.

@@ -90,6 +90,7 @@ inline constexpr std::string_view kDefaultCodeMountPath = "/workspace";
 inline constexpr std::string_view kDefaultTensorboardServiceType = "ClusterIP";
 inline constexpr std::string_view kDefaultAccessMode = "ReadWriteOnce";
 inline constexpr int32_t kDefaultBackoffLimit = 3;
+inline constexpr int32_t kDefaultRunHistoryLimit = 1;
 
 // The subset of metav1.ObjectMeta HybridJob reads.
 struct ObjectMeta {
@@ -235,6 +236,10 @@ struct HybridJobSpec {
   // claims, SSH key and TensorBoard stay. Cleared, the members are created
   // again and placed afresh, at any size between the minimums and maximums.
   bool suspend = false;
+  // How many finished runs before the current one keep their ended member
+  // pods, and so their logs, once the job is re-run: the newest of
+  // status.previousRuns. At most kMaxPreviousRuns, which names them.
+  int32_t run_history_limit = kDefaultRunHistoryLimit;
 
   const ReplicaSpec* FindRole(std::string_view name) const;
   const VolumeSpec* FindVolume(std::string_view name) const;

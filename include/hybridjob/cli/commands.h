@@ -29,6 +29,10 @@ struct CommandOptions {
   int64_t index = -1;
   int64_t tail = -1;  // lines from the end; -1: all
   std::string container;
+  int64_t run = -1;     // the members of this run; -1: the run the status describes
+  bool follow = false;  // stream each log until it ends
+  // With follow: at most this many logs at once, as kubectl's --max-log-requests.
+  int64_t max_log_requests = 5;
 };
 
 // The scheduler's configuration from its ConfigMap. When the ConfigMap is
@@ -58,8 +62,10 @@ Status LogsOutcome(const std::string& job, size_t asked,
                    const std::vector<MemberLogFailure>& failures);
 
 // The members' logs, each line prefixed "[pod/<name>] " when more than one
-// member is shown, written to `out` member by member; a member without a log
-// is noted on `err` with the API server's reason. See LogsOutcome.
+// member is shown, written to `out` member by member (with `follow`, line by
+// line as they arrive, until every log has ended); a member without a log is
+// noted on `err` with the API server's reason. `run` picks an earlier run's
+// members, kept after a re-run (spec.runHistoryLimit). See LogsOutcome.
 Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOptions& options,
                std::ostream& out, std::ostream& err);
 

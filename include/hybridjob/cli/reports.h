@@ -87,6 +87,16 @@ struct RoleRow {
   int32_t restarts = 0;
 };
 
+// A finished run of a re-run job (status.previousRuns), and how many of its
+// member pods are still there, with their logs.
+struct EarlierRunRow {
+  int64_t run = 0;
+  std::string phase;  // how it ended: Succeeded or Failed
+  std::string reason;
+  std::string completion_time;
+  int32_t kept_members = 0;
+};
+
 struct JobStatusReport {
   std::string name;
   std::string namespace_name;
@@ -105,14 +115,19 @@ struct JobStatusReport {
   int64_t bound_milli_gpus = 0;  // of those, on nodes
   std::vector<RoleRow> roles;
   std::vector<MemberRow> members;  // by role order, then index
+  // Of `members_run`, which is `run` unless another was asked for.
+  int64_t members_run = 0;
+  std::vector<EarlierRunRow> earlier_runs;  // oldest first
 };
 
-// `pods` are those labelled with the job's name; pods of another run are
-// left out. `namespace_default_queue`: as for ResolveJobQueue.
+// `pods` are those labelled with the job's name; the members are those of
+// `members_of_run`, else of the run the status describes.
+// `namespace_default_queue`: as for ResolveJobQueue.
 Result<JobStatusReport> BuildJobStatus(const nlohmann::json& job,
                                        const std::vector<nlohmann::json>& pods,
                                        const scheduler::GpuResources& gpus,
-                                       const std::optional<std::string>& namespace_default_queue);
+                                       const std::optional<std::string>& namespace_default_queue,
+                                       std::optional<int64_t> members_of_run = std::nullopt);
 
 // --- kubectl hybridjob queues and nodes: the scheduler's views -----------------
 

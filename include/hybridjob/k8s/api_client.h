@@ -69,6 +69,18 @@ struct WatchOptions {
   std::chrono::seconds timeout{300};  // server-side timeoutSeconds
 };
 
+// A response body read as it arrives: a followed log.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Appends at least one byte of the body to `out`, waiting for it; false at
+  // its end.
+  virtual Result<bool> ReadSome(std::string& out) = 0;
+  // Makes a ReadSome blocked in another thread return; safe from any thread
+  // while the stream exists.
+  virtual void Cancel() = 0;
+};
+
 class ApiClient {
  public:
   virtual ~ApiClient() = default;
@@ -104,6 +116,10 @@ class ApiClient {
 
   // GET of a raw path (discovery documents, /version, /readyz): the body.
   virtual Result<std::string> GetRaw(const std::string& path) = 0;
+  // GET of a raw path whose body streams for as long as the server sends it
+  // (pods/{name}/log?follow=true), with no limit on the wait between reads.
+  // An answer other than 200 is the error, in the API server's words.
+  virtual Result<std::unique_ptr<ByteStream>> GetStream(const std::string& path) = 0;
 };
 
 // Binds a pod to a node through pods/{name}/binding, as a scheduler does. The

@@ -52,6 +52,7 @@ class RestClient final : public ApiClient {
 
   // GET of a raw path such as /readyz or /version.
   Result<std::string> GetRaw(const std::string& path) override;
+  Result<std::unique_ptr<ByteStream>> GetStream(const std::string& path) override;
 
   void SetRequestObserver(RequestObserver observer);
   void SetWarningHandler(WarningHandler handler);

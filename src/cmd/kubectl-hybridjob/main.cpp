@@ -22,7 +22,8 @@ constexpr const char* kSummary =
     "                and the jobs waiting in it, in line order\n"
     "  nodes         the GPU map: per node (and per topology domain) GPUs, used, free,\n"
     "                the jobs that hold them, and how fragmented the free GPUs are\n"
-    "  logs JOB      the members' logs (--role, --index, --tail, --container)\n"
+    "  logs JOB      the members' logs (--role, --index, --tail, --container, --run,\n"
+    "                -f to follow)\n"
     "\n"
     "queues and nodes read nodes, pods, HybridJobs, namespaces and PriorityClasses in all\n"
     "namespaces, and the gang-scheduler's ConfigMap (--scheduler-config).";
@@ -72,9 +73,16 @@ int main(int argc, char** argv) {
   flags.Int("index", &options.index, "logs: only the member with this index (-1: every one)");
   flags.Int("tail", &options.tail, "logs: lines from the end of each log (-1: all)");
   flags.String("container", &options.container, "logs: this container (else the main one)");
+  flags.Int("run", &options.run,
+            "logs: the members of this run, an earlier one kept after a re-run (-1: the "
+            "current run)");
+  flags.Bool("follow", &options.follow, "logs: stream the logs until every member's has ended");
+  flags.Int("max-log-requests", &options.max_log_requests,
+            "logs -f: at most this many members' logs followed at once");
   flags.Shorthand('n', "namespace");
   flags.Shorthand('o', "output");
   flags.Shorthand('c', "container");
+  flags.Shorthand('f', "follow");
   hybridjob::AddLoggingFlags(flags, &logging);
   flags.Arguments("COMMAND [JOB]");
   if (std::optional<int> exit =

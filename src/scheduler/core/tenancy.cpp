@@ -318,7 +318,8 @@ bool ResolvePod(PodInfo& pod, const TenancyDirectory& directory, api::MemberNonc
     } else if (job->spec.FindRole(pod.role) == nullptr) {
       pod.untrusted_reason = "pod " + pod.name + ": role " + Quoted(pod.role) +
                              " is not a role of HybridJob " + Quoted(job_name);
-    } else if (pod.index < 0 || pod.name != api::MemberPodName(job_name, pod.role, pod.index)) {
+    } else if (pod.index < 0 || pod.run < 0 ||
+               pod.name != api::MemberPodName(job_name, pod.role, pod.index, pod.run)) {
       pod.untrusted_reason = "pod " + pod.name + " is not named as member " + pod.role + " " +
                              std::to_string(pod.index) + " of HybridJob " + Quoted(job_name) +
                              "; it is never part of that job's gang";

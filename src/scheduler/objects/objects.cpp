@@ -593,6 +593,10 @@ PodInfo ParsePodOrThrow(const json& object) {
       pod.index = static_cast<int32_t>(value);
     }
   }
+  if (const std::string* run = pod.labels.Find(api::kRunLabel); run != nullptr && !run->empty()) {
+    int64_t value = -1;
+    pod.run = ParseInt64(*run, &value) && value >= 0 ? value : -1;
+  }
   LabelMap annotations = StringMapMember(metadata, "annotations", "metadata");
   if (const std::string* group_spec = annotations.Find(api::kGroupSpecAnnotation)) {
     Result<GroupSpec> parsed = api::ParseGroupSpec(*group_spec);

@@ -72,7 +72,7 @@ void CheckTrust(sched::PodInfo pod, std::string_view input) {
   }
   const sched::TrustedJob* job = directory.FindJob(pod.namespace_name, pod.job_name);
   if (job == nullptr || !pod.controller || pod.controller->uid != job->uid ||
-      pod.name != hybridjob::api::MemberPodName(job->name, pod.role, pod.index)) {
+      pod.name != hybridjob::api::MemberPodName(job->name, pod.role, pod.index, pod.run)) {
     Fail("a pod became a member without its job's controller reference and member name", input);
   }
   if (!pod.group_spec || pod.group_spec->roles.size() != job->spec.roles.size()) {

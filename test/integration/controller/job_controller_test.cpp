@@ -676,10 +676,19 @@ TEST_F(JobControllerTest, ARerunWithAChangedCommandRecordsThePreviousRunAndKeeps
            pod["metadata"].value("labels", json::object()).value(std::string(api::kRunLabel), "") ==
                "1";
   };
-  ASSERT_TRUE(WaitFor([&] { return of_run_one("rr-worker-0") && of_run_one("rr-worker-1"); }))
-      << Describe("rr");
-  for (const char* name : {"rr-worker-0", "rr-worker-1"}) {
+  ASSERT_TRUE(WaitFor([&] {
+    return of_run_one("rr-worker-0-run1") && of_run_one("rr-worker-1-run1");
+  })) << Describe("rr");
+  for (const char* name : {"rr-worker-0-run1", "rr-worker-1-run1"}) {
     EXPECT_EQ(Pod(name)["spec"]["containers"][0]["command"], new_command) << name;
+    EXPECT_EQ(Pod(name)["spec"]["hostname"], std::string(name).substr(0, 11)) << name;
+  }
+  // Run 0's ended members stay, with their logs (runHistoryLimit 1).
+  for (const char* name : {"rr-worker-0", "rr-worker-1"}) {
+    const json kept = Pod(name);
+    ASSERT_TRUE(kept.is_object() && kept.contains("status")) << name;
+    EXPECT_EQ(kept["status"].value("phase", ""), "Succeeded") << name;
+    EXPECT_EQ(kept["metadata"]["labels"].value(std::string(api::kRunLabel), ""), "0") << name;
   }
   json status = Status("rr");
   EXPECT_EQ(status.value("run", -1), 1);
@@ -696,13 +705,22 @@ TEST_F(JobControllerTest, ARerunWithAChangedCommandRecordsThePreviousRunAndKeeps
   EXPECT_EQ(Uid(*client_->Get(k8s::resources::PersistentVolumeClaims(), ns(), "rr-ckpt")),
             claim_uid);
 
-  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rr-worker-0", "rr-worker-1"}));
-  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-0", 0));
-  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-1", 0));
+  ASSERT_NO_FATAL_FAILURE(BindAndRun({"rr-worker-0-run1", "rr-worker-1-run1"}));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-0-run1", 0));
+  ASSERT_NO_FATAL_FAILURE(Finish("rr-worker-1-run1", 0));
   ASSERT_TRUE(WaitFor([&] { return Phase("rr") == "Succeeded"; })) << Describe("rr");
   status = Status("rr");
   EXPECT_EQ(status.value("run", -1), 1);
   EXPECT_EQ(status["previousRuns"].size(), 1u);
+
+  // No history: run 0's pods go, at once.
+  ASSERT_TRUE(client_
+                  ->Patch(k8s::resources::HybridJobs(), ns(), "rr", k8s::PatchType::kMerge,
+                          R"({"spec":{"runHistoryLimit":0}})")
+                  .ok());
+  EXPECT_TRUE(WaitFor([&] {
+    return PodsAre("rr", {"rr-worker-0-run1", "rr-worker-1-run1"});
+  })) << Describe("rr");
 }
 
 // Edits while the job runs: one it does not take (a role's template and

@@ -1,6 +1,7 @@
 #include "fake_api_client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include <hybridjob/api/time.h>
@@ -751,6 +752,44 @@ Result<std::string> FakeApiClient::GetRaw(const std::string& path) {
                     "the server could not find the requested resource");
   }
   return it->second;
+}
+
+namespace {
+
+class ChunkedByteStream final : public ByteStream {
+ public:
+  explicit ChunkedByteStream(std::string body) : body_(std::move(body)) {}
+  Result<bool> ReadSome(std::string& out) override {
+    constexpr size_t kChunk = 3;
+    if (cancelled_.load() || offset_ >= body_.size()) {
+      return false;
+    }
+    const size_t count = std::min(kChunk, body_.size() - offset_);
+    out.append(body_, offset_, count);
+    offset_ += count;
+    return true;
+  }
+  void Cancel() override { cancelled_ = true; }
+
+ private:
+  std::string body_;
+  size_t offset_ = 0;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteStream>> FakeApiClient::GetStream(const std::string& path) {
+  if (auto fault = Admit({"getstream", "", "", "", path, {}})) {
+    return *fault;
+  }
+  std::lock_guard lock(mu_);
+  auto it = raw_.find(path);
+  if (it == raw_.end()) {
+    return ApiError(StatusCode::kNotFound, 404, "NotFound",
+                    "the server could not find the requested resource");
+  }
+  return std::unique_ptr<ByteStream>(std::make_unique<ChunkedByteStream>(it->second));
 }
 
 }  // namespace hybridjob::k8s::testing

@@ -29,11 +29,11 @@ class FakeApiClient final : public ApiClient {
  public:
   // What a call asked for, as the fault hook and the request log see it.
   struct Request {
-    std::string verb;      // get, list, create, update, patch, delete, watch, getraw
+    std::string verb;      // get, list, create, update, patch, delete, watch, getraw, getstream
     std::string resource;  // plural, e.g. "pods"
     std::string ns;
     std::string name;
-    std::string subresource;  // status, binding, eviction; the path for getraw
+    std::string subresource;  // status, binding, eviction; the path for getraw and getstream
     nlohmann::json body;      // create/update/subresource bodies; patches as parsed JSON
   };
   // Consulted before every call: a Status returned is the call's answer, and
@@ -56,7 +56,8 @@ class FakeApiClient final : public ApiClient {
   // Ends every open watch as a server timeout does (the stream closes cleanly),
   // including one whose request was made (and counted) but not yet answered.
   void CloseWatches();
-  // Bodies for GetRaw, by path (discovery documents).
+  // Bodies for GetRaw and GetStream, by path (discovery documents, logs). A
+  // stream hands its body out a few bytes at a time, as a network may.
   void SetRaw(std::string path, std::string body);
   // Whether every open watch has handed out all its events and waits in
   // Next() for more. A reflector handles an event before it asks for the
@@ -85,6 +86,7 @@ class FakeApiClient final : public ApiClient {
                                              const WatchOptions& options) override;
   const std::string& DefaultNamespace() const override { return default_namespace_; }
   Result<std::string> GetRaw(const std::string& path) override;
+  Result<std::unique_ptr<ByteStream>> GetStream(const std::string& path) override;
 
  private:
   struct Change {

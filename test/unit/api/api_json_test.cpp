@@ -331,9 +331,11 @@ TEST(ApiJsonTest, WholeJobRoundTrips) {
   object["spec"]["successPolicy"] = {{"roles", {"worker"}}};
   object["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 0}, {"rerun", 4}};
   object["spec"]["suspend"] = true;
+  object["spec"]["runHistoryLimit"] = 3;
   Result<HybridJob> parsed = ParseHybridJob(object);
   ASSERT_TRUE(parsed.ok());
   EXPECT_TRUE(parsed->spec.suspend);
+  EXPECT_EQ(parsed->spec.run_history_limit, 3);
   EXPECT_EQ(parsed->spec.run_policy.rerun, 4);
   Result<HybridJob> again = ParseHybridJob(ToJson(*parsed), {.reject_unknown_fields = true});
   ASSERT_TRUE(again.ok()) << again.status().ToString();

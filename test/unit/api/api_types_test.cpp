@@ -120,6 +120,10 @@ TEST(ApiNamesTest, Dns1123LabelsAndSubdomains) {
 
 TEST(ApiNamesTest, DerivedNames) {
   EXPECT_EQ(MemberPodName("mnist", "worker", 3), "mnist-worker-3");
+  EXPECT_EQ(MemberPodName("mnist", "worker", 3, 0), "mnist-worker-3");
+  EXPECT_EQ(MemberPodName("mnist", "worker", 3, 12), "mnist-worker-3-run12")
+      << "a later run's pods leave the ended ones of earlier runs their names";
+  EXPECT_EQ(MemberHostname("mnist", "worker", 3), "mnist-worker-3");
   EXPECT_EQ(HeadlessServiceName("mnist"), "mnist");
   EXPECT_EQ(ClusterConfigMapName("mnist"), "mnist-cluster");
   EXPECT_EQ(VolumeClaimName("mnist", "data"), "mnist-data");

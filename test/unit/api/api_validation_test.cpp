@@ -284,6 +284,17 @@ TEST(ApiValidationTest, RunPolicyBounds) {
   ErrorsAt(errors, "spec.runPolicy.activeDeadlineSeconds");
   ErrorsAt(errors, "spec.runPolicy.ttlSecondsAfterFinished");
   ErrorsAt(errors, "spec.runPolicy.scheduleTimeoutSeconds");
+
+  for (int limit : {-1, 11}) {
+    object = TfJobJson();
+    object["spec"]["runHistoryLimit"] = limit;
+    EXPECT_THAT(ErrorsAt(ValidateJson(object), "spec.runHistoryLimit"),
+                HasSubstr("must be between 0 and 10"));
+  }
+  for (int limit : {0, 10}) {
+    object["spec"]["runHistoryLimit"] = limit;
+    EXPECT_THAT(ValidateJson(object), IsEmpty());
+  }
 }
 
 TEST(ApiValidationTest, SuccessPolicyNamesKnownRoles) {

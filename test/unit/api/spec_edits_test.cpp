@@ -61,6 +61,7 @@ TEST(SpecEditsTest, TheEditsARunTakes) {
   job.spec.run_policy.backoff_limit = 9;
   job.spec.run_policy.active_deadline_seconds = 7200;
   job.spec.run_policy.rerun = 2;
+  job.spec.run_history_limit = 4;
   Worker(job).max_replicas = 3;
   Worker(job).priority = 5;
   EXPECT_FALSE(NeedsStartedSpec(job)) << "the edits a run takes leave the hash as it was";
@@ -68,6 +69,7 @@ TEST(SpecEditsTest, TheEditsARunTakes) {
   EXPECT_THAT(running.ignored, IsEmpty());
   EXPECT_TRUE(running.spec.suspend);
   EXPECT_EQ(running.spec.run_policy, job.spec.run_policy);
+  EXPECT_EQ(running.spec.run_history_limit, 4);
   EXPECT_EQ(running.spec.replica_specs[1].max_replicas, 3);
   EXPECT_EQ(running.spec.replica_specs[1].priority, 5);
 }
@@ -129,6 +131,7 @@ TEST(SpecEditsTest, TheFixedHashSeesOnlyTheFieldsARunDoesNotTake) {
   HybridJobSpec allowed = job.spec;
   allowed.suspend = true;
   allowed.run_policy.backoff_limit = 1;
+  allowed.run_history_limit = 0;
   allowed.replica_specs[1].max_replicas = 8;
   allowed.replica_specs[1].priority = 3;
   EXPECT_EQ(RunFixedHash(allowed), hash);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <hybridjob/api/labels.h>
 #include <hybridjob/cli/commands.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/resource.h>
@@ -19,6 +20,7 @@ using ::testing::HasSubstr;
 using testing::Job;
 using testing::Member;
 using testing::Node;
+using ::testing::Not;
 
 class CommandsTest : public ::testing::Test {
  protected:
@@ -173,6 +175,127 @@ TEST_F(CommandsTest, AMemberOnNoNodeHasNoLogYet) {
   options_.index = 2;
   EXPECT_EQ(RunLogs(api_, "bert", options_, out, err).message(),
             "pod bert-worker-2 has no log to show: it is not on a node yet (GangSurplus)");
+}
+
+// A job at run 1 whose run 0 ended: its worker is kept for its log.
+class RerunLogsTest : public CommandsTest {
+ protected:
+  RerunLogsTest() {
+    nlohmann::json job = Job("team", "gpt", "default", 1, 1, "Running");
+    job["status"]["run"] = 1;
+    job["status"]["previousRuns"] = {{{"run", 0},
+                                      {"phase", "Succeeded"},
+                                      {"reason", "Succeeded"},
+                                      {"completionTime", "2026-12-01T01:00:00Z"}}};
+    api_.Seed(k8s::resources::HybridJobs(), job);
+    nlohmann::json ended = Member("team", "gpt", "default", 0, 1, "n0");
+    ended["metadata"]["labels"][std::string(api::kRunLabel)] = "0";
+    ended["status"]["phase"] = "Succeeded";
+    api_.Seed(k8s::resources::Pods(), ended);
+    nlohmann::json current = Member("team", "gpt", "default", 0, 1, "n0");
+    current["metadata"]["name"] = "gpt-worker-0-run1";
+    current["metadata"]["uid"] = "pod-gpt-0-run1";
+    current["metadata"]["labels"][std::string(api::kRunLabel)] = "1";
+    api_.Seed(k8s::resources::Pods(), current);
+    api_.SetRaw("/api/v1/namespaces/team/pods/gpt-worker-0/log?container=main", "run zero\n");
+    api_.SetRaw("/api/v1/namespaces/team/pods/gpt-worker-0-run1/log?container=main", "run one\n");
+  }
+};
+
+TEST_F(RerunLogsTest, LogsShowTheCurrentRunUnlessAnEarlierOneIsAsked) {
+  std::ostringstream out;
+  std::ostringstream err;
+  ASSERT_TRUE(RunLogs(api_, "gpt", options_, out, err).ok());
+  EXPECT_EQ(out.str(), "run one\n");
+
+  options_.run = 0;
+  std::ostringstream earlier;
+  ASSERT_TRUE(RunLogs(api_, "gpt", options_, earlier, err).ok());
+  EXPECT_EQ(earlier.str(), "run zero\n");
+
+  options_.run = 1;
+  std::ostringstream current;
+  ASSERT_TRUE(RunLogs(api_, "gpt", options_, current, err).ok());
+  EXPECT_EQ(current.str(), "run one\n");
+
+  options_.run = 5;
+  EXPECT_EQ(RunLogs(api_, "gpt", options_, out, err).message(),
+            "job gpt has no run 5: it is at run 1, and its earlier runs (the newest 10) are 0");
+  options_.run = 3;
+  EXPECT_THAT(RunLogs(api_, "bert", options_, out, err).message(),
+              HasSubstr("job bert has no run 3: it is at run 0 and was never re-run"));
+}
+
+TEST_F(RerunLogsTest, AnEarlierRunWhosePodsAreGoneSaysWhy) {
+  ASSERT_TRUE(api_.Delete(k8s::resources::Pods(), "team", "gpt-worker-0").ok());
+  options_.run = 0;
+  std::ostringstream out;
+  std::ostringstream err;
+  Status status = RunLogs(api_, "gpt", options_, out, err);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("run 0 of job gpt has no member left: a re-run keeps "
+                                          "the ended members of the newest spec.runHistoryLimit"));
+}
+
+TEST_F(RerunLogsTest, StatusListsTheEarlierRunsAndWhatTheyKept) {
+  Result<std::string> text = RunStatus(api_, "gpt", options_);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(*text, HasSubstr("gpt-worker-0-run1"));
+  EXPECT_THAT(*text, Not(HasSubstr("gpt-worker-0 "))) << "members are the current run's";
+  EXPECT_THAT(*text,
+              HasSubstr("Earlier runs:\n  RUN   ENDED       REASON      COMPLETED              "
+                        "KEPT MEMBERS\n  0     Succeeded   Succeeded   2026-12-01T01:00:00Z   "
+                        "1\n"));
+  options_.format = OutputFormat::kJson;
+  text = RunStatus(api_, "gpt", options_);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(nlohmann::json::parse(*text)["earlierRuns"][0]["keptMembers"], 1);
+}
+
+// -f streams each log: lines are whole however the stream cuts them, and
+// the last one is written when its log ends.
+TEST_F(CommandsTest, FollowedLogsArriveLineByLineUntilEveryLogEnds) {
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-0/log?container=main&follow=true",
+              "epoch 1 loss 0.9\nepoch 2 loss 0.5\nlast line without newline");
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-1/log?container=main&follow=true",
+              "worker one\n");
+  options_.follow = true;
+  std::ostringstream out;
+  std::ostringstream err;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, out, err).ok()) << err.str();
+  std::vector<std::string> lines;
+  std::istringstream split(out.str());
+  for (std::string line; std::getline(split, line);) {
+    lines.push_back(line);
+  }
+  EXPECT_THAT(lines,
+              ::testing::UnorderedElementsAre("[pod/bert-worker-0] epoch 1 loss 0.9",
+                                              "[pod/bert-worker-0] epoch 2 loss 0.5",
+                                              "[pod/bert-worker-0] last line without newline",
+                                              "[pod/bert-worker-1] worker one"));
+  EXPECT_EQ(err.str(), "");
+
+  options_.max_log_requests = 1;
+  EXPECT_THAT(RunLogs(api_, "bert", options_, out, err).message(),
+              HasSubstr("you are attempting to follow 2 log streams, but the maximum allowed "
+                        "concurrency is 1: use --max-log-requests"));
+  options_.max_log_requests = 5;
+
+  // A member whose log cannot be followed says why; the other goes on.
+  api_.SetRaw("/api/v1/namespaces/team/pods/bert-worker-1/log?container=main&follow=true", "");
+  options_.index = 0;
+  options_.tail = 1;
+  std::ostringstream tail;
+  EXPECT_FALSE(RunLogs(api_, "bert", options_, tail, err).ok())
+      << "no body is served for the tailLines path";
+  bool asked = false;
+  for (const auto& request : api_.Requests()) {
+    asked |= request.verb == "getstream" &&
+             request.subresource ==
+                 "/api/v1/namespaces/team/pods/bert-worker-0/log?container=main&tailLines=1&"
+                 "follow=true";
+  }
+  EXPECT_TRUE(asked);
 }
 
 TEST(LogsOutcomeTest, FailsOnlyWhenNothingCouldBeShown) {

@@ -26,6 +26,7 @@ using testing::FakeCluster;
 using ::testing::HasSubstr;
 using testing::IndexOf;
 using ::testing::IsEmpty;
+using ::testing::IsSupersetOf;
 using ::testing::Not;
 using testing::T0;
 using ::testing::UnorderedElementsAre;
@@ -46,9 +47,13 @@ void Place(FakeCluster& cluster, const std::vector<std::string>& bound) {
   }
 }
 
+// Every bound pod that has not ended runs, as its kubelet starts it.
 void RunAll(FakeCluster& cluster) {
   for (const std::string& name : cluster.PodNames()) {
-    if (!cluster.Pod(name)["spec"].value("nodeName", "").empty()) {
+    const json& pod = cluster.Pod(name);
+    const std::string phase =
+        pod.contains("status") && pod["status"].is_object() ? pod["status"].value("phase", "") : "";
+    if (!pod["spec"].value("nodeName", "").empty() && phase != "Succeeded" && phase != "Failed") {
       cluster.Run(name);
     }
   }
@@ -1596,10 +1601,8 @@ TEST(ControllerPlannerTest, ARerunStartsAFreshRunFromTheSpecAsItIsNow) {
   cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
 
   Plan plan = cluster.StepOnce(T0() + seconds(100));
-  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
-  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
-    EXPECT_EQ(removal.reason, "rerun");
-  }
+  EXPECT_THAT(DeletedPods(plan), IsEmpty())
+      << "the finished run's ended members stay for their logs (runHistoryLimit 1)";
   EXPECT_THAT(CreatedPods(plan), IsEmpty()) << "the next pass starts the run";
   EXPECT_EQ(IndexOf<UpdateStatus>(plan), 0) << "the finished run is recorded first";
   EXPECT_THAT(EventReasons(plan), ElementsAre("Rerun"));
@@ -1623,13 +1626,17 @@ TEST(ControllerPlannerTest, ARerunStartsAFreshRunFromTheSpecAsItIsNow) {
 
   plan = cluster.Step(T0() + seconds(101));
   EXPECT_THAT(CreatedPods(plan),
-              UnorderedElementsAre("mnist-ps-0", "mnist-worker-0", "mnist-worker-1",
-                                   "mnist-worker-2", "mnist-worker-3"));
+              UnorderedElementsAre("mnist-ps-0-run1", "mnist-worker-0-run1", "mnist-worker-1-run1",
+                                   "mnist-worker-2-run1", "mnist-worker-3-run1"));
   for (const CreatePod& create : ActionsOf<CreatePod>(plan)) {
     EXPECT_EQ(create.pod["metadata"]["labels"][std::string(api::kRunLabel)], "1");
+    // The run's pod has its own name; the member keeps its hostname.
+    const std::string name = create.pod["metadata"]["name"];
+    EXPECT_EQ(create.pod["spec"]["hostname"], name.substr(0, name.size() - 5));
   }
+  EXPECT_THAT(DeletedPods(plan), IsEmpty());
   // The elastic role's env-file wrapper runs the new command.
-  const json command = cluster.Pod("mnist-worker-3")["spec"]["containers"][0]["command"];
+  const json command = cluster.Pod("mnist-worker-3-run1")["spec"]["containers"][0]["command"];
   ASSERT_GE(command.size(), 3u);
   EXPECT_EQ(json(std::vector<json>(command.end() - 3, command.end())),
             json({"python3", "train.py", "--lr=0.01"}));
@@ -1638,15 +1645,17 @@ TEST(ControllerPlannerTest, ARerunStartsAFreshRunFromTheSpecAsItIsNow) {
   EXPECT_EQ(status.start_time, api::FormatTime(T0() + seconds(101)));
 
   // Placed afresh at another size, it runs to its end as run 1.
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-worker-2"});
+  Place(cluster,
+        {"mnist-ps-0-run1", "mnist-worker-0-run1", "mnist-worker-1-run1", "mnist-worker-2-run1"});
   cluster.Step(T0() + seconds(110));
   const json* config_map = cluster.ConfigMap("mnist-cluster");
   ASSERT_NE(config_map, nullptr);
   EXPECT_EQ((*config_map)["metadata"]["labels"][std::string(api::kRunLabel)], "1");
-  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3);
+  EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->members, 3)
+      << "the ended run-0 workers are never counted";
   RunAll(cluster);
   cluster.Step(T0() + seconds(111));
-  for (const char* worker : {"mnist-worker-0", "mnist-worker-1", "mnist-worker-2"}) {
+  for (const char* worker : {"mnist-worker-0-run1", "mnist-worker-1-run1", "mnist-worker-2-run1"}) {
     cluster.Exit(worker, 0);
   }
   cluster.Step(T0() + seconds(200));
@@ -1658,22 +1667,74 @@ TEST(ControllerPlannerTest, ARerunStartsAFreshRunFromTheSpecAsItIsNow) {
       << "run 1 is the run asked for";
 }
 
-TEST(ControllerPlannerTest, PodsOfAnEarlierRunAreNeverCountedAndWaitToBeGone) {
+TEST(ControllerPlannerTest, WithNoRunHistoryAReRunDeletesTheFinishedRunsPods) {
   FakeCluster cluster = SucceededTfJobAfterARestart();
   const json succeeded_worker = cluster.Pod("mnist-worker-0");
+  cluster.Job()["spec"]["runHistoryLimit"] = 0;
   cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
-  cluster.StepOnce(T0() + seconds(100));
+  Plan plan = cluster.StepOnce(T0() + seconds(100));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"));
+  for (const DeletePod& removal : ActionsOf<DeletePod>(plan)) {
+    EXPECT_EQ(removal.reason, "rerun");
+  }
   // The informer still shows the finished run's worker-0.
   cluster.AddPod(succeeded_worker);
-  Plan plan = cluster.StepOnce(T0() + seconds(101));
+  plan = cluster.StepOnce(T0() + seconds(101));
   EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-worker-0"));
   EXPECT_EQ(ActionsOf<DeletePod>(plan)[0].reason, "rerun");
-  EXPECT_THAT(CreatedPods(plan), Not(Contains("mnist-worker-0"))) << "its name is still taken";
+  EXPECT_THAT(CreatedPods(plan), Contains("mnist-worker-0-run1")) << "a name of its own";
   EXPECT_EQ(cluster.Status().FindReplicaStatus("worker")->succeeded, 0);
   EXPECT_NE(cluster.Status().phase, JobPhase::kSucceeded);
+}
 
-  plan = cluster.Step(T0() + seconds(102));
-  EXPECT_THAT(CreatedPods(plan), ElementsAre("mnist-worker-0"));
+// The newest spec.runHistoryLimit finished runs keep their ended members:
+// a run that ends pushes the oldest kept one out, and a lower limit, taken
+// at once, deletes what it no longer keeps.
+TEST(ControllerPlannerTest, EndedMembersOfTheNewestFinishedRunsStayForTheirLogs) {
+  FakeCluster cluster = SucceededTfJobAfterARestart();
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+  cluster.StepOnce(T0() + seconds(100));
+  cluster.Step(T0() + seconds(101));
+  Place(cluster, {"mnist-ps-0-run1", "mnist-worker-0-run1", "mnist-worker-1-run1"});
+  cluster.Step(T0() + seconds(110));
+  RunAll(cluster);
+  cluster.Step(T0() + seconds(111));
+  cluster.Exit("mnist-worker-0-run1", 0);
+  cluster.Exit("mnist-worker-1-run1", 0);
+  cluster.Step(T0() + seconds(120));
+  ASSERT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  ASSERT_EQ(cluster.Status().run, 1);
+  EXPECT_THAT(DeletedPods(cluster.Step(T0() + seconds(121))), IsEmpty())
+      << "run 0 is the one finished run kept";
+
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 2;
+  Plan plan = cluster.StepOnce(T0() + seconds(200));
+  EXPECT_THAT(DeletedPods(plan), UnorderedElementsAre("mnist-worker-0", "mnist-worker-1"))
+      << "run 1 is now the newest finished run; run 0 goes";
+  plan = cluster.Step(T0() + seconds(201));
+  EXPECT_THAT(CreatedPods(plan), Contains("mnist-worker-0-run2"));
+  EXPECT_THAT(cluster.PodNames(), IsSupersetOf({"mnist-worker-0-run1", "mnist-worker-1-run1"}));
+
+  cluster.Job()["spec"]["runHistoryLimit"] = 0;
+  plan = cluster.Step(T0() + seconds(202));
+  EXPECT_THAT(DeletedPods(plan),
+              UnorderedElementsAre("mnist-worker-0-run1", "mnist-worker-1-run1"));
+}
+
+// A member of an earlier run that still runs or waits (cleanPodPolicy None)
+// would hold what the next run needs: it goes, kept run or not.
+TEST(ControllerPlannerTest, ARerunDeletesTheFinishedRunsActiveMembers) {
+  json object = TfJob();
+  object["spec"]["runPolicy"] = {{"cleanPodPolicy", "None"}};
+  FakeCluster cluster = PlacedTfJob(object);
+  cluster.Exit("mnist-worker-0", 0);
+  cluster.Exit("mnist-worker-1", 0);
+  cluster.Step(T0() + seconds(60));
+  ASSERT_EQ(cluster.Status().phase, JobPhase::kSucceeded);
+  ASSERT_EQ(cluster.PodRef("mnist-ps-0")["status"]["phase"], "Running");
+  cluster.Job()["spec"]["runPolicy"]["rerun"] = 1;
+  Plan plan = cluster.StepOnce(T0() + seconds(100));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-ps-0"));
 }
 
 TEST(ControllerPlannerTest, ARerunAskedForWhileTheJobRunsWaitsForItsEnd) {
@@ -1701,10 +1762,10 @@ TEST(ControllerPlannerTest, AJobCreatedWithARerunStartsAtThatRunAndLowerValuesDo
   EXPECT_EQ(cluster.Status().run, 3);
   EXPECT_EQ(ActionsOf<CreatePod>(plan)[0].pod["metadata"]["labels"][std::string(api::kRunLabel)],
             "3");
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  Place(cluster, {"mnist-ps-0-run3", "mnist-worker-0-run3", "mnist-worker-1-run3"});
   cluster.Step(T0());
   RunAll(cluster);
-  cluster.Exit("mnist-ps-0", 2);  // Never: the job fails
+  cluster.Exit("mnist-ps-0-run3", 2);  // Never: the job fails
   cluster.Step(T0() + seconds(5));
   EXPECT_EQ(cluster.Status().phase, JobPhase::kFailed);
   cluster.Job()["spec"]["runPolicy"]["rerun"] = 2;
@@ -1873,18 +1934,18 @@ TEST(ControllerPlannerTest, ARerunWaitsForTheUploadAndUploadsItsOwnFilesAgain) {
   cluster.StepOnce(T0() + seconds(110));
   EXPECT_EQ(UploadCondition(cluster).reason, "Uploaded");
   plan = cluster.StepOnce(T0() + seconds(111));
-  EXPECT_THAT(DeletedPods(plan),
-              UnorderedElementsAre("mnist-artifacts", "mnist-worker-0", "mnist-worker-1"));
+  EXPECT_THAT(DeletedPods(plan), ElementsAre("mnist-artifacts"))
+      << "the ended workers stay for their logs";
   EXPECT_EQ(cluster.Status().run, 1);
   EXPECT_EQ(cluster.Status().FindCondition("ArtifactsUploaded"), nullptr);
 
   // Run 1 succeeds: its own upload runs, however the last one ended.
   cluster.Step(T0() + seconds(112));
-  Place(cluster, {"mnist-ps-0", "mnist-worker-0", "mnist-worker-1"});
+  Place(cluster, {"mnist-ps-0-run1", "mnist-worker-0-run1", "mnist-worker-1-run1"});
   cluster.Step(T0() + seconds(113));
   RunAll(cluster);
-  cluster.Exit("mnist-worker-0", 0);
-  cluster.Exit("mnist-worker-1", 0);
+  cluster.Exit("mnist-worker-0-run1", 0);
+  cluster.Exit("mnist-worker-1-run1", 0);
   plan = cluster.Step(T0() + seconds(200));
   ASSERT_EQ(ActionsOf<CreatePod>(plan).size(), 1u);
   EXPECT_EQ(ActionsOf<CreatePod>(plan)[0].pod["metadata"]["labels"][std::string(api::kRunLabel)],

@@ -139,6 +139,7 @@ TEST(ParsePodTest, ReadsEverySchedulingField) {
   EXPECT_EQ(pod.job_name, "mnist");
   EXPECT_EQ(pod.role, "worker");
   EXPECT_EQ(pod.index, 3);
+  EXPECT_EQ(pod.run, 0);
   ASSERT_TRUE(pod.group_spec.has_value()) << pod.group_spec_error;
   ASSERT_EQ(pod.group_spec->roles.size(), 2u);
   EXPECT_EQ(pod.group_spec->roles[0], (GroupRole{"ps", 1, 1, 1}));
@@ -154,6 +155,7 @@ TEST(ParsePodTest, DefaultsForAMinimalPod) {
   EXPECT_EQ(parsed->scheduler_name, "default-scheduler");
   EXPECT_EQ(parsed->phase, "Pending");
   EXPECT_EQ(parsed->index, -1);
+  EXPECT_EQ(parsed->run, 0) << "no run label: run 0";
   EXPECT_TRUE(parsed->job_name.empty());
   EXPECT_FALSE(parsed->group_spec.has_value());
   EXPECT_FALSE(parsed->required_node_affinity.has_value());
@@ -213,11 +215,13 @@ TEST(ParsePodTest, InitContainerScalarFloor) {
 
 TEST(ParsePodTest, BadGroupSpecIsRecordedNotFatal) {
   Result<PodInfo> parsed = ParsePodJson(R"({"metadata":{"name":"p",
-      "labels":{"batch.hybridjob.io/job-name":"j","batch.hybridjob.io/index":"x"},
+      "labels":{"batch.hybridjob.io/job-name":"j","batch.hybridjob.io/index":"x",
+                "batch.hybridjob.io/run":"-2"},
       "annotations":{"batch.hybridjob.io/group-spec":"{\"roles\":[]}"}}})");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->job_name, "j");
   EXPECT_EQ(parsed->index, -1);  // "x" is not an index
+  EXPECT_EQ(parsed->run, -1);    // nor "-2" a run
   EXPECT_FALSE(parsed->group_spec.has_value());
   EXPECT_NE(parsed->group_spec_error.find("role"), std::string::npos);
 }

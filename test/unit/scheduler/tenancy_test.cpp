@@ -142,6 +142,27 @@ TEST_F(TenancyTest, OnlyTheMemberNamesOfTheJobsRolesAreMembers) {
   EXPECT_THAT(other_role.untrusted_reason, HasSubstr("role \"chief\" is not a role"));
 }
 
+// A re-run's members are named for their run, so that the ended pods of the
+// run before keep theirs; the name must match the run label.
+TEST_F(TenancyTest, ALaterRunsMembersAreNamedForTheirRun) {
+  PodInfo rerun = Member("worker", 0);
+  rerun.name = "train-worker-0-run2";
+  rerun.labels.Set(api::kRunLabel, "2");
+  rerun.run = 2;
+  ResolvePod(rerun, directory_);
+  EXPECT_EQ(MembershipOf(rerun), Membership::kTrusted) << rerun.untrusted_reason;
+
+  for (const auto& [name, run] : std::vector<std::pair<std::string, int64_t>>{
+           {"train-worker-0-run2", 3}, {"train-worker-0", 2}, {"train-worker-0-run2", -1}}) {
+    PodInfo mislabelled = Member("worker", 0);
+    mislabelled.name = name;
+    mislabelled.run = run;
+    ResolvePod(mislabelled, directory_);
+    EXPECT_EQ(MembershipOf(mislabelled), Membership::kUntrusted) << name << " run " << run;
+    EXPECT_THAT(mislabelled.untrusted_reason, HasSubstr("is not named as member worker 0"));
+  }
+}
+
 TEST_F(TenancyTest, AMemberOfAJobNotSeenYetAwaitsIt) {
   PodInfo pod = Member("worker", 0);
   directory_.RemoveJob("team-a", "train");

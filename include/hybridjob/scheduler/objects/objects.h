@@ -212,6 +212,7 @@ struct PodInfo {
   std::string job_name;
   std::string role;
   int32_t index = -1;
+  int64_t run = 0;  // batch.hybridjob.io/run: 0 when missing, -1 when malformed
   std::optional<GroupSpec> group_spec;
   std::string group_spec_error;  // why the annotation was refused, if it was
   // The annotation as written, kept for ResolvePod (group_spec is replaced).
