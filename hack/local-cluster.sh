@@ -5,9 +5,11 @@
 # garbagecollector, namespace, persistentvolume-binder, pvc-protection,
 # pv-protection, podgc (it only deletes the pods of nodes that are gone),
 # resourcequota, deployment and replicaset controllers (the last two give a
-# job's TensorBoard Deployment its pod). No kubelet: hybridjob-sim plays it.
-# No endpoint controller: pod IPs here are loopback addresses (127.1.x.y),
-# which the API server refuses in Endpoints.
+# job's TensorBoard Deployment its pod) and the endpointslice controller (a
+# Service's endpoints, as kube-proxy reads them). No kubelet: hybridjob-sim
+# plays it. No endpoint controller: pod IPs here are loopback addresses
+# (127.1.x.y), which the API server refuses in Endpoints; EndpointSlices take
+# them.
 #
 #   hack/local-cluster.sh up   [--dir DIR]   start; prints `export ...` lines
 #   hack/local-cluster.sh env  [--dir DIR]   print the `export ...` lines again
@@ -21,6 +23,8 @@
 # removes the directory. HYBRIDJOB_CLUSTER_PROFILING=1 serves the API server's
 # Go profiles at /debug/pprof; HYBRIDJOB_CLUSTER_AUDIT_LOG=FILE writes its audit
 # log (every request's verb, resource and user agent) to FILE (benchmarks only).
+# HYBRIDJOB_CLUSTER_ENDPOINTSLICES=0 leaves the endpointslice controller out
+# (hack/bench-burst.sh, whose API server figures predate it).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -249,9 +253,15 @@ try_up() {
   fi
 
   write_kubeconfig "$dir/kubeconfig" "$server" "$dir/pki/ca.crt" "$token" hybridjob-admin
+  local controllers=serviceaccount,serviceaccount-token,garbagecollector,namespace
+  controllers+=,persistentvolume-binder,pvc-protection,pv-protection,podgc,resourcequota
+  controllers+=,deployment,replicaset
+  if [ "${HYBRIDJOB_CLUSTER_ENDPOINTSLICES:-1}" != 0 ]; then
+    controllers+=,endpointslice
+  fi
   start_daemon "$dir" controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/kubeconfig" \
-    --controllers serviceaccount,serviceaccount-token,garbagecollector,namespace,persistentvolume-binder,pvc-protection,pv-protection,podgc,resourcequota,deployment,replicaset \
+    --controllers "$controllers" \
     --pvclaimbinder-sync-period 5s \
     --terminated-pod-gc-threshold 0 \
     --service-account-private-key-file "$dir/pki/sa.key" \

@@ -76,9 +76,8 @@ spec:
       << output;
   // The Deployment's pod is bound by kube-scheduler, after the gang, to the
   // node of the volume the gang's member wrote. The Service leads to it as
-  // kube-proxy would follow it: its selector picks the ready pods, its
-  // targetPort the port. (Endpoints cannot hold the loopback pod addresses
-  // hybridjob-sim --exec gives, so the test follows the Service itself.)
+  // kube-proxy follows it: through the EndpointSlices kube-controller-manager
+  // keeps for the Service (its ready pods, its port resolved on them).
   std::string address;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -87,22 +86,33 @@ spec:
         if (!service.ok()) {
           return false;
         }
-        std::string selector;
-        for (const auto& [key, value] : (*service)["spec"]["selector"].items()) {
-          selector += (selector.empty() ? "" : ",") + key + "=" + value.get<std::string>();
+        const std::string port_name = (*service)["spec"]["ports"][0].value("name", "");
+        const json slices = json::parse(
+            Kubectl("get endpointslices -l kubernetes.io/service-name=watched-tensorboard -o json"),
+            nullptr, false);
+        std::vector<std::string> ready;
+        for (const json& slice : slices.value("items", json::array())) {
+          std::string port;
+          for (const json& candidate : slice.value("ports", json::array())) {
+            if (candidate.value("name", "") == port_name && candidate.contains("port")) {
+              port = candidate["port"].dump();
+            }
+          }
+          for (const json& endpoint : slice.value("endpoints", json::array())) {
+            if (!port.empty() &&
+                endpoint.value("conditions", json::object()).value("ready", false)) {
+              ready.push_back(endpoint["addresses"][0].get<std::string>() + ":" + port);
+            }
+          }
         }
-        const json& port = (*service)["spec"]["ports"][0];
-        const std::string ip = Kubectl(
-            "get pods -l " + selector +
-            " -o jsonpath='{.items[?(@.status.containerStatuses[0].ready==true)].status.podIP}'");
-        if (ip.empty() || ip.find(' ') != std::string::npos) {
+        if (ready.size() != 1) {
           return false;
         }
-        address = ip + ":" + port["targetPort"].dump();
+        address = ready[0];
         return true;
       },
       90s))
-      << Kubectl("get svc,deploy,rs,pods -o wide") << system_->Logs();
+      << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide") << system_->Logs();
   EXPECT_EQ(Kubectl("get pods -l batch.hybridjob.io/tensorboard=watched -o "
                     "jsonpath={.items[0].spec.nodeName}"),
             Kubectl("get pod watched-worker-0 -o jsonpath={.spec.nodeName}"));
