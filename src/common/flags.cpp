@@ -97,7 +97,7 @@ Status FlagSet::Parse(int argc, const char* const* argv, int first) {
     }
     if (arg == "--") {
       for (++i; i < argc; ++i) {
-        positional_.emplace_back(argv[i]);
+        after_dash_dash_.emplace_back(argv[i]);
       }
       break;
     }
@@ -237,9 +237,10 @@ std::optional<int> ParseCommandLine(FlagSet& flags, int argc, const char* const*
     std::cout << flags.Usage();
     return 0;
   }
-  if (!positional_allowed && !flags.positional().empty()) {
-    return FailStartup(flags.program(),
-                       "unexpected argument \"" + flags.positional().front() + "\" (see --help)");
+  if (!positional_allowed && (!flags.positional().empty() || !flags.after_dash_dash().empty())) {
+    const std::string& first =
+        flags.positional().empty() ? flags.after_dash_dash().front() : flags.positional().front();
+    return FailStartup(flags.program(), "unexpected argument \"" + first + "\" (see --help)");
   }
   if (Status status = ConfigureLogging(logging.level, logging.format, flags.program());
       !status.ok()) {

@@ -289,8 +289,10 @@ json RestrictedSecurityContext() {
           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
 }
 
-json CodeInitContainer(const api::HybridJob& job, const json& first_container,
-                       const PlannerOptions& options) {
+}  // namespace
+
+json BuildCodeFetcher(const api::HybridJob& job, const json& first_container,
+                      const PlannerOptions& options) {
   const api::CodeSpec& code = *job.spec.code;
   json container = {
       {"name", api::kCodeInitContainerName},
@@ -327,8 +329,6 @@ json CodeInitContainer(const api::HybridJob& job, const json& first_container,
   }
   return container;
 }
-
-}  // namespace
 
 const std::string_view kEnvWrapperScript = kEnvWrapperScriptText;
 const std::string_view kCodeFetchScript = kCodeFetchScriptText;
@@ -476,7 +476,7 @@ json BuildMemberPod(const api::HybridJob& job, const api::ReplicaSpec& role, int
   if (job.spec.code) {
     json& init_containers = ArrayMember(spec, "initContainers");
     json fetch =
-        CodeInitContainer(job, containers.empty() ? json::object() : containers[0], options);
+        BuildCodeFetcher(job, containers.empty() ? json::object() : containers[0], options);
     init_containers.insert(init_containers.begin(), std::move(fetch));
   }
   if (mpi && role.name == "launcher") {

@@ -40,7 +40,9 @@ class FlagSet {
 
   bool help_requested() const { return help_requested_; }
   const std::string& program() const { return program_; }
+  // Positional arguments before a "--", and those after it (a command to run).
   const std::vector<std::string>& positional() const { return positional_; }
+  const std::vector<std::string>& after_dash_dash() const { return after_dash_dash_; }
   bool WasSet(const std::string& name) const;
   std::string Usage() const;
 
@@ -61,6 +63,7 @@ class FlagSet {
   std::map<char, std::string> shorthands_;
   std::string synopsis_;
   std::vector<std::string> positional_;
+  std::vector<std::string> after_dash_dash_;
   bool help_requested_ = false;
 };
 

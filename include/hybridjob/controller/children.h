@@ -57,6 +57,12 @@ nlohmann::json BuildRunRevision(const api::HybridJob& job, const api::HybridJobS
 // fixed fields are the ones the job's run recorded (status.runSpec.hash).
 Result<api::HybridJobSpec> StartedSpecOf(const nlohmann::json& revision, const api::HybridJob& job);
 
+// The init container that fetches and unpacks spec.code into the code
+// volume (api::kCodeVolumeName at code.mountPath); it takes the AWS_*
+// variables and envFrom of `first_container`, the member's own.
+nlohmann::json BuildCodeFetcher(const api::HybridJob& job, const nlohmann::json& first_container,
+                                const PlannerOptions& options);
+
 // Secret <job>-ssh of an MPI job, without its data: the key pair is made
 // where the Secret is created (the shell), never planned.
 nlohmann::json BuildSshKeySecret(const api::HybridJob& job);

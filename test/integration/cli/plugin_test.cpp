@@ -348,6 +348,150 @@ TEST_F(PluginTest, NodesShowTheGpuMapByRack) {
   EXPECT_TRUE(found) << out;
 }
 
+// serve and notebook make standard objects on the real API server, the
+// autoscaler in the newest version it serves (autoscaling/v2beta2 on 1.20,
+// v2 from 1.23), and refuse a claim that is not bound yet.
+TEST_F(PluginTest, ServeAndNotebookMakeStandardObjectsOnTheJobsClaim) {
+  const std::string ns = ns_->name();
+  json job = {
+      {"apiVersion", api::kApiVersion},
+      {"kind", api::kKind},
+      {"metadata", {{"name", "trained"}}},
+      {"spec",
+       {{"replicaSpecs",
+         json::array(
+             {{{"name", "worker"},
+               {"minReplicas", 1},
+               {"template",
+                {{"spec",
+                  {{"containers", json::array({{{"name", "main"}, {"image", "trainer"}}})}}}}}}})},
+        {"volumes",
+         json::array(
+             {{{"name", "model"}, {"size", "1Gi"}, {"mountPath", "/model"}, {"retain", true}},
+              {{"name", "later"}, {"size", "1Gi"}, {"mountPath", "/l"}}})}}}};
+  ASSERT_TRUE(client_->Create(k8s::resources::HybridJobs(), ns, job).ok());
+  // The claim as the controller made it, bound to a node-local volume.
+  for (const char* claim : {"trained-model", "trained-later"}) {
+    ASSERT_TRUE(client_
+                    ->Create(k8s::resources::PersistentVolumeClaims(), ns,
+                             {{"apiVersion", "v1"},
+                              {"kind", "PersistentVolumeClaim"},
+                              {"metadata", {{"name", claim}}},
+                              {"spec",
+                               {{"accessModes", {"ReadWriteOnce"}},
+                                {"storageClassName", ""},
+                                {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}})
+                    .ok());
+  }
+  const std::string pv = ns + "-trained-model";
+  ASSERT_TRUE(client_
+                  ->Create(k8s::resources::PersistentVolumes(), "",
+                           {{"apiVersion", "v1"},
+                            {"kind", "PersistentVolume"},
+                            {"metadata", {{"name", pv}}},
+                            {"spec",
+                             {{"capacity", {{"storage", "1Gi"}}},
+                              {"accessModes", {"ReadWriteOnce"}},
+                              {"storageClassName", ""},
+                              {"hostPath", {{"path", "/tmp/" + pv}}},
+                              {"claimRef", {{"namespace", ns}, {"name", "trained-model"}}},
+                              {"nodeAffinity",
+                               {{"required",
+                                 {{"nodeSelectorTerms",
+                                   {{{"matchExpressions",
+                                      {{{"key", "kubernetes.io/hostname"},
+                                        {"operator", "In"},
+                                        {"values", {ns + "-0"}}}}}}}}}}}}}}})
+                  .ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto claim = client_->Get(k8s::resources::PersistentVolumeClaims(), ns, "trained-model");
+        return claim.ok() && (*claim)["status"].value("phase", "") == "Bound";
+      },
+      60s));
+
+  std::string out;
+  std::string err_path = std::filesystem::temp_directory_path().string() + "/" + ns + "-serve.err";
+  // The model server's command follows "--", so the flags go before it.
+  ASSERT_EQ(RunCommand("(PATH=" + BinaryDir() + ":$PATH " + KubernetesBinDir() +
+                           "/kubectl hybridjob serve trained --kubeconfig " + KubeconfigPath() +
+                           " -n " + ns +
+                           " --volume model --model-path /models --image srv:1 --port 8500 "
+                           "--min-replicas 1 --max-replicas 3 --cpu-percent 70 -- python3 -m "
+                           "srv 2>" +
+                           err_path + ")",
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(out,
+            "deployment.apps/trained-serve created\nservice/trained-serve created\n"
+            "horizontalpodautoscaler.autoscaling/trained-serve created\n");
+  std::string err;
+  {
+    std::ifstream in(err_path);
+    err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::filesystem::remove(err_path);
+  EXPECT_THAT(err, HasSubstr("can run only on node " + ns + "-0"));
+  EXPECT_THAT(err, HasSubstr("-l batch.hybridjob.io/serve=trained-serve"));
+  auto deployment = client_->Get(k8s::resources::Deployments(), ns, "trained-serve");
+  ASSERT_TRUE(deployment.ok());
+  const json& container = (*deployment)["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["command"], json({"python3", "-m", "srv"}));
+  EXPECT_EQ((*deployment)["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"],
+            json({{"claimName", "trained-model"}, {"readOnly", true}}));
+  // The version discovery chose: the newest this server serves.
+  std::string autoscaling;
+  ASSERT_EQ(RunCommand(KubernetesBinDir() + "/kubectl --kubeconfig " + KubeconfigPath() +
+                           " api-versions | grep '^autoscaling/v2' | sort | tail -1",
+                       &autoscaling),
+            0);
+  while (!autoscaling.empty() && autoscaling.back() == '\n') {
+    autoscaling.pop_back();
+  }
+  ASSERT_FALSE(autoscaling.empty());
+  const std::string version = autoscaling.substr(autoscaling.find('/') + 1);
+  auto hpa =
+      client_->Get({"autoscaling", version, "horizontalpodautoscalers"}, ns, "trained-serve");
+  ASSERT_TRUE(hpa.ok()) << hpa.status().ToString();
+  EXPECT_EQ((*hpa)["spec"]["maxReplicas"], 3);
+  EXPECT_EQ((*hpa)["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 70);
+  EXPECT_TRUE(client_->Get(k8s::resources::Services(), ns, "trained-serve").ok());
+
+  // A dry run writes nothing.
+  ASSERT_EQ(Plugin("serve trained -n " + ns +
+                       " --volume model --model-path /m --image srv --port 80 --name dry "
+                       "--dry-run=client -o name",
+                   &out, "/dev/null"),
+            0)
+      << out;
+  EXPECT_EQ(out, "deployment.apps/dry\nservice/dry\n");
+  EXPECT_FALSE(client_->Get(k8s::resources::Deployments(), ns, "dry").ok());
+
+  // A claim not bound yet would be placed by the serving pod: refused.
+  EXPECT_NE(Plugin("serve trained -n " + ns +
+                       " --volume later --model-path /m --image srv --port 80 --name later",
+                   &out),
+            0);
+  EXPECT_THAT(out, HasSubstr("claim trained-later of volume later is not bound yet"));
+  EXPECT_THAT(out, HasSubstr("run the job first"));
+  EXPECT_NE(Plugin("notebook trained -n " + ns, &out), 0) << "it mounts every claim";
+
+  ASSERT_TRUE(client_->Delete(k8s::resources::PersistentVolumeClaims(), ns, "trained-later").ok());
+  json without_later = *client_->Get(k8s::resources::HybridJobs(), ns, "trained");
+  without_later["spec"]["volumes"].erase(1);
+  ASSERT_TRUE(client_->Update(k8s::resources::HybridJobs(), without_later).ok());
+  ASSERT_EQ(Plugin("notebook trained -n " + ns, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("secret/trained-notebook-token created"));
+  EXPECT_THAT(out, HasSubstr("kubectl port-forward -n " + ns +
+                             " service/trained-notebook "
+                             "8888:8888"));
+  auto secret = client_->Get(k8s::resources::Secrets(), ns, "trained-notebook-token");
+  ASSERT_TRUE(secret.ok());
+  EXPECT_EQ((*secret)["data"]["token"].get<std::string>().size(), 64u) << "48 hex, in base64";
+  ASSERT_TRUE(client_->Delete(k8s::resources::PersistentVolumes(), "", pv).ok());
+}
+
 TEST_F(PluginTest, BadFlagsAndContextsAreRefusedClearly) {
   std::string out;
   EXPECT_NE(Plugin("queues -o wide", &out), 0);

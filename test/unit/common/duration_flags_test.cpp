@@ -70,6 +70,19 @@ TEST(FlagSetTest, ParsesEveryKindAndPositionals) {
   EXPECT_FALSE(flags.help_requested());
 }
 
+// As kubectl create's "-- COMMAND": what follows "--" is kept apart, flags
+// or not.
+TEST(FlagSetTest, WhatFollowsADoubleDashIsACommand) {
+  std::string port;
+  FlagSet flags("tool");
+  flags.String("port", &port, "port");
+  const char* argv[] = {"tool", "serve", "job", "--port=80", "--", "python3", "-m", "--port=9"};
+  ASSERT_TRUE(flags.Parse(8, argv).ok());
+  EXPECT_EQ(port, "80");
+  EXPECT_EQ(flags.positional(), (std::vector<std::string>{"serve", "job"}));
+  EXPECT_EQ(flags.after_dash_dash(), (std::vector<std::string>{"python3", "-m", "--port=9"}));
+}
+
 TEST(FlagSetTest, ShorthandsTakeTheirValueAsKubectlDoes) {
   std::string ns = "default";
   std::string output;
