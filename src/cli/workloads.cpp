@@ -327,7 +327,8 @@ Result<std::vector<json>> BuildNotebookObjects(const api::HybridJob& job,
                                          !first["containers"].empty()
                                      ? first["containers"][0]
                                      : json::object();
-    pod_spec["initContainers"] = {controller::BuildCodeFetcher(job, first_container, planner)};
+    pod_spec["initContainers"] =
+        json::array({controller::BuildCodeFetcher(job, first_container, planner)});
     volumes.push_back({{"name", api::kCodeVolumeName}, {"emptyDir", json::object()}});
     container["volumeMounts"].push_back(
         {{"name", api::kCodeVolumeName}, {"mountPath", job.spec.code->mount_path}});
