@@ -7,6 +7,7 @@
 #include <hybridjob/api/json.h>
 #include <hybridjob/api/names.h>
 #include <hybridjob/cli/workloads.h>
+#include <hybridjob/controller/children.h>
 #include <hybridjob/k8s/api_status.h>
 #include <hybridjob/k8s/resource.h>
 
@@ -38,9 +39,7 @@ Result<api::HybridJob> ReadJob(k8s::ApiClient& client, const std::string& name,
 Result<ClaimPlacement> ReadPlacement(k8s::ApiClient& client, const api::HybridJob& job,
                                      const api::VolumeSpec& volume, const std::string& ns,
                                      std::vector<std::string>* notes) {
-  const std::string claim_name = volume.existing_claim
-                                     ? *volume.existing_claim
-                                     : api::VolumeClaimName(job.metadata.name, volume.name);
+  const std::string claim_name = controller::ClaimName(job, volume);
   Result<json> claim = client.Get(k8s::resources::PersistentVolumeClaims(), ns, claim_name);
   if (!claim.ok() && !k8s::IsNotFound(claim.status())) {
     return Status(claim.status().code(), "cannot read PersistentVolumeClaim " + ns + "/" +

@@ -135,8 +135,7 @@ Result<std::string> ChooseAutoscalingVersion(const json& autoscaling_group) {
 Result<ClaimPlacement> PlaceClaim(const api::HybridJob& job, const api::VolumeSpec& volume,
                                   const json& claim, const json& persistent_volume) {
   ClaimPlacement placement;
-  placement.claim = volume.existing_claim ? *volume.existing_claim
-                                          : api::VolumeClaimName(job.metadata.name, volume.name);
+  placement.claim = controller::ClaimName(job, volume);
   placement.retained = volume.existing_claim.has_value() || volume.retain;
   if (!claim.is_object() || !claim.contains("metadata")) {
     return NotFound("claim " + placement.claim + " of volume " + volume.name + " of job " +
@@ -222,9 +221,7 @@ Result<std::vector<json>> BuildServeObjects(const api::HybridJob& job, const Ser
                            std::to_string(options.cpu_percent));
   }
   const json labels = Labels(job, kServeLabel, name, "serving");
-  const std::string claim = volume->existing_claim
-                                ? *volume->existing_claim
-                                : api::VolumeClaimName(job.metadata.name, volume->name);
+  const std::string claim = controller::ClaimName(job, *volume);
   json container = {
       {"name", "server"},
       {"image", options.image},
@@ -308,9 +305,7 @@ Result<std::vector<json>> BuildNotebookObjects(const api::HybridJob& job,
   };
   json volumes = json::array();
   for (const api::VolumeSpec& volume : job.spec.volumes) {
-    const std::string claim = volume.existing_claim
-                                  ? *volume.existing_claim
-                                  : api::VolumeClaimName(job.metadata.name, volume.name);
+    const std::string claim = controller::ClaimName(job, volume);
     volumes.push_back(ClaimVolume(volume.name, claim, /*read_only=*/false));
     container["volumeMounts"].push_back({{"name", volume.name}, {"mountPath", volume.mount_path}});
   }

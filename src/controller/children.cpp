@@ -252,11 +252,6 @@ void AddMount(json& container, std::string_view volume, std::string_view path, b
   ArrayMember(container, "volumeMounts").push_back(std::move(mount));
 }
 
-std::string ClaimName(const api::HybridJob& job, const api::VolumeSpec& volume) {
-  return volume.existing_claim ? *volume.existing_claim
-                               : api::VolumeClaimName(job.metadata.name, volume.name);
-}
-
 // The command becomes: /bin/sh -c <wrapper> hybridjob-env <command...> <args...>
 void WrapCommand(json& container) {
   if (!container.contains("command") || !container["command"].is_array() ||
@@ -290,6 +285,11 @@ json RestrictedSecurityContext() {
 }
 
 }  // namespace
+
+std::string ClaimName(const api::HybridJob& job, const api::VolumeSpec& volume) {
+  return volume.existing_claim ? *volume.existing_claim
+                               : api::VolumeClaimName(job.metadata.name, volume.name);
+}
 
 json BuildCodeFetcher(const api::HybridJob& job, const json& first_container,
                       const PlannerOptions& options) {

@@ -57,6 +57,9 @@ nlohmann::json BuildRunRevision(const api::HybridJob& job, const api::HybridJobS
 // fixed fields are the ones the job's run recorded (status.runSpec.hash).
 Result<api::HybridJobSpec> StartedSpecOf(const nlohmann::json& revision, const api::HybridJob& job);
 
+// The claim a job volume mounts: its existingClaim, else <job>-<volume>.
+std::string ClaimName(const api::HybridJob& job, const api::VolumeSpec& volume);
+
 // The init container that fetches and unpacks spec.code into the code
 // volume (api::kCodeVolumeName at code.mountPath); it takes the AWS_*
 // variables and envFrom of `first_container`, the member's own.

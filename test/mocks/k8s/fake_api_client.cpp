@@ -745,6 +745,10 @@ Result<std::string> FakeApiClient::GetRaw(const std::string& path) {
   if (auto fault = Admit({"getraw", "", "", "", path, {}})) {
     return *fault;
   }
+  return RawBody(path);
+}
+
+Result<std::string> FakeApiClient::RawBody(const std::string& path) const {
   std::lock_guard lock(mu_);
   auto it = raw_.find(path);
   if (it == raw_.end()) {
@@ -783,13 +787,11 @@ Result<std::unique_ptr<ByteStream>> FakeApiClient::GetStream(const std::string& 
   if (auto fault = Admit({"getstream", "", "", "", path, {}})) {
     return *fault;
   }
-  std::lock_guard lock(mu_);
-  auto it = raw_.find(path);
-  if (it == raw_.end()) {
-    return ApiError(StatusCode::kNotFound, 404, "NotFound",
-                    "the server could not find the requested resource");
+  Result<std::string> body = RawBody(path);
+  if (!body.ok()) {
+    return body.status();
   }
-  return std::unique_ptr<ByteStream>(std::make_unique<ChunkedByteStream>(it->second));
+  return std::unique_ptr<ByteStream>(std::make_unique<ChunkedByteStream>(std::move(*body)));
 }
 
 }  // namespace hybridjob::k8s::testing

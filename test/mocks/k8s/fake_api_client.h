@@ -89,6 +89,8 @@ class FakeApiClient final : public ApiClient {
   Result<std::unique_ptr<ByteStream>> GetStream(const std::string& path) override;
 
  private:
+  // A SetRaw body, or the API server's 404.
+  Result<std::string> RawBody(const std::string& path) const;
   struct Change {
     uint64_t version;
     std::string resource;
