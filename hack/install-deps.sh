@@ -18,9 +18,10 @@ CLUSTER_PACKAGES=(
 )
 # What the workloads hybridjob-sim --exec runs as local processes use (examples/exec/):
 # PyTorch (gloo on CPU), Open MPI with mpi4py for MPI launcher/worker jobs, an SSH
-# server and client for mpirun's remote starts, curl for readiness checks.
+# server and client for mpirun's remote starts, curl for readiness checks, and
+# Jupyter for the notebook that `kubectl hybridjob notebook` starts.
 WORKLOAD_PACKAGES=(
-  python3-torch openmpi-bin python3-mpi4py openssh-server openssh-client curl
+  python3-torch openmpi-bin python3-mpi4py openssh-server openssh-client curl jupyter-notebook
 )
 
 # The e2e test of the gang-scheduler's dashboard loads it in a headless browser.

@@ -214,6 +214,14 @@ Status LogsOutcome(const std::string& job, size_t asked,
                                         job + " has a log to show (each said why above)");
 }
 
+bool LogNotStartedYet(const Status& refusal) {
+  // The API server's words for a pod without a node (bound after the member
+  // list was read), and the kubelet's for a container that has not started.
+  return refusal.code() == StatusCode::kBadRequest &&
+         (refusal.message().find("is waiting to start") != std::string::npos ||
+          refusal.message().find("does not have a host assigned") != std::string::npos);
+}
+
 namespace {
 
 // Writes a log as it arrives, whole lines only, each with the member's prefix.
@@ -264,33 +272,40 @@ struct ChosenMember {
 };
 
 // Each member's log followed at once, as `kubectl logs -f -l` does: lines
-// appear as they are written, whole, until every member's log has ended.
+// appear as they are written, whole, until every member's log has ended. A
+// member whose container has not started yet is asked again until it has,
+// for up to `wait_for_start`.
 void FollowLogs(k8s::ApiClient& client, const std::vector<ChosenMember>& members, std::ostream& out,
+                std::chrono::milliseconds wait_for_start,
                 const std::function<void(const ChosenMember&, Status)>& no_log) {
-  std::vector<std::pair<const ChosenMember*, std::unique_ptr<k8s::ByteStream>>> streams;
-  for (const ChosenMember& member : members) {
-    Result<std::unique_ptr<k8s::ByteStream>> stream = client.GetStream(member.path);
-    if (!stream.ok()) {
-      no_log(member, stream.status());
-      continue;
-    }
-    streams.emplace_back(&member, std::move(*stream));
-  }
+  constexpr std::chrono::milliseconds kAskAgainAfter{500};
+  const auto give_up_at = std::chrono::steady_clock::now() + wait_for_start;
   Mutex out_mu;
-  std::vector<Status> ended(streams.size());
+  std::vector<Status> ended(members.size());
   {
     std::vector<std::jthread> readers;
-    for (size_t i = 0; i < streams.size(); ++i) {
+    for (size_t i = 0; i < members.size(); ++i) {
       readers.emplace_back([&, i] {
-        LinePrinter printer(streams[i].first->prefix);
+        Result<std::unique_ptr<k8s::ByteStream>> stream = client.GetStream(members[i].path);
+        while (!stream.ok() && LogNotStartedYet(stream.status()) &&
+               std::chrono::steady_clock::now() + kAskAgainAfter < give_up_at) {
+          std::this_thread::sleep_for(kAskAgainAfter);
+          stream = client.GetStream(members[i].path);
+        }
+        if (!stream.ok()) {
+          ended[i] = stream.status();
+          return;
+        }
+        LinePrinter printer(members[i].prefix);
         std::string chunk;
         while (true) {
           chunk.clear();
-          Result<bool> more = streams[i].second->ReadSome(chunk);
+          Result<bool> more = (*stream)->ReadSome(chunk);
           MutexLock lock(out_mu);
           if (!more.ok()) {
             printer.Finish(out);
-            ended[i] = more.status();
+            ended[i] = Status(more.status().code(),
+                              "its log stream broke off: " + more.status().message());
             break;
           }
           printer.Feed(chunk, out);
@@ -304,10 +319,9 @@ void FollowLogs(k8s::ApiClient& client, const std::vector<ChosenMember>& members
       });
     }
   }  // every reader joined
-  for (size_t i = 0; i < streams.size(); ++i) {
+  for (size_t i = 0; i < members.size(); ++i) {
     if (!ended[i].ok()) {
-      no_log(*streams[i].first,
-             Status(ended[i].code(), "its log stream broke off: " + ended[i].message()));
+      no_log(members[i], ended[i]);
     }
   }
 }
@@ -392,7 +406,7 @@ Status RunLogs(k8s::ApiClient& client, const std::string& job, const CommandOpti
                              ": use --max-log-requests to increase the limit, or --role and "
                              "--index to follow fewer members");
     }
-    FollowLogs(client, chosen, out, no_log);
+    FollowLogs(client, chosen, out, options.pod_running_timeout, no_log);
   } else {
     for (const ChosenMember& member : chosen) {
       Result<std::string> text = client.GetRaw(member.path);

@@ -292,8 +292,12 @@ Result<std::vector<json>> BuildNotebookObjects(const api::HybridJob& job,
       {"name", "notebook"},
       {"image", options.image},
       // Explicit, so that any image with Jupyter runs it the same way.
+      // --allow-root: Jupyter refuses to start as root without it, and an
+      // image built to run as root, or a runtime that runs it so, would then
+      // crash-loop; as the Jupyter images' own user it changes nothing. The
+      // token guards the server either way.
       {"command",
-       {"jupyter", "notebook", "--no-browser", "--ip=0.0.0.0",
+       {"jupyter", "notebook", "--no-browser", "--allow-root", "--ip=0.0.0.0",
         "--port=" + std::to_string(options.port), "--notebook-dir=" + root}},
       {"ports", {{{"name", "http"}, {"containerPort", options.port}, {"protocol", "TCP"}}}},
       {"env",

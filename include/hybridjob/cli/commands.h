@@ -3,6 +3,7 @@
 // object could not be read and why, in the API server's words.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -33,7 +34,17 @@ struct CommandOptions {
   bool follow = false;  // stream each log until it ends
   // With follow: at most this many logs at once, as kubectl's --max-log-requests.
   int64_t max_log_requests = 5;
+  // With follow: how long a member on a node whose container has not started
+  // yet (creating, initializing) is waited for, as kubectl's
+  // --pod-running-timeout.
+  std::chrono::milliseconds pod_running_timeout{20000};
 };
+
+// Whether the API server refused a log because the container has not
+// started yet: a pod without a node, or a container still waiting to start
+// (ContainerCreating, PodInitializing, an image being pulled). Following
+// such a log waits for it.
+bool LogNotStartedYet(const Status& refusal);
 
 // The scheduler's configuration from its ConfigMap. When the ConfigMap is
 // absent or may not be read, the defaults (one `default` queue, nvidia.com/gpu)

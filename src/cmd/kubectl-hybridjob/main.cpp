@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
   flags.Bool("follow", &options.follow, "logs: stream the logs until every member's has ended");
   flags.Int("max-log-requests", &options.max_log_requests,
             "logs -f: at most this many members' logs followed at once");
+  flags.Duration("pod-running-timeout", &options.pod_running_timeout,
+                 "logs -f: how long to wait for a member whose container has not started yet");
   hybridjob::cli::ServeOptions serve;
   hybridjob::cli::NotebookOptions notebook;
   std::string name;

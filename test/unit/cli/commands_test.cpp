@@ -252,6 +252,75 @@ TEST_F(RerunLogsTest, StatusListsTheEarlierRunsAndWhatTheyKept) {
   EXPECT_EQ(nlohmann::json::parse(*text)["earlierRuns"][0]["keptMembers"], 1);
 }
 
+TEST(LogNotStartedYetTest, ThePodWithoutANodeAndTheWaitingContainerAreNotStartedYet) {
+  EXPECT_TRUE(LogNotStartedYet(Status(StatusCode::kBadRequest,
+                                      "container \"main\" in pod \"bert-worker-0\" is waiting "
+                                      "to start: ContainerCreating")
+                                   .WithHttp(400, "BadRequest")));
+  EXPECT_TRUE(LogNotStartedYet(Status(StatusCode::kBadRequest,
+                                      "container \"main\" in pod \"bert-worker-0\" is waiting "
+                                      "to start: PodInitializing")));
+  EXPECT_TRUE(LogNotStartedYet(
+      Status(StatusCode::kBadRequest, "pod bert-worker-0 does not have a host assigned")));
+  // Gone, or refused for another reason: asking again changes nothing.
+  EXPECT_FALSE(LogNotStartedYet(Status(StatusCode::kNotFound, "pods \"bert-worker-0\" not found")));
+  EXPECT_FALSE(LogNotStartedYet(
+      Status(StatusCode::kBadRequest, "container nope is not valid for pod bert-worker-0")));
+  EXPECT_FALSE(LogNotStartedYet(
+      Status(StatusCode::kForbidden, "is waiting to start: but forbidden is forbidden")));
+}
+
+// -f waits for a member whose container has not started yet, as kubectl
+// waits --pod-running-timeout for a pod to run, and then follows it; one
+// that does not start in time says why.
+TEST_F(CommandsTest, FollowWaitsForAContainerThatHasNotStartedYet) {
+  const std::string path =
+      "/api/v1/namespaces/team/pods/bert-worker-1/log?container=main&follow=true";
+  api_.SetRaw(path, "started at last\n");
+  int refusals_left = 2;
+  api_.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "getstream" && request.subresource == path && refusals_left > 0) {
+      --refusals_left;
+      return Status(StatusCode::kBadRequest,
+                    "container \"main\" in pod \"bert-worker-1\" is waiting to start: "
+                    "ContainerCreating")
+          .WithHttp(400, "BadRequest");
+    }
+    return std::nullopt;
+  });
+  options_.follow = true;
+  options_.index = 1;
+  options_.pod_running_timeout = std::chrono::seconds(20);
+  std::ostringstream out;
+  std::ostringstream err;
+  ASSERT_TRUE(RunLogs(api_, "bert", options_, out, err).ok()) << err.str();
+  EXPECT_EQ(out.str(), "started at last\n");
+  EXPECT_EQ(api_.CountRequests("getstream", path), 3u);
+
+  // Not started within the timeout: the kubelet's words.
+  refusals_left = 1000;
+  options_.pod_running_timeout = std::chrono::milliseconds(600);
+  std::ostringstream never;
+  const Status status = RunLogs(api_, "bert", options_, never, err);
+  EXPECT_EQ(status.code(), StatusCode::kBadRequest);
+  EXPECT_THAT(status.message(), HasSubstr("is waiting to start: ContainerCreating"));
+  EXPECT_EQ(never.str(), "");
+
+  // Without -f the refusal is the answer at once, as kubectl logs.
+  options_.follow = false;
+  const size_t before = api_.CountRequests("getraw");
+  api_.SetFault([&](const FakeApiClient::Request& request) -> std::optional<Status> {
+    if (request.verb == "getraw") {
+      return Status(StatusCode::kBadRequest,
+                    "container \"main\" in pod \"bert-worker-1\" is "
+                    "waiting to start: ContainerCreating");
+    }
+    return std::nullopt;
+  });
+  EXPECT_FALSE(RunLogs(api_, "bert", options_, never, err).ok());
+  EXPECT_EQ(api_.CountRequests("getraw"), before + 1);
+}
+
 // -f streams each log: lines are whole however the stream cuts them, and
 // the last one is written when its log ends.
 TEST_F(CommandsTest, FollowedLogsArriveLineByLineUntilEveryLogEnds) {

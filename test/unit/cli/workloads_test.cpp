@@ -250,6 +250,7 @@ TEST(NotebookObjectsTest, JupyterMountsEveryClaimAndTheCodeWithATokenFromASecret
   const json& container = pod["containers"][0];
   EXPECT_EQ(container["image"], "jupyter/base-notebook");
   EXPECT_EQ(container["command"][0], "jupyter");
+  EXPECT_THAT(container["command"].dump(), HasSubstr("\"--allow-root\""));
   EXPECT_THAT(container["command"].dump(), HasSubstr("--notebook-dir=/workspace"))
       << "it opens the job's code";
   EXPECT_EQ(container["env"][0]["valueFrom"]["secretKeyRef"],
