@@ -90,16 +90,18 @@ tsan-build: deps
 	  -DHYBRIDJOB_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
 
-# The normal tree (GCC, without the unit tests and benchmarks); then its
-# integration, e2e and fault tests, and beside them, at the lowest CPU
-# priority, the sanitizer tree (Clang, with the unit tests and fuzzers) is
-# built and its unit tests and fuzzers run (hack/run-tests.sh): the tests
-# mostly wait on simulated work, and the build takes the cores they leave.
+# Two trees, one after the other: the normal one (GCC, without the unit tests
+# and benchmarks) and the sanitizer one (Clang, with the unit tests and
+# fuzzers); then the normal tree's integration, e2e and fault tests, and beside
+# them, at the lowest CPU priority, the sanitizer tree's unit tests and fuzzers
+# (hack/run-tests.sh).
 test: BENCH := OFF
 test: UNIT_TESTS := OFF
 test: k8s peers configure fuzz-configure
-	@begin=$$SECONDS; cmake --build $(BUILD_DIR) -j $(JOBS) || exit 1; \
-	  echo "-- build $(BUILD_DIR): $$((SECONDS - begin)) s"
+	@for tree in $(BUILD_DIR) $(FUZZ_DIR); do \
+	  begin=$$SECONDS; cmake --build $$tree -j $(JOBS) || exit 1; \
+	  echo "-- build $$tree: $$((SECONDS - begin)) s"; \
+	done
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) hack/run-tests.sh $(BUILD_DIR) $(FUZZ_DIR) $(CTEST_JOBS)
 
 # Longer: each fuzz target for SOAK_FUZZ_SECONDS, the unit, integration and

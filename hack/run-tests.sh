@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `make test`'s runs, in two lanes that go side by side once the normal tree
-# is built:
+# `make test`'s runs, in two lanes that go side by side once both trees are
+# built:
 #   normal tree:    the integration, e2e and fault labels (and the unit label
 #                   when the tree has unit tests);
-#   sanitizer tree: at the lowest CPU priority, its build, then its unit
-#                   tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-#                   then each fuzz target for $FUZZ_SECONDS (default 60), two
-#                   at a time.
+#   sanitizer tree: its unit tests under AddressSanitizer +
+#                   UndefinedBehaviorSanitizer, then each fuzz target for
+#                   $FUZZ_SECONDS (default 60), two at a time, at the lowest
+#                   CPU priority.
 # The end-to-end and fault tests mostly wait for simulated work, so the
 # sanitizer lane uses the cores they leave idle. Fails if any run fails, after
 # running them all; says how long each step took.
@@ -36,18 +36,9 @@ step() {
   return "$rc"
 }
 
-build_sanitizer_tree() {
-  cmake --build "$SAN_DIR" -j "$JOBS" >"$SAN_DIR/build.log" 2>&1
-}
-
 sanitizer_lane() {
   renice -n 19 -p "$BASHPID" >/dev/null
   local status=0
-  # The build's lines go to a log of their own; its end is shown if it fails.
-  if ! step "build $SAN_DIR" build_sanitizer_tree; then
-    tail -n 60 "$SAN_DIR/build.log"
-    return 1
-  fi
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer ($SAN_DIR)" \
