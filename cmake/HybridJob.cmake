@@ -131,10 +131,14 @@ function(hybridjob_test name)
     list(APPEND props PROCESSORS ${ARG_PROCESSORS})
   endif()
   # Without timings of its own (a clean clone), ctest starts the costliest
-  # tests first: the end-to-end and fault tests, each up to two minutes, then
-  # the integration tests, mostly seconds, fill the gaps, so no long test
-  # starts last and runs on alone.
-  if(ARG_LABEL MATCHES "^(e2e|fault)$")
+  # tests first: a test that needs two processors (it waits for two free
+  # slots, and started late it leaves one idle), then the end-to-end and
+  # fault tests, each up to two minutes, then the integration tests, mostly
+  # seconds, which fill the gaps, so no long test starts last and runs on
+  # alone.
+  if(ARG_PROCESSORS)
+    list(APPEND props COST 1000)
+  elseif(ARG_LABEL MATCHES "^(e2e|fault)$")
     list(APPEND props COST 100)
   elseif(ARG_LABEL STREQUAL "integration")
     list(APPEND props COST 10)
