@@ -215,8 +215,9 @@ Status LogsOutcome(const std::string& job, size_t asked,
 }
 
 bool LogNotStartedYet(const Status& refusal) {
-  // The API server's words for a pod without a node (bound after the member
-  // list was read), and the kubelet's for a container that has not started.
+  // The API server's words for a pod without a node (a member created again
+  // after the member list was read), and the kubelet's for a container that
+  // has not started.
   return refusal.code() == StatusCode::kBadRequest &&
          (refusal.message().find("is waiting to start") != std::string::npos ||
           refusal.message().find("does not have a host assigned") != std::string::npos);

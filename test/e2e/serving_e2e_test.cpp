@@ -70,6 +70,21 @@ std::vector<std::string> ReadyEndpoints(System& system, const std::string& servi
   return ready;
 }
 
+// The one ready address of a Service, once there is exactly one (within 90 s,
+// the time a Deployment's pod takes to be bound, started and seen); empty if
+// there never was.
+std::string WaitForOneReadyEndpoint(System& system, const std::string& service_name) {
+  std::string address;
+  WaitFor(
+      [&] {
+        const std::vector<std::string> ready = ReadyEndpoints(system, service_name);
+        address = ready.size() == 1 ? ready[0] : "";
+        return !address.empty();
+      },
+      90s);
+  return address;
+}
+
 // curl's answer (body, then the HTTP status on its own last line).
 std::string Curl(System& system, const std::vector<std::string>& args) {
   const std::string log = system.cluster().dir() + "/curl.log";
@@ -126,18 +141,9 @@ spec:
   // node of the volume the gang's member wrote. The Service leads to it as
   // kube-proxy follows it: through the EndpointSlices kube-controller-manager
   // keeps for the Service (its ready pods, its port resolved on them).
-  std::string address;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::vector<std::string> ready = ReadyEndpoints(*system_, "watched-tensorboard");
-        if (ready.size() != 1) {
-          return false;
-        }
-        address = ready[0];
-        return true;
-      },
-      90s))
-      << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide") << system_->Logs();
+  const std::string address = WaitForOneReadyEndpoint(*system_, "watched-tensorboard");
+  ASSERT_FALSE(address.empty()) << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide")
+                                << system_->Logs();
   EXPECT_EQ(Kubectl("get pods -l batch.hybridjob.io/tensorboard=watched -o "
                     "jsonpath={.items[0].spec.nodeName}"),
             Kubectl("get pod watched-worker-0 -o jsonpath={.spec.nodeName}"));
@@ -214,15 +220,9 @@ TEST_F(ServingEndToEndTest, ATrainedModelIsServedFromTheJobsVolumeAndOpenedInJup
   const std::string node =
       output.substr(node_at + 21, output.find_first_of(" ,\n", node_at + 21) - node_at - 21);
 
-  std::string address;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::vector<std::string> ready = ReadyEndpoints(*system_, "linear-serve");
-        address = ready.size() == 1 ? ready[0] : "";
-        return !address.empty();
-      },
-      90s))
-      << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide") << system_->Logs();
+  std::string address = WaitForOneReadyEndpoint(*system_, "linear-serve");
+  ASSERT_FALSE(address.empty()) << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide")
+                                << system_->Logs();
   EXPECT_EQ(address.substr(address.find(':') + 1), port);
   EXPECT_EQ(Kubectl("get pods -l batch.hybridjob.io/serve=linear-serve -o "
                     "jsonpath={.items[0].spec.nodeName}"),
@@ -264,14 +264,9 @@ TEST_F(ServingEndToEndTest, ATrainedModelIsServedFromTheJobsVolumeAndOpenedInJup
   EXPECT_NE(output.find("kubectl port-forward -n default service/linear-notebook"),
             std::string::npos)
       << output;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::vector<std::string> ready = ReadyEndpoints(*system_, "linear-notebook");
-        address = ready.size() == 1 ? ready[0] : "";
-        return !address.empty();
-      },
-      90s))
-      << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide") << system_->Logs();
+  address = WaitForOneReadyEndpoint(*system_, "linear-notebook");
+  ASSERT_FALSE(address.empty()) << Kubectl("get svc,endpointslices,deploy,rs,pods -o wide")
+                                << system_->Logs();
   // As the command says to read it.
   ASSERT_EQ(system_->Kubectl(
                 "get secret linear-notebook-token -o jsonpath={.data.token} | base64 -d", &output),
