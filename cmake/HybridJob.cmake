@@ -89,17 +89,19 @@ function(hybridjob_binary name)
   install(TARGETS ${name} RUNTIME DESTINATION bin OPTIONAL)
 endfunction()
 
-# hybridjob_test(NAME LABEL unit|integration|e2e|fault [PROCESSORS N] SOURCES ... DEPS ...
-#                [INCLUDES dir...])
+# hybridjob_test(NAME LABEL unit|integration|e2e|fault [PROCESSORS N] [SHARED_CLUSTER]
+#                SOURCES ... DEPS ... [INCLUDES dir...])
 # A unit test executable is one ctest test that runs all its cases in one
 # process: a process per case cost more than the cases themselves (about 0.6 s
 # each under AddressSanitizer, for some 1,000 cases), and
 # `tests/<name> --gtest_filter=...` runs one case. Every other GoogleTest case
 # becomes a ctest test of its own, carrying the label. Integration, e2e and
 # fault tests share the local cluster fixture and read its kubeconfig from the
-# environment; each test works in a namespace of its own.
+# environment; each test works in a namespace of its own. Those that run the
+# whole system, which no namespace isolates, say SHARED_CLUSTER (below).
 function(hybridjob_test name)
-  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT;PROCESSORS" "SOURCES;DEPS;INCLUDES" ${ARGN})
+  cmake_parse_arguments(ARG "SHARED_CLUSTER" "LABEL;TIMEOUT;PROCESSORS" "SOURCES;DEPS;INCLUDES"
+                        ${ARGN})
   if(ARG_LABEL STREQUAL "unit" AND NOT HYBRIDJOB_UNIT_TESTS)
     return()
   endif()
@@ -118,7 +120,29 @@ function(hybridjob_test name)
   hybridjob_target_defaults(${name})
   hybridjob_test_code(${name})
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
-  if(ARG_LABEL MATCHES "^(integration|e2e|fault)$")
+  # SHARED_CLUSTER: the binary's tests start the whole system on one control
+  # plane of their own, one test after another, instead of a private cluster
+  # each (about 8 CPU seconds and 10 s a test): the first test starts it, each
+  # later one empties it back to how it came up (test/support/cluster_reset.h),
+  # and a cleanup test stops it after the last; the setup test stops one an
+  # interrupted run left. (gtest_discover_tests passes no lists in PROPERTIES,
+  # so such a test gets this one variable and fixture.)
+  if(ARG_SHARED_CLUSTER)
+    set(shared_dir "${HYBRIDJOB_TEST_CLUSTER_DIR}-${name}")
+    add_test(NAME ${name}_cluster_clear
+      COMMAND "${PROJECT_SOURCE_DIR}/hack/local-cluster.sh" down --dir "${shared_dir}")
+    set_tests_properties(${name}_cluster_clear PROPERTIES
+      FIXTURES_SETUP ${name}_cluster LABELS ${ARG_LABEL} TIMEOUT 60 COST 200)
+    add_test(NAME ${name}_cluster_down
+      COMMAND "${PROJECT_SOURCE_DIR}/hack/local-cluster.sh" down --dir "${shared_dir}")
+    # As costly as the tests, so it stops the cluster as soon as they end,
+    # not after every other test (an idle control plane keeps about 5 % of a
+    # core busy).
+    set_tests_properties(${name}_cluster_down PROPERTIES
+      FIXTURES_CLEANUP ${name}_cluster LABELS ${ARG_LABEL} TIMEOUT 60 COST 200)
+    list(APPEND props FIXTURES_REQUIRED ${name}_cluster RESOURCE_LOCK ${name}_cluster
+         ENVIRONMENT "HYBRIDJOB_SHARED_CLUSTER_DIR=${shared_dir}")
+  elseif(ARG_LABEL MATCHES "^(integration|e2e|fault)$")
     list(APPEND props FIXTURES_REQUIRED local_cluster
          ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
   endif()
@@ -136,8 +160,13 @@ function(hybridjob_test name)
   # fault tests, each up to two minutes, then the integration tests, mostly
   # seconds, which fill the gaps, so no long test starts last and runs on
   # alone.
+  # The tests of a shared cluster run one after another, so each goes ahead
+  # of other end-to-end tests as soon as the one before it ends: their chain
+  # is the longest.
   if(ARG_PROCESSORS)
     list(APPEND props COST 1000)
+  elseif(ARG_SHARED_CLUSTER)
+    list(APPEND props COST 200)
   elseif(ARG_LABEL MATCHES "^(e2e|fault)$")
     list(APPEND props COST 100)
   elseif(ARG_LABEL STREQUAL "integration")

@@ -1,7 +1,7 @@
 #include "system.h"
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 
@@ -183,10 +183,7 @@ bool System::RestartController(size_t replica) {
 }
 
 int System::Kubectl(const std::string& args, std::string* output) const {
-  std::ifstream bin_dir_file(cluster_.dir() + "/k8s-bin-dir");
-  std::string bin_dir;
-  std::getline(bin_dir_file, bin_dir);
-  return RunCommand(bin_dir + "/kubectl --kubeconfig " + cluster_.kubeconfig() + " " + args,
+  return RunCommand(cluster_.kubectl() + " --kubeconfig " + cluster_.kubeconfig() + " " + args,
                     output);
 }
 

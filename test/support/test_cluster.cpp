@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <netinet/in.h>
@@ -16,6 +18,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cluster_reset.h"
+
 namespace hybridjob::testing {
 
 std::string ClusterDir() {
@@ -27,8 +31,17 @@ std::string KubeconfigPath() {
   return ClusterDir() + "/kubeconfig";
 }
 
+namespace {
+// Set for the tests of a binary that share one cluster (hybridjob_test's
+// SHARED_CLUSTER); they have no HYBRIDJOB_TEST_CLUSTER_DIR.
+std::string SharedClusterDir() {
+  const char* dir = std::getenv("HYBRIDJOB_SHARED_CLUSTER_DIR");  // NOLINT(concurrency-mt-unsafe)
+  return dir == nullptr ? std::string() : std::string(dir);
+}
+}  // namespace
+
 std::string KubernetesBinDir() {
-  std::ifstream in(ClusterDir() + "/k8s-bin-dir");
+  std::ifstream in((ClusterDir().empty() ? SharedClusterDir() : ClusterDir()) + "/k8s-bin-dir");
   std::string dir;
   std::getline(in, dir);
   return dir;
@@ -131,8 +144,12 @@ std::string LocalClusterScript() {
 }
 
 PrivateCluster::PrivateCluster() {
+  if (const std::string shared_dir = SharedClusterDir(); !shared_dir.empty()) {
+    ok_ = UseShared(shared_dir);
+    return;
+  }
   const std::string base = ClusterDir().empty() ? "/tmp" : ClusterDir() + "-private";
-  dir_ = base + "-" + RandomSuffix();
+  dir_ = cluster_dir_ = base + "-" + RandomSuffix();
   std::string output;
   ok_ = RunCommand(LocalClusterScript() + " up --dir " + dir_, &output) == 0;
   if (!ok_) {
@@ -140,8 +157,114 @@ PrivateCluster::PrivateCluster() {
   }
 }
 
+namespace {
+
+// Kills what an earlier test of the binary left running on the shared
+// cluster (one that ctest killed at its timeout never stopped its binaries):
+// every process that names the cluster's directory, but for the control plane.
+void KillLeftovers(const std::string& shared_dir) {
+  static const std::set<std::string> kControlPlane = {"etcd", "kube-apiserver",
+                                                      "kube-controller-manager"};
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(pid) == static_cast<int>(getpid())) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cmdline");
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(in, arg, '\0');) {
+      argv.push_back(arg);
+    }
+    if (argv.empty() ||
+        kControlPlane.count(std::filesystem::path(argv[0]).filename().string()) != 0) {
+      continue;
+    }
+    for (const auto& arg : argv) {
+      if (arg.find(shared_dir + "/") != std::string::npos) {
+        std::cerr << "shared cluster: killing " << argv[0] << " (pid " << pid
+                  << "), left running by an earlier test\n";
+        ::kill(std::stoi(pid), SIGKILL);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool PrivateCluster::UseShared(const std::string& shared_dir) {
+  shared_ = true;
+  cluster_dir_ = shared_dir;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = shared_dir + "/tests/" +
+         (test == nullptr ? std::string("system")
+                          : std::string(test->test_suite_name()) + "." + test->name()) +
+         "-" + RandomSuffix();
+  std::error_code error;
+  std::filesystem::create_directories(dir_ + "/logs", error);
+  if (error) {
+    ADD_FAILURE() << "cannot make " << dir_ << ": " << error.message();
+    return false;
+  }
+  const std::string baseline_path = shared_dir + "/baseline-uids";
+  const bool first = !std::filesystem::exists(shared_dir + "/kubeconfig");
+  if (first) {
+    std::string output;
+    if (RunCommand(LocalClusterScript() + " up --dir " + shared_dir, &output) != 0) {
+      ADD_FAILURE() << "the shared cluster did not start:\n" << output;
+      return false;
+    }
+  }
+  auto client = AdminClient();
+  if (!client) {
+    return false;
+  }
+  if (first) {
+    auto resources = DiscoverDeletableResources(*client);
+    Result<std::set<std::string>> uids = resources.status();
+    if (resources) {
+      uids = ObjectUids(*client, *resources);
+    }
+    if (!uids) {
+      ADD_FAILURE() << "recording the shared cluster's objects: " << uids.status().ToString();
+      return false;
+    }
+    std::ofstream out(baseline_path);
+    for (const auto& uid : *uids) {
+      out << uid << "\n";
+    }
+    return true;
+  }
+  KillLeftovers(shared_dir);
+  std::set<std::string> baseline;
+  std::ifstream in(baseline_path);
+  for (std::string uid; std::getline(in, uid);) {
+    baseline.insert(uid);
+  }
+  if (baseline.empty()) {
+    ADD_FAILURE() << "the shared cluster has no record of its objects in " << baseline_path;
+    return false;
+  }
+  const Status emptied = DeleteAllBut(*client, baseline);
+  if (!emptied.ok()) {
+    ADD_FAILURE() << "emptying the shared cluster: " << emptied.ToString();
+  }
+  return emptied.ok();
+}
+
 PrivateCluster::~PrivateCluster() {
-  (void)RunCommand(LocalClusterScript() + " down --dir " + dir_);
+  if (!shared_) {
+    (void)RunCommand(LocalClusterScript() + " down --dir " + cluster_dir_);
+  }
+}
+
+std::string PrivateCluster::kubectl() const {
+  std::ifstream in(cluster_dir_ + "/k8s-bin-dir");
+  std::string bin_dir;
+  std::getline(in, bin_dir);
+  return bin_dir + "/kubectl";
 }
 
 std::unique_ptr<k8s::RestClient> PrivateCluster::AdminClient() const {
@@ -162,8 +285,8 @@ std::unique_ptr<k8s::RestClient> PrivateCluster::AdminClient() const {
 
 bool PrivateCluster::Restart(const std::string& component) const {
   std::string output;
-  const int rc =
-      RunCommand(LocalClusterScript() + " restart " + component + " --dir " + dir_, &output);
+  const int rc = RunCommand(
+      LocalClusterScript() + " restart " + component + " --dir " + cluster_dir_, &output);
   if (rc != 0) {
     ADD_FAILURE() << "restart " << component << ":\n" << output;
   }
@@ -171,11 +294,16 @@ bool PrivateCluster::Restart(const std::string& component) const {
 }
 
 bool PrivateCluster::Stop(const std::string& component) const {
-  return RunCommand(LocalClusterScript() + " stop " + component + " --dir " + dir_) == 0;
+  if (shared_) {
+    ADD_FAILURE() << "stopping " << component << " would leave the shared cluster broken for "
+                  << "the tests after this one: give the test a cluster of its own";
+    return false;
+  }
+  return RunCommand(LocalClusterScript() + " stop " + component + " --dir " + cluster_dir_) == 0;
 }
 
 int64_t PrivateCluster::CompactEtcd() const {
-  std::ifstream endpoint_file(dir_ + "/etcd.endpoint");
+  std::ifstream endpoint_file(cluster_dir_ + "/etcd.endpoint");
   std::string endpoint;
   std::getline(endpoint_file, endpoint);
   // etcd's JSON gateway: a range read answers with the current revision.

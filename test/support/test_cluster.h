@@ -44,8 +44,12 @@ class TestNamespace {
   std::string name_;
 };
 
-// A cluster of the test's own, for tests that restart or stop its parts.
-// Started in the constructor, stopped and removed in the destructor.
+// The cluster a test runs the whole system on. Under ctest, the tests of a
+// binary that shares one (HYBRIDJOB_SHARED_CLUSTER_DIR, set with a resource
+// lock so they run one at a time) get that control plane: started by the
+// first of them, emptied back to how it came up before each later one, and
+// stopped by a cleanup test after the last. Otherwise the test starts a
+// cluster of its own and stops and removes it in the destructor.
 class PrivateCluster {
  public:
   PrivateCluster();
@@ -54,11 +58,17 @@ class PrivateCluster {
   PrivateCluster& operator=(const PrivateCluster&) = delete;
 
   bool ok() const { return ok_; }
+  bool shared() const { return shared_; }
+  // A directory of this test's own, for its logs and files.
   const std::string& dir() const { return dir_; }
-  std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
+  std::string kubeconfig() const { return cluster_dir_ + "/kubeconfig"; }
+  // The kubectl of the cluster's Kubernetes version.
+  std::string kubectl() const;
   std::unique_ptr<k8s::RestClient> AdminClient() const;
   // Kills a component (etcd, apiserver, controller-manager) and starts it again.
   bool Restart(const std::string& component) const;
+  // Stops a component; only a cluster of the test's own (a shared one would
+  // stay broken for the tests after this one).
   bool Stop(const std::string& component) const;
   // Compacts etcd at its current revision (what etcdctl compact does), so
   // every watch from an older resourceVersion ends with 410 Gone. Returns the
@@ -66,7 +76,12 @@ class PrivateCluster {
   int64_t CompactEtcd() const;
 
  private:
+  // Starts the shared cluster and records its baseline, or empties it.
+  bool UseShared(const std::string& shared_dir);
+
+  std::string cluster_dir_;
   std::string dir_;
+  bool shared_ = false;
   bool ok_ = false;
 };
 

@@ -149,9 +149,7 @@ class DeployTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.ok());
     admin_ = cluster_.AdminClient();
     ASSERT_NE(admin_, nullptr);
-    std::ifstream bin_dir_file(cluster_.dir() + "/k8s-bin-dir");
-    std::getline(bin_dir_file, kubectl_);
-    kubectl_ += "/kubectl --kubeconfig " + cluster_.kubeconfig() + " ";
+    kubectl_ = cluster_.kubectl() + " --kubeconfig " + cluster_.kubeconfig() + " ";
   }
 
   void TearDown() override {
