@@ -122,26 +122,15 @@ function(hybridjob_test name)
   set(props LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   # SHARED_CLUSTER: the binary's tests start the whole system on one control
   # plane of their own, one test after another, instead of a private cluster
-  # each (about 8 CPU seconds and 10 s a test): the first test starts it, each
-  # later one empties it back to how it came up (test/support/cluster_reset.h),
-  # and a cleanup test stops it after the last; the setup test stops one an
-  # interrupted run left. (gtest_discover_tests passes no lists in PROPERTIES,
-  # so such a test gets this one variable and fixture.)
+  # each (about 8 CPU seconds and 10 s a test): the first test starts it in
+  # the directory named below, each later one empties it back to how it came
+  # up (test/support/cluster_reset.h), and it sleeps between tests; the
+  # local_cluster fixture's cleanup stops it with the others
+  # (hack/test-clusters.sh). gtest_discover_tests passes no lists in
+  # PROPERTIES, so such a test gets this one variable.
   if(ARG_SHARED_CLUSTER)
-    set(shared_dir "${HYBRIDJOB_TEST_CLUSTER_DIR}-${name}")
-    add_test(NAME ${name}_cluster_clear
-      COMMAND "${PROJECT_SOURCE_DIR}/hack/local-cluster.sh" down --dir "${shared_dir}")
-    set_tests_properties(${name}_cluster_clear PROPERTIES
-      FIXTURES_SETUP ${name}_cluster LABELS ${ARG_LABEL} TIMEOUT 60 COST 200)
-    add_test(NAME ${name}_cluster_down
-      COMMAND "${PROJECT_SOURCE_DIR}/hack/local-cluster.sh" down --dir "${shared_dir}")
-    # As costly as the tests, so it stops the cluster as soon as they end,
-    # not after every other test (an idle control plane keeps about 5 % of a
-    # core busy).
-    set_tests_properties(${name}_cluster_down PROPERTIES
-      FIXTURES_CLEANUP ${name}_cluster LABELS ${ARG_LABEL} TIMEOUT 60 COST 200)
-    list(APPEND props FIXTURES_REQUIRED ${name}_cluster RESOURCE_LOCK ${name}_cluster
-         ENVIRONMENT "HYBRIDJOB_SHARED_CLUSTER_DIR=${shared_dir}")
+    list(APPEND props FIXTURES_REQUIRED local_cluster RESOURCE_LOCK ${name}_cluster
+         ENVIRONMENT "HYBRIDJOB_SHARED_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}-${name}")
   elseif(ARG_LABEL MATCHES "^(integration|e2e|fault)$")
     list(APPEND props FIXTURES_REQUIRED local_cluster
          ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
