@@ -135,11 +135,10 @@ function(hybridjob_test name)
     list(APPEND props FIXTURES_REQUIRED local_cluster
          ENVIRONMENT "HYBRIDJOB_TEST_CLUSTER_DIR=${HYBRIDJOB_TEST_CLUSTER_DIR}")
   endif()
-  # End-to-end and fault tests each run a private cluster and the whole
-  # binaries, and spend most of their time waiting for simulated work (about
-  # 0.3 cores each): two run side by side. A test that keeps both cores busy
-  # (real training processes, the load test) says PROCESSORS 2, so that
-  # `ctest -j 2` runs it alone.
+  # End-to-end and fault tests run the whole binaries and spend most of their
+  # time waiting for simulated work: several run side by side
+  # (hack/run-tests.sh). A test that keeps both cores busy (the load test)
+  # says PROCESSORS 2, so that `ctest -j 2` runs it alone.
   if(ARG_PROCESSORS)
     list(APPEND props PROCESSORS ${ARG_PROCESSORS})
   endif()
