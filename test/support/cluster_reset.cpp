@@ -45,20 +45,11 @@ Result<nlohmann::json> GetJson(k8s::ApiClient& client, const std::string& path) 
 
 // Every object of `resource`, across namespaces.
 Result<std::vector<nlohmann::json>> ListAll(k8s::ApiClient& client, const k8s::Resource& resource) {
-  std::vector<nlohmann::json> items;
-  k8s::ListOptions options;
-  options.limit = 500;
-  do {
-    auto page = client.List(resource, "", options);
-    if (!page) {
-      return page.status();
-    }
-    for (auto& item : page->items) {
-      items.push_back(std::move(item));
-    }
-    options.continue_token = page->continue_token;
-  } while (!options.continue_token.empty());
-  return items;
+  auto list = k8s::ListAll(client, resource, "", {});
+  if (!list) {
+    return list.status();
+  }
+  return std::move(list->items);
 }
 
 std::string Describe(const k8s::Resource& resource, const nlohmann::json& object) {
@@ -122,10 +113,13 @@ Result<std::vector<k8s::Resource>> DiscoverDeletableResources(k8s::ApiClient& cl
   return out;
 }
 
-Result<std::set<std::string>> ObjectUids(k8s::ApiClient& client,
-                                         const std::vector<k8s::Resource>& resources) {
+Result<std::set<std::string>> ObjectUids(k8s::ApiClient& client) {
+  auto resources = DiscoverDeletableResources(client);
+  if (!resources) {
+    return resources.status();
+  }
   std::set<std::string> uids;
-  for (const auto& resource : resources) {
+  for (const auto& resource : *resources) {
     auto items = ListAll(client, resource);
     if (!items) {
       return Internal("list " + resource.plural + ": " + items.status().ToString());

@@ -26,9 +26,9 @@ std::vector<k8s::Resource> DeletableResources(const nlohmann::json& resource_lis
 // group's preferred version).
 Result<std::vector<k8s::Resource>> DiscoverDeletableResources(k8s::ApiClient& client);
 
-// The uids of every object of those resources: what the cluster holds now.
-Result<std::set<std::string>> ObjectUids(k8s::ApiClient& client,
-                                         const std::vector<k8s::Resource>& resources);
+// The uids of every object of every deletable resource: what the cluster
+// holds now.
+Result<std::set<std::string>> ObjectUids(k8s::ApiClient& client);
 
 // Deletes every object whose uid is not in `baseline` (at once, without
 // grace, finalizers cleared: no kubelet or controller of the test is left to

@@ -38,13 +38,18 @@ std::string SharedClusterDir() {
   const char* dir = std::getenv("HYBRIDJOB_SHARED_CLUSTER_DIR");  // NOLINT(concurrency-mt-unsafe)
   return dir == nullptr ? std::string() : std::string(dir);
 }
-}  // namespace
 
-std::string KubernetesBinDir() {
-  std::ifstream in((ClusterDir().empty() ? SharedClusterDir() : ClusterDir()) + "/k8s-bin-dir");
+// Where the cluster in `cluster_dir` found its Kubernetes binaries.
+std::string BinDirOf(const std::string& cluster_dir) {
+  std::ifstream in(cluster_dir + "/k8s-bin-dir");
   std::string dir;
   std::getline(in, dir);
   return dir;
+}
+}  // namespace
+
+std::string KubernetesBinDir() {
+  return BinDirOf(ClusterDir().empty() ? SharedClusterDir() : ClusterDir());
 }
 
 Result<k8s::ClientConfig> AdminConfig() {
@@ -243,11 +248,7 @@ bool PrivateCluster::UseShared(const std::string& shared_dir) {
     return false;
   }
   if (first) {
-    auto resources = DiscoverDeletableResources(*client);
-    Result<std::set<std::string>> uids = resources.status();
-    if (resources) {
-      uids = ObjectUids(*client, *resources);
-    }
+    auto uids = ObjectUids(*client);
     if (!uids) {
       ADD_FAILURE() << "recording the shared cluster's objects: " << uids.status().ToString();
       return false;
@@ -284,10 +285,7 @@ PrivateCluster::~PrivateCluster() {
 }
 
 std::string PrivateCluster::kubectl() const {
-  std::ifstream in(cluster_dir_ + "/k8s-bin-dir");
-  std::string bin_dir;
-  std::getline(in, bin_dir);
-  return bin_dir + "/kubectl";
+  return BinDirOf(cluster_dir_) + "/kubectl";
 }
 
 std::unique_ptr<k8s::RestClient> PrivateCluster::AdminClient() const {
